@@ -1,0 +1,47 @@
+# evalkit: `make eval` runs the default experiment offline; `make test` runs ruff and the tests.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+
+.PHONY: eval test lint bench format clean help
+
+help:
+	@echo "make eval   - run the default experiment (offline) and write reports/default/report.md"
+	@echo "make test   - install dev extras, run ruff and pytest"
+	@echo "make bench  - run the benchmarks and print one table"
+	@echo "make lint   - ruff check only; make format - ruff format + fix"
+	@echo "make clean  - remove runs, caches and the virtualenv"
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Stamps make re-installs happen only when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(VENV)/.installed $@
+
+eval: $(VENV)/.installed
+	$(BIN)/evalkit run --report-out reports
+
+test: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/pytest -n auto -q
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff format evalkit tests
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed
+	$(BIN)/evalkit bench
+
+clean:
+	rm -rf $(VENV) runs/*/ .pytest_cache .ruff_cache .hypothesis

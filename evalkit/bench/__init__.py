@@ -1,0 +1,60 @@
+"""Benchmarks: each registered function returns rows of (figure, value, unit).
+
+``make bench`` runs them all and prints one table. Benchmarks are never timed assertions in the
+test suite; numbers quoted in issue notes come from here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evalkit.registry import Registry
+
+
+@dataclass(frozen=True)
+class Figure:
+    figure: str
+    value: float
+    unit: str
+
+
+Benchmark = Callable[[], list[Figure]]
+BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
+
+# One module per stage; add yours here.
+MODULES = ["corpus"]
+
+
+def benchmark(name: str, description: str):
+    return BENCHMARKS.register(name, description)
+
+
+def run_benchmarks(only: str | None = None, out: str | None = None) -> int:
+    """Run every benchmark (or those matching ``only``) and print the table."""
+    for m in MODULES:
+        importlib.import_module(f"evalkit.bench.{m}")
+    rows: list[tuple[str, Figure]] = []
+    for e in BENCHMARKS:
+        if only and only not in e.name:
+            continue
+        t = time.perf_counter()
+        figures = e.obj()
+        print(f"[bench] {e.name}: {time.perf_counter() - t:.1f}s", flush=True)
+        rows.extend((e.name, f) for f in figures)
+    w = max((len(f.figure) for _, f in rows), default=6)
+    print(f"\n{'figure':{w}}  {'value':>14}  unit")
+    print(f"{'-' * w}  {'-' * 14}  ----")
+    for _, f in rows:
+        print(f"{f.figure:{w}}  {f.value:>14,.3f}  {f.unit}")
+    if out:
+        with open(out, "w", encoding="utf-8") as fh:
+            json.dump(
+                [{"benchmark": b, "figure": f.figure, "value": f.value, "unit": f.unit} for b, f in rows],
+                fh,
+                indent=2,
+            )
+    return 0

@@ -1,0 +1,163 @@
+"""Core verbs: run, synth, validate, facts, candidates, probes, score, report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from evalkit.commands import arguments, command
+
+
+def _run_args(p):
+    p.add_argument("--config", help="experiment TOML (default: [tool.evalkit] in pyproject.toml)")
+    p.add_argument("--run-dir", help="run folder (default: runs/<name>-<config hash>)")
+    p.add_argument("--sessions", type=int, help="override corpus.sessions")
+    p.add_argument("--arms", help="override replay.arms, comma-separated")
+    p.add_argument("--resume", action="store_true", help="skip stages whose output exists in the run folder")
+    p.add_argument("--report-out", help="also write the report into this folder (make eval: reports/)")
+
+
+@command("run", "run an experiment end to end: corpus → replay → score → decide → report")
+@arguments(_run_args)
+def cmd_run(args) -> int:
+    from evalkit.config import load_experiment
+    from evalkit.report import write_report
+    from evalkit.run import run_experiment
+
+    overrides: dict = {}
+    if args.sessions is not None:
+        overrides.setdefault("corpus", {})["sessions"] = args.sessions
+    if args.arms:
+        overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
+    exp = load_experiment(args.config, overrides)
+    paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume)
+    report = paths.report
+    if args.report_out:
+        report = write_report(paths.root, Path(args.report_out) / exp.name)
+    print(report)
+    return 0
+
+
+def _synth_args(p):
+    p.add_argument("--sessions", type=int, default=200)
+    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument(
+        "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest)"
+    )
+
+
+@command("synth", "generate a deterministic synthetic corpus whose facts are known by construction")
+@arguments(_synth_args)
+def cmd_synth(args) -> int:
+    from evalkit.corpus import build_corpus
+
+    m = build_corpus({"kind": "synth", "sessions": args.sessions}, args.seed, args.out)
+    print(json.dumps(m["stats"], indent=2))
+    return 0
+
+
+def _validate_args(p):
+    p.add_argument("path", help="canonical JSONL file or corpus folder")
+    p.add_argument("--skip", action="store_true", help="skip bad records and count them instead of stopping")
+
+
+@command("validate", "check a canonical JSONL corpus; errors name file:line: field: reason")
+@arguments(_validate_args)
+def cmd_validate(args) -> int:
+    from evalkit.corpus import CorpusError, ReadStats, read_sessions
+
+    stats = ReadStats()
+    try:
+        for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
+            pass
+    except CorpusError as e:
+        print(e, file=sys.stderr)
+        return 2
+    for e in stats.skipped:
+        print(e, file=sys.stderr)
+    print(stats.summary())
+    return 2 if stats.skipped else 0
+
+
+def _facts_args(p):
+    p.add_argument("path", help="canonical JSONL file or corpus folder")
+    p.add_argument("--out", help="write facts.jsonl here (default: print a per-session summary)")
+
+
+@command("facts", "derive the facts (tallies, constraints, failures, files, compactions) of a corpus")
+@arguments(_facts_args)
+def cmd_facts(args) -> int:
+    from evalkit.corpus import AtomicWriter, ReadStats, read_sessions
+    from evalkit.facts import compute_facts, facts_to_dict
+
+    stats = ReadStats()
+    out = AtomicWriter(args.out).__enter__() if args.out else None
+    try:
+        for s in read_sessions(args.path, "skip", stats):
+            f = compute_facts(s)
+            if out:
+                out.write(json.dumps(facts_to_dict(f)) + "\n")
+            else:
+                print(
+                    f"{s.id}: {len(f.tallies)} tallies, {len(f.failures)} failing commands, "
+                    f"{len(f.constraints)} constraints, {len(f.files_modified)} files modified, "
+                    f"{len(f.compactions)} recorded compactions"
+                )
+    finally:
+        if out:
+            out.close()
+            Path(str(args.out) + ".tmp").replace(args.out)
+    print(stats.summary(), file=sys.stderr)
+    return 0
+
+
+@command("candidates", "list every arm (baseline and candidates) with its description and evidence")
+def cmd_candidates(args) -> int:
+    from evalkit.replay import ARMS
+
+    for e in ARMS:
+        print(f"{e.name:18} {e.description}")
+        ev = e.info.get("evidence")
+        if ev and ev != "-":
+            print(f"{'':18}   evidence: {ev}")
+    return 0
+
+
+@command("probes", "list probes with their metrics, direction and the failure each catches")
+def cmd_probes(args) -> int:
+    from evalkit.probes import PROBES
+
+    for e in PROBES:
+        metrics = ", ".join(f"{m} ({d} is better)" for m, d in e.info.get("metrics", {}).items())
+        print(
+            f"{e.name:18} {e.description}\n{'':18}   metrics: {metrics}\n{'':18}   catches: {e.info.get('catches', '')}"
+        )
+    return 0
+
+
+def _report_args(p):
+    p.add_argument("run", help="run folder")
+    p.add_argument("--out", help="output folder (default: RUN/report)")
+
+
+@command("report", "write the Markdown report of a run folder")
+@arguments(_report_args)
+def cmd_report(args) -> int:
+    from evalkit.report import write_report
+
+    print(write_report(args.run, args.out))
+    return 0
+
+
+def _bench_args(p):
+    p.add_argument("--only", help="run only benchmarks whose name contains this")
+    p.add_argument("--out", help="also write the table as JSON here")
+
+
+@command("bench", "run the project's benchmarks and print one table (figure, value, unit)")
+@arguments(_bench_args)
+def cmd_bench(args) -> int:
+    from evalkit.bench import run_benchmarks
+
+    return run_benchmarks(args.only, args.out)

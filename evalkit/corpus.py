@@ -1,0 +1,287 @@
+"""Canonical corpus I/O: streaming JSONL of sessions, with errors that name file, line and field.
+
+A corpus folder holds ``sessions.jsonl`` (one session per line), ``facts.jsonl`` (the ground
+truth derived once per session, see :mod:`evalkit.facts`) and ``manifest.json`` (ids, content
+hashes and counts). Sessions are streamed; nothing here loads a whole corpus into memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from evalkit.session import RecordError, Session, session_from_dict, session_to_json
+
+# A single record above this is refused rather than parsed: a 10 MB message in a transcript is a
+# pasted binary or a runaway log, and parsing it would only blow up memory in every later stage.
+MAX_RECORD_BYTES = 8 * 1024 * 1024
+
+OnError = Literal["raise", "skip"]
+
+
+class CorpusError(ValueError):
+    """A bad record: ``path:line: field: reason``."""
+
+    def __init__(self, path: str | os.PathLike, line: int, field: str, reason: str):
+        self.path, self.line, self.field, self.reason = str(path), line, field, reason
+        super().__init__(f"{self.path}:{line}: {field}: {reason}")
+
+
+@dataclass
+class ReadStats:
+    """What a read saw: records read, sessions kept, and each skipped record's error."""
+
+    records: int = 0
+    sessions: int = 0
+    skipped: list[CorpusError] = field(default_factory=list)
+
+    @property
+    def skipped_count(self) -> int:
+        return len(self.skipped)
+
+    def reasons(self) -> Counter:
+        """Skipped records counted by field, for one-line summaries."""
+        return Counter(e.field for e in self.skipped)
+
+    def summary(self) -> str:
+        line = f"{self.sessions} sessions read from {self.records} records"
+        if self.skipped:
+            why = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons().items()))
+            line += f"; skipped {self.skipped_count} ({why})"
+        return line
+
+
+def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """Yield (line number, raw bytes) splitting on ``\\n`` only; None for a line over the limit.
+
+    ``str.splitlines`` would also split on U+2028 inside JSON strings, which is valid JSON.
+    """
+    with open(path, "rb") as fh:
+        n = 0
+        while True:
+            raw = fh.readline(max_bytes + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > max_bytes and not raw.endswith(b"\n"):
+                # Drain the rest of the oversized line without holding it.
+                while True:
+                    chunk = fh.readline(1 << 20)
+                    if not chunk or chunk.endswith(b"\n"):
+                        break
+                yield n, None
+                continue
+            yield n, raw
+
+
+def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
+    """Decode and validate one JSONL line; raises :class:`CorpusError`."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CorpusError(path, line, "(bytes)", f"not UTF-8 at byte {e.start}") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        reason = "truncated JSON" if e.pos >= len(text.rstrip()) else f"invalid JSON at column {e.colno}"
+        raise CorpusError(path, line, "(json)", f"{reason}: {e.msg}") from None
+    try:
+        return session_from_dict(obj)
+    except RecordError as e:
+        raise CorpusError(path, line, e.field, e.reason) from None
+
+
+def read_sessions(
+    path: str | os.PathLike,
+    on_error: OnError = "raise",
+    stats: ReadStats | None = None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
+) -> Iterator[Session]:
+    """Stream sessions from a JSONL file (or a corpus folder's ``sessions.jsonl``).
+
+    With ``on_error="skip"`` a bad record is recorded in ``stats.skipped`` and reading goes on.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "sessions.jsonl"
+    stats = stats if stats is not None else ReadStats()
+    for n, raw in _lines(p, max_record_bytes):
+        if raw is not None and not raw.strip():
+            continue
+        stats.records += 1
+        try:
+            if raw is None:
+                raise CorpusError(p, n, "(record)", f"record larger than {max_record_bytes} bytes")
+            session = parse_line(raw, p, n)
+        except CorpusError as err:
+            if on_error == "raise":
+                raise
+            stats.skipped.append(err)
+            continue
+        stats.sessions += 1
+        yield session
+
+
+def session_hash(line: str) -> str:
+    """Content hash of a session's canonical JSON line (the manifest's identity for a session)."""
+    return hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]
+
+
+class AtomicWriter:
+    """Write to ``path.tmp`` and rename on success, so a crash never leaves a half file behind."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.tmp = self.path.with_name(self.path.name + ".tmp")
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = open(self.tmp, "w", encoding="utf-8", newline="\n")
+        return self.fh
+
+    def __exit__(self, exc_type, exc, tb):
+        self.fh.close()
+        if exc_type is None:
+            os.replace(self.tmp, self.path)
+        else:
+            self.tmp.unlink(missing_ok=True)
+        return False
+
+
+def write_sessions(path: str | os.PathLike, sessions: Iterable[Session]) -> list[dict]:
+    """Write sessions as JSONL (atomically); returns manifest rows (id, hash, messages, bytes)."""
+    rows = []
+    with AtomicWriter(path) as fh:
+        for s in sessions:
+            line = session_to_json(s)
+            fh.write(line + "\n")
+            rows.append(
+                {
+                    "id": s.id,
+                    "hash": session_hash(line),
+                    "format": s.source.format,
+                    "messages": len(s.messages),
+                    "bytes": len(line.encode("utf-8")) + 1,
+                }
+            )
+    return rows
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    """Pretty, key-sorted JSON written atomically (manifests, configs, verdicts)."""
+    with AtomicWriter(path) as fh:
+        json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
+        fh.write("\n")
+
+
+# --------------------------------------------------------------------------- building a corpus
+
+
+def _encoded(s: Session) -> tuple[str, str, dict]:
+    """(session line, facts line, manifest row) for one session; runs in a worker process."""
+    from evalkit.facts import compute_facts, facts_to_dict
+
+    line = session_to_json(s)
+    facts = json.dumps(facts_to_dict(compute_facts(s)), separators=(",", ":"))
+    row = {
+        "id": s.id,
+        "hash": session_hash(line),
+        "format": s.source.format,
+        "messages": len(s.messages),
+        "bytes": len(line.encode("utf-8")) + 1,
+    }
+    return line, facts, row
+
+
+def _synth_one(args: tuple[int, int]) -> tuple[str, str, dict]:
+    from evalkit.synth import generate_session
+
+    return _encoded(generate_session(*args))
+
+
+def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshold: int = 2_000) -> dict:
+    """Corpus sizes and the tally-position figure the head-tail candidate answers."""
+    tallies = failures = fixed = constraints = compactions = long_outputs = late = 0
+    for f in facts_rows:
+        tallies += len(f["tallies"])
+        failures += len(f["failures"])
+        fixed += sum(1 for x in f["failures"] if x["fixed_at"] is not None)
+        constraints += len(f["constraints"])
+        compactions += len(f["compactions"])
+        for t in f["tallies"]:
+            if t["output_chars"] > threshold:
+                long_outputs += 1
+                late += t["offset"] > threshold
+    return {
+        "sessions": len(manifest_rows),
+        "messages": sum(r["messages"] for r in manifest_rows),
+        "bytes": sum(r["bytes"] for r in manifest_rows),
+        "formats": dict(Counter(r["format"] for r in manifest_rows)),
+        "tallies": tallies,
+        "failing_commands": failures,
+        "failing_commands_fixed_later": fixed,
+        "constraints": constraints,
+        "recorded_compactions": compactions,
+        "long_test_outputs": long_outputs,
+        "long_test_outputs_tally_past_2000": late,
+        "tally_past_2000_share": (late / long_outputs) if long_outputs else None,
+    }
+
+
+def build_corpus(
+    section: dict, seed: int, out_dir: str | os.PathLike, source_path: Path | None = None, workers: int = 0
+) -> dict:
+    """Write ``sessions.jsonl``, ``facts.jsonl`` and ``manifest.json`` into ``out_dir``.
+
+    ``section`` is the experiment's ``[corpus]`` table: ``kind = "synth"`` generates
+    ``sessions`` sessions from ``seed``; ``kind = "path"`` reads a canonical JSONL corpus,
+    skipping (and counting) bad records when ``on_error = "skip"``.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    from evalkit.progress import track
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    kind = section.get("kind", "synth")
+    workers = workers or os.cpu_count() or 1
+    read = ReadStats()
+    rows: list[dict] = []
+    facts_rows: list[dict] = []
+    with (
+        AtomicWriter(out / "sessions.jsonl") as sfh,
+        AtomicWriter(out / "facts.jsonl") as ffh,
+        ProcessPoolExecutor(max_workers=workers) as pool,
+    ):
+        if kind == "synth":
+            n = int(section.get("sessions", 200))
+            encoded = pool.map(_synth_one, [(seed, i) for i in range(n)], chunksize=4)
+        elif kind == "path":
+            if source_path is None:
+                raise ValueError("corpus kind 'path' needs corpus.path")
+            # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
+            encoded = map(_encoded, read_sessions(source_path, section.get("on_error", "skip"), read))
+            n = None
+        else:
+            raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
+        for line, facts_line, row in track(encoded, "corpus", total=n, unit="sessions"):
+            sfh.write(line + "\n")
+            ffh.write(facts_line + "\n")
+            rows.append(row)
+            facts_rows.append(json.loads(facts_line))
+    manifest = {
+        "kind": kind,
+        "seed": seed if kind == "synth" else None,
+        "source": str(source_path) if source_path else "evalkit.synth",
+        "stats": corpus_stats(facts_rows, rows),
+        "skipped": [str(e) for e in read.skipped],
+        "sessions": rows,
+    }
+    write_json(out / "manifest.json", manifest)
+    return manifest

@@ -1,0 +1,96 @@
+"""The compaction event: what replay writes and every scorer reads.
+
+One event per compaction per (session, arm). Messages kept verbatim are stored by reference
+(their id in the canonical session) and messages the compactor made (the summary message,
+carried blocks) are stored in full, so events stay small while the full model-visible context
+can always be rebuilt with :func:`resolve_context`. Events are streamed as JSONL, one file per
+arm: ``events/<arm>.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalkit.session import Message, message_from_dict, message_to_dict
+
+EVENT_SCHEMA = "evalkit.event/1"
+
+
+@dataclass
+class Invariants:
+    """Checks replay runs on every compaction (see the replay issue and seeds 003/004)."""
+
+    tool_pairs_valid: bool = True
+    lost_chars: int = 0  # chars that left the view unseen by any summarizer, not kept, not carried
+    over_limit: bool = False  # context after compaction above the window: the session is dead
+
+
+@dataclass
+class Event:
+    """One compaction of one session under one arm."""
+
+    arm: str
+    session: str
+    event: int  # 0-based index of the compaction within (session, arm)
+    round: int  # 1-based compaction round
+    trigger: str  # tokens | messages | recorded
+    at_message: int  # index of the last recorded message in view when compaction fired
+    tokens_before: int
+    tokens_after: int
+    window: int
+    first_kept_id: str | None
+    removed_ids: list[str]  # recorded messages that left the view in this compaction
+    summary: str
+    summary_error: str | None = None  # the backend's error; the summary is then not a summary
+    request_key: str | None = None  # model-call cache key of the summarizer request
+    request: dict[str, Any] | None = None  # the exact summarizer request (messages, params)
+    carried: list[str] = field(default_factory=list)  # texts carried verbatim into the new context
+    new_context: list[dict[str, Any]] = field(default_factory=list)  # {"ref": id} or {"message": {...}}
+    invariants: Invariants = field(default_factory=Invariants)
+    backend: str = ""
+    model: str = ""
+    replicate: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+    schema: str = EVENT_SCHEMA
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=True, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Event:
+        d = dict(d)
+        d["invariants"] = Invariants(**d.get("invariants", {}))
+        return cls(**d)
+
+
+def context_entry(msg: Message, recorded: bool) -> dict[str, Any]:
+    """A new-context entry: a reference for a recorded message, the message itself otherwise."""
+    return {"ref": msg.id} if recorded else {"message": message_to_dict(msg)}
+
+
+def resolve_context(event: Event, by_id: dict[str, Message]) -> list[Message]:
+    """The event's model-visible context as messages (references looked up in the session)."""
+    out = []
+    for i, entry in enumerate(event.new_context):
+        if "ref" in entry:
+            out.append(by_id[entry["ref"]])
+        else:
+            out.append(message_from_dict(entry["message"], f"new_context[{i}]"))
+    return out
+
+
+def events_path(run_dir: str | os.PathLike, arm: str) -> Path:
+    return Path(run_dir) / "events" / f"{arm}.jsonl"
+
+
+def read_events(path: str | os.PathLike) -> Iterator[Event]:
+    """Stream events from one arm's JSONL file."""
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield Event.from_dict(json.loads(line))

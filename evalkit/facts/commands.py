@@ -1,0 +1,124 @@
+"""What a tool call did: the shell command it ran, the files it read or modified.
+
+Agent tools differ in names and argument keys (Claude Code ``Bash``/``Read``/``Edit``, Codex
+``shell``/``apply_patch``, SWE-agent ``str_replace_editor``, OpenHands ``execute_bash``, ...);
+this module is the one place that knows them, so facts, probes and the continuation environment
+agree on what counts as the same command or the same file.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from evalkit.session import ToolCall
+
+SHELL_TOOLS = {
+    "bash",
+    "shell",
+    "exec_command",
+    "execute_bash",
+    "run_command",
+    "run",
+    "terminal",
+    "cmd",
+    "local_shell",
+    "container.exec",
+    "run_shell_command",
+}
+READ_TOOLS = {"read", "read_file", "view", "view_file", "open", "open_file", "cat", "readfile"}
+WRITE_TOOLS = {"write", "write_file", "create", "create_file", "writefile"}
+EDIT_TOOLS = {
+    "edit",
+    "multiedit",
+    "edit_file",
+    "str_replace",
+    "str_replace_based_edit_tool",
+    "replace",
+    "apply_patch",
+    "insert",
+    "notebookedit",
+    "patch",
+}
+EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_tool"}
+PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "notebook_path", "filepath")
+
+
+def command_of(call: ToolCall) -> str | None:
+    """The shell command a call ran, or None when it is not a shell call."""
+    name = call.name.lower()
+    args = call.args
+    cmd = args.get("command", args.get("cmd", args.get("input") if name in SHELL_TOOLS else None))
+    if isinstance(cmd, list):  # Codex passes argv: ["bash", "-lc", "pytest -q"]
+        parts = [str(c) for c in cmd]
+        cmd = parts[-1] if len(parts) >= 3 and parts[1] in ("-lc", "-c") else shlex.join(parts)
+    if not isinstance(cmd, str) or not cmd.strip():
+        return None
+    if name in SHELL_TOOLS or name.startswith("bash") or ("command" in args and name not in EDITOR_TOOLS):
+        return cmd
+    return None
+
+
+_CD_PREFIX = re.compile(r"^\s*cd\s+(?:\"[^\"]*\"|'[^']*'|\S+)\s*(?:&&|;)\s*")
+
+
+def normalize_command(cmd: str) -> str:
+    """Whitespace folded, ``cd DIR &&`` prefixes dropped, simple quoting undone.
+
+    Two commands that normalize alike are "the same command" for re-fail and redo detection.
+    """
+    s = cmd.strip()
+    while True:
+        stripped = _CD_PREFIX.sub("", s, count=1)
+        if stripped == s:
+            break
+        s = stripped
+    try:
+        s = " ".join(shlex.split(s, posix=True))
+    except ValueError:  # unbalanced quotes: keep the text, fold whitespace only
+        s = " ".join(s.split())
+    return s
+
+
+def _path_arg(args: dict) -> str | None:
+    for k in PATH_KEYS:
+        v = args.get(k)
+        if isinstance(v, str) and v.strip():
+            return v.strip()
+    return None
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
+_SHELL_READ = re.compile(r"^(?:cat|head|tail|less|more|bat|nl)\s+(?:-\S+\s+)*([^\s|;&><]+)\s*$")
+_SHELL_WRITE = re.compile(r"(?:^|[;&|]\s*)(?:[^>]*[^>\d])?>>?\s*([^\s|;&>]+)")
+
+
+def files_of(call: ToolCall) -> tuple[list[str], list[str]]:
+    """(files read, files modified) by one call."""
+    name = call.name.lower()
+    args = call.args
+    path = _path_arg(args)
+    if name in EDITOR_TOOLS:
+        sub = str(args.get("command", "")).lower()
+        if path:
+            return ([path], []) if sub == "view" else ([], [path])
+        return [], []
+    if name in READ_TOOLS:
+        return ([path] if path else []), []
+    if name in WRITE_TOOLS or name in EDIT_TOOLS:
+        if name in ("apply_patch", "patch"):
+            text = args.get("input") or args.get("patch") or ""
+            found = _PATCH_FILE.findall(text) if isinstance(text, str) else []
+            return [], [p.strip() for p in found] or ([path] if path else [])
+        return [], ([path] if path else [])
+    cmd = command_of(call)
+    if cmd:
+        # Only the plainest shell reads/writes count; anything cleverer is not a file fact.
+        m = _SHELL_READ.match(cmd.strip())
+        if m:
+            return [m.group(1)], []
+        if "apply_patch" in cmd:
+            return [], [p.strip() for p in _PATCH_FILE.findall(cmd)]
+        writes = [w for w in _SHELL_WRITE.findall(cmd) if w not in ("/dev/null", "&1", "&2")]
+        return [], writes
+    return [], []

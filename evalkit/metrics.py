@@ -1,0 +1,84 @@
+"""The tidy metrics table: one row per (run, arm, session, event, round, replicate, metric).
+
+Everything downstream (statistics, plots, notebooks) reads this table. A scorer that fails
+records ``value = NaN`` with the reason in ``error``; it never writes a zero in its place.
+Session-level metrics (computed over a whole session, not one event) use ``event = -1`` and
+``round = -1``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+COLUMNS = ["run", "arm", "session", "event", "round", "replicate", "metric", "value", "error"]
+SESSION_LEVEL = -1
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """One value of one metric (or the error that prevented it)."""
+
+    run: str
+    arm: str
+    session: str
+    event: int
+    round: int
+    replicate: int
+    metric: str
+    value: float
+    error: str | None = None
+
+    @classmethod
+    def failed(
+        cls, run: str, arm: str, session: str, event: int, round: int, replicate: int, metric: str, error: str
+    ) -> MetricRow:
+        """A row that records a scorer error (value NaN, never 0)."""
+        return cls(run, arm, session, event, round, replicate, metric, math.nan, error)
+
+
+def to_frame(rows: Iterable[MetricRow]) -> pd.DataFrame:
+    """Rows to the canonical DataFrame with stable dtypes and order."""
+    df = pd.DataFrame(
+        [(r.run, r.arm, r.session, r.event, r.round, r.replicate, r.metric, r.value, r.error) for r in rows],
+        columns=COLUMNS,
+    )
+    return normalize(df)
+
+
+def normalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Canonical dtypes and row order, so the same rows always write the same bytes."""
+    df = df.astype(
+        {
+            "run": "string",
+            "arm": "string",
+            "session": "string",
+            "event": "int64",
+            "round": "int64",
+            "replicate": "int64",
+            "metric": "string",
+            "value": "float64",
+            "error": "string",
+        }
+    )
+    return df.sort_values(["arm", "session", "event", "replicate", "metric"], kind="stable").reset_index(
+        drop=True
+    )
+
+
+def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write the table as parquet, atomically."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(p.name + ".tmp")
+    normalize(df[COLUMNS]).to_parquet(tmp, index=False)
+    os.replace(tmp, p)
+
+
+def read_metrics(path: str | os.PathLike) -> pd.DataFrame:
+    return pd.read_parquet(path)

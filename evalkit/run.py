@@ -1,0 +1,154 @@
+"""The pipeline: corpus → replay → score → decide → report, each stage writing into the run folder.
+
+A run folder holds the resolved config and its hash, the corpus (sessions, facts, manifest),
+events per arm, the metrics table, the decision and the report. Every stage only reads what the
+earlier ones wrote, so re-scoring, re-deciding or re-reporting never calls a model again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.config import Experiment
+from evalkit.corpus import write_json
+from evalkit.progress import log
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where each stage's output lives inside a run folder."""
+
+    root: Path
+
+    @property
+    def corpus(self) -> Path:
+        return self.root / "corpus"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.parquet"
+
+    @property
+    def decision(self) -> Path:
+        return self.root / "decision.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report" / "report.md"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+
+def default_run_dir(exp: Experiment) -> Path:
+    """``runs/<name>-<hash8>``: one folder per distinct resolved config."""
+    return exp.root / "runs" / f"{exp.name}-{exp.hash[:8]}"
+
+
+def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
+    """The resolved config, its hash, and the command that reproduces the run."""
+    write_json(
+        paths.config,
+        {
+            "config": exp.config,
+            "config_hash": exp.hash,
+            "source": exp.source,
+            "command": "evalkit " + " ".join(argv),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
+    )
+
+
+def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.corpus import build_corpus
+
+    section = exp.section("corpus")
+    src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
+    return build_corpus(section, exp.seed, paths.corpus, src, int(exp.section("replay").get("workers") or 0))
+
+
+def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
+    from evalkit.replay import replay_corpus
+
+    return replay_corpus(paths.corpus, paths.root, exp.section("replay"), exp.section("model"), n_sessions)
+
+
+def stage_score(exp: Experiment, paths: RunPaths) -> int:
+    from evalkit.probes import score_run
+
+    # The run id names the config, not the folder, so equal configs give byte-identical tables.
+    return score_run(paths.root, list(exp.section("replay")["arms"]), run_id=f"{exp.name}-{exp.hash[:8]}")
+
+
+def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.decide import decide_run
+
+    return decide_run(paths.root, exp)
+
+
+def stage_report(exp: Experiment, paths: RunPaths) -> Path:
+    from evalkit.report import write_report
+
+    return write_report(paths.root)
+
+
+def run_experiment(
+    exp: Experiment,
+    run_dir: str | os.PathLike | None = None,
+    argv: list[str] | None = None,
+    resume: bool = False,
+) -> RunPaths:
+    """Run every stage; with ``resume`` a stage whose output exists is not run again."""
+    paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
+    paths.root.mkdir(parents=True, exist_ok=True)
+    if resume and paths.config.exists():
+        old = json.loads(paths.config.read_text())["config_hash"]
+        if old != exp.hash:
+            raise SystemExit(
+                f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
+                "use another --run-dir or drop --resume"
+            )
+    write_run_config(exp, paths, argv or ["run"])
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def timed(name, fn, *args):
+        start = time.perf_counter()
+        out = fn(*args)
+        timings[name] = round(time.perf_counter() - start, 3)
+        return out
+
+    manifest_path = paths.corpus / "manifest.json"
+    if resume and manifest_path.exists():
+        manifest = json.loads(manifest_path.read_text())
+    else:
+        manifest = timed("corpus", stage_corpus, exp, paths)
+    n = manifest["stats"]["sessions"]
+    log(
+        f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
+    )
+    arms = list(exp.section("replay")["arms"])
+    if not (resume and all((paths.events / f"{a}.jsonl").exists() for a in arms)):
+        counts = timed("replay", stage_replay, exp, paths, n)
+        log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
+    if not (resume and paths.metrics.exists()):
+        rows = timed("score", stage_score, exp, paths)
+        log(f"score: {rows} metric rows")
+    timed("decide", stage_decide, exp, paths)
+    timings["total_before_report"] = round(time.perf_counter() - t0, 3)
+    write_json(paths.root / "timings.json", timings)
+    report = timed("report", stage_report, exp, paths)
+    log(f"report: {report}")
+    return paths

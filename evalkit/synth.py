@@ -1,0 +1,450 @@
+"""Synthetic coding-agent sessions whose facts are known by construction.
+
+The generator writes sessions that look like a coding agent's: user requests with constraints
+scattered among them, bash / read / edit / write traffic, test runs whose tally sits past
+character 2,000 in about two thirds of the long ones (seed 000's figure), failing commands (some
+fixed later, some not), occasional 50–65 KiB pastes (seed 003), and the PROJECT.md / MEMORY.md
+blocks a carry plugin would keep (seed 002). Each session is long enough to force two to six
+compactions at the default window (REFERENCES.md §1.A).
+
+Session ``i`` of seed ``S`` depends only on (S, i), so generation parallelises and any session
+can be regenerated alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass, field
+
+from evalkit.session import Message, Session, Source, Text, Thinking, ToolCall, ToolResult
+
+# Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
+_TRIGGER = 200_000 - 16_384
+# What one round adds after a compaction leaves ~20k kept + summary + carry.
+_ROUND = 172_000
+
+MODULES = [
+    "api",
+    "auth",
+    "billing",
+    "cache",
+    "cli",
+    "config",
+    "db",
+    "events",
+    "export",
+    "http",
+    "jobs",
+    "ledger",
+    "mailer",
+    "metrics",
+    "models",
+    "parser",
+    "queue",
+    "reports",
+    "search",
+    "storage",
+    "sync",
+    "tasks",
+    "tokens",
+    "users",
+    "webhooks",
+]
+VERBS = [
+    "load",
+    "parse",
+    "build",
+    "render",
+    "validate",
+    "sync",
+    "fetch",
+    "store",
+    "merge",
+    "resolve",
+    "apply",
+    "flush",
+    "encode",
+    "decode",
+    "retry",
+    "schedule",
+    "index",
+    "compact",
+    "migrate",
+    "scan",
+]
+NOUNS = [
+    "header",
+    "record",
+    "batch",
+    "token",
+    "payload",
+    "window",
+    "invoice",
+    "session",
+    "cursor",
+    "page",
+    "schema",
+    "row",
+    "event",
+    "chunk",
+    "ledger",
+    "digest",
+    "profile",
+    "quota",
+    "report",
+    "entry",
+]
+TASKS = [
+    "Add rate limiting to the {m} client and cover it with tests.",
+    "The {m} module drops records when the batch is larger than 500; find out why and fix it.",
+    "Refactor the {m} package so the {n} handling lives in one place.",
+    "Make `{v}_{n}` in {m} handle empty input instead of crashing.",
+    "Port the {m} module from the old callback API to async/await.",
+    "Add a `--dry-run` flag to the {m} command and document it.",
+    "Investigate the flaky test in tests/test_{m}.py and make it deterministic.",
+    "Speed up `{v}_{n}`: it is the hottest function in the {m} profile.",
+]
+FOLLOWUPS = [
+    "Looks good so far. Next, also handle the case where the {n} is missing.",
+    "Can you check the {m} tests again? CI still shows red for me.",
+    "Before you go on: what's the state of the {m} changes?",
+    "Now please extend this to the {m2} module as well.",
+    "Ok. Let's also add a regression test for the {n} bug.",
+    "Thanks. Please clean up the debug prints you added in {m}.",
+]
+CONSTRAINTS = [
+    "Never modify anything under migrations/; those files are generated.",
+    "Don't add new dependencies to pyproject.toml without asking me first.",
+    "Always run the linter before you tell me something is done.",
+    "Use httpx not requests for any new HTTP code.",
+    "Keep the public API of {m} backwards compatible.",
+    "Only touch files inside src/{m}/ for this change.",
+    "You must keep test coverage of {m} at or above 90%.",
+    "Do not commit directly to main; use a branch named fix/{m}-{n}.",
+    "Avoid global state in the {m} module.",
+    "Make sure every new function has a docstring.",
+    "Prefer dataclasses over plain dicts for the {n} records.",
+    "Never print secrets or tokens in logs, not even in debug mode.",
+    "Don't use mocks for the {m} database tests; use the sqlite fixture.",
+    "Keep line length at 100 characters, the formatter is configured for it.",
+    "No more than one retry per request in the {m} client.",
+    "Always use UTC timestamps when storing {n} times.",
+    "Use pathlib instead of os.path in new code.",
+    "Do not change the {n} wire format; other services parse it.",
+]
+PLAIN_LINES = ["Thanks!", "Sounds good.", "Go ahead.", "Let me know when you're done.", "Great, continue."]
+
+
+@dataclass
+class _Builder:
+    """Accumulates one session's messages and a running chars/4 token count."""
+
+    sid: str
+    rng: random.Random
+    messages: list[Message] = field(default_factory=list)
+    tokens: int = 0
+    calls: int = 0
+    module: str = "api"
+
+    def add(self, role: str, blocks: list) -> Message:
+        msg = Message(f"{self.sid}:m{len(self.messages):05d}", role, blocks)  # type: ignore[arg-type]
+        self.messages.append(msg)
+        chars = 0
+        for b in blocks:
+            chars += len(getattr(b, "text", "") or getattr(b, "output", "") or "") + (
+                len(repr(b.args)) if isinstance(b, ToolCall) else 0
+            )
+        self.tokens += math.ceil(chars / 4)
+        return msg
+
+    def tool(
+        self,
+        name: str,
+        args: dict,
+        output: str,
+        exit_code: int | None = None,
+        is_error: bool = False,
+        say: str | None = None,
+    ) -> None:
+        self.calls += 1
+        cid = f"call_{self.calls:04d}"
+        blocks: list = []
+        if self.rng.random() < 0.15:
+            blocks.append(Thinking(f"I should {self.rng.choice(VERBS)} the {self.rng.choice(NOUNS)} next."))
+        if say:
+            blocks.append(Text(say))
+        blocks.append(ToolCall(cid, name, args))
+        self.add("assistant", blocks)
+        self.add("tool", [ToolResult(cid, output, is_error, exit_code)])
+
+
+def _fmt(template: str, rng: random.Random, module: str) -> str:
+    return template.format(m=module, m2=rng.choice(MODULES), n=rng.choice(NOUNS), v=rng.choice(VERBS))
+
+
+def _code(rng: random.Random, module: str, target_chars: int) -> str:
+    """A plausible Python source file of about ``target_chars``."""
+    parts = [
+        f'"""The {module} module."""\n\nfrom __future__ import annotations\n\nimport logging\n\n'
+        f"log = logging.getLogger(__name__)\n"
+    ]
+    size = sum(map(len, parts))
+    while size < target_chars:
+        v, n = rng.choice(VERBS), rng.choice(NOUNS)
+        k = rng.randint(2, 9)
+        fn = (
+            f"\n\ndef {v}_{n}(items, *, limit={k * 50}):\n"
+            f'    """{v.capitalize()} each {n} and return the ones that pass."""\n'
+            f"    out = []\n    for i, item in enumerate(items):\n"
+            f"        if i >= limit:\n            log.warning('{n} limit %d reached', limit)\n            break\n"
+            f"        value = item.get('{n}_{k}')\n        if value is None:\n            continue\n"
+            f"        out.append(_{v}_one(value, scale={k}))\n    return out\n"
+        )
+        parts.append(fn)
+        size += len(fn)
+    return "".join(parts)
+
+
+def _pytest_output(rng: random.Random, module: str, passed: int, failed: int, late: bool) -> str:
+    """pytest output; ``late`` puts enough tracebacks before the tally to push it past char 2,000."""
+    head = (
+        "============================= test session starts ==============================\n"
+        "platform linux -- Python 3.11.7, pytest-8.3.2, pluggy-1.5.0\n"
+        f"rootdir: /workspace/proj\nconfigfile: pyproject.toml\ncollected {passed + failed} items\n\n"
+    )
+    dots = "".join("F" if i < failed else "." for i in range(passed + failed))
+    rng.shuffle(lst := list(dots))
+    body = f"tests/test_{module}.py {''.join(lst)}  [100%]\n"
+    tb = ""
+    if failed:
+        tb = "\n=================================== FAILURES ===================================\n"
+        for i in range(failed):
+            v, n = rng.choice(VERBS), rng.choice(NOUNS)
+            frames = rng.randint(3, 8) if late else 1
+            tb += f"____________________________ test_{v}_{n}_{i} ____________________________\n\n"
+            for f in range(frames):
+                tb += (
+                    f"    def test_{v}_{n}_{i}():\n        items = make_{n}s({f + 3})\n"
+                    f">       assert {v}_{n}(items) == expected_{n}s\n"
+                    f"E       AssertionError: assert [{{'{n}': {f}}}] == [{{'{n}': {f + 1}}}]\n"
+                    f"src/{module}/core.py:{40 + 7 * f}: in {v}_{n}\n"
+                )
+            tb += f"tests/test_{module}.py:{20 + i}: AssertionError\n"
+        tb += "=========================== short test summary info ============================\n"
+        tb += "".join(
+            f"FAILED tests/test_{module}.py::test_case_{i} - AssertionError\n" for i in range(failed)
+        )
+    parts = [f"{failed} failed"] if failed else []
+    parts.append(f"{passed} passed")
+    tail = f"========================= {', '.join(parts)} in {rng.uniform(0.2, 9):.2f}s =========================\n"
+    out = head + body + tb
+    if late:
+        # Warnings summary sits between the tracebacks and the tally, as pytest prints it.
+        while len(out) < 2_100 + rng.randint(0, 2_500):
+            out += (
+                f"tests/test_{module}.py::test_{rng.choice(VERBS)}\n  /workspace/proj/src/{module}/compat.py:"
+                f"{rng.randint(10, 300)}: DeprecationWarning: {rng.choice(NOUNS)} is deprecated\n"
+            )
+    return out + tail
+
+
+def _lint_tail(rng: random.Random, module: str) -> str:
+    lines = []
+    for _ in range(rng.randint(40, 120)):
+        lines.append(
+            f"src/{module}/{rng.choice(NOUNS)}.py:{rng.randint(1, 400)}:{rng.randint(1, 80)}: "
+            f"note: {rng.choice(VERBS)} '{rng.choice(NOUNS)}' may be simplified  [misc]"
+        )
+    return (
+        "\n--- mypy ---\n" + "\n".join(lines) + f"\nFound {len(lines)} notes in {rng.randint(3, 9)} files\n"
+    )
+
+
+_BUILD_ERRORS = [
+    (
+        "npm run build",
+        "src/{m}/index.ts:{k}:7 - error TS2339: Property '{n}' does not exist on type 'Options'.\n"
+        "\nFound 1 error in src/{m}/index.ts:{k}\n",
+        2,
+    ),
+    (
+        "python scripts/migrate_{n}.py",
+        'Traceback (most recent call last):\n  File "scripts/migrate_{n}.py", line {k},'
+        " in <module>\n    from {m}.models import {N}\nImportError: cannot import name '{N}' from '{m}.models'\n",
+        1,
+    ),
+    (
+        "cargo build",
+        "error[E0425]: cannot find value `{n}` in this scope\n --> src/{m}.rs:{k}:9\n"
+        "error: could not compile `{m}` due to 1 previous error\n",
+        101,
+    ),
+    (
+        "make docs",
+        "sphinx-build -W docs _build\nWarning, treated as error:\ndocs/{m}.rst:{k}: ERROR: Unknown target "
+        'name: "{n}".\nmake: *** [Makefile:12: docs] Error 2\n',
+        2,
+    ),
+]
+
+
+def generate_session(seed: int, index: int) -> Session:
+    """Session ``index`` of the corpus with ``seed``; deterministic."""
+    h = int(hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:16], 16)
+    rng = random.Random(h)
+    sid = f"synth-{seed}-{index:05d}"
+    module = rng.choice(MODULES)
+    b = _Builder(sid, rng, module=module)
+    rounds = rng.randint(2, 6)
+    target = _TRIGGER + (rounds - 1) * _ROUND + rng.randint(15_000, 50_000)
+
+    b.add("system", [Text("You are a coding agent working in /workspace/proj. Use the tools to act.")])
+    constraints = [_fmt(c, rng, module) for c in rng.sample(CONSTRAINTS, rng.randint(3, 7))]
+    first = _fmt(rng.choice(TASKS), rng, module)
+    n_first = rng.randint(1, 2)
+    b.add("user", [Text(first + "\n\n" + "\n".join(constraints[:n_first]))])
+    pending_constraints = constraints[n_first:]
+
+    # The texts a carry plugin keeps (seed 002): read once, early.
+    project_md = (
+        f"# PROJECT.md\n\nService: {module}-svc\nOwner: platform team\nEntry point: src/{module}/main.py\n"
+        f"Test command: pytest -q tests/test_{module}.py\nDeploy: make release (never on Fridays)\n"
+    )
+    memory_md = (
+        f"# MEMORY.md\n\n- {rng.choice(NOUNS)} ids are ULIDs, not UUIDs\n- the staging DB is read-only\n"
+        f"- last release: v{rng.randint(1, 4)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}\n"
+    )
+    b.tool("Read", {"file_path": "PROJECT.md"}, project_md, say="Let me read the project notes first.")
+    b.tool("Read", {"file_path": "MEMORY.md"}, memory_md)
+
+    test_cmd = f"pytest -q tests/test_{module}.py"
+    failing: list[tuple[str, str, int]] = []  # open build failures, to fix or retry later
+    failed_tests = rng.randint(1, 6)
+    user_turns = 0
+    pasted = rng.random() < 0.2
+    files = [f"src/{module}/{n}.py" for n in rng.sample(NOUNS, 6)]
+
+    while b.tokens < target:
+        r = rng.random()
+        if r < 0.30:
+            path = rng.choice(files)
+            b.tool("Read", {"file_path": path}, _code(rng, module, rng.randint(6_000, 40_000)))
+        elif r < 0.45:
+            path = rng.choice(files)
+            v, n = rng.choice(VERBS), rng.choice(NOUNS)
+            b.tool(
+                "Edit",
+                {
+                    "file_path": path,
+                    "old_string": f"def {v}_{n}(items):",
+                    "new_string": f"def {v}_{n}(items, *, limit=100):",
+                },
+                f"The file {path} has been updated successfully.",
+                say=f"Fixing `{v}_{n}`.",
+            )
+            failed_tests = max(0, failed_tests - rng.randint(0, 2))
+        elif r < 0.50:
+            path = f"tests/test_{module}_{rng.choice(NOUNS)}.py"
+            b.tool(
+                "Write",
+                {"file_path": path, "content": _code(rng, module, rng.randint(800, 3_000))},
+                f"File created successfully at: {path}",
+            )
+        elif r < 0.68:
+            passed = rng.randint(20, 180)
+            kind = rng.random()
+            if kind < 0.35:  # short output, tally well inside 2,000 chars
+                failed, late, cmd = min(failed_tests, 1), False, test_cmd
+            elif kind < 0.35 + 0.65 * 2 / 3:  # long, tally late
+                failed, late, cmd = max(failed_tests, 1), True, test_cmd
+            else:  # long, tally early: tests, then a long type-check report
+                failed, late, cmd = min(failed_tests, 1), False, "make check"
+            out = _pytest_output(rng, module, passed, failed, late)
+            if cmd == "make check":
+                out += _lint_tail(rng, module)
+            b.tool(
+                "Bash",
+                {"command": cmd, "description": "Run the tests"},
+                out,
+                exit_code=int(failed > 0),
+                is_error=failed > 0,
+                say="Running the tests.",
+            )
+        elif r < 0.76:
+            if failing and rng.random() < 0.5:
+                cmd, _, _ = failing.pop(0)
+                if rng.random() < 0.6:  # fixed since
+                    b.tool("Bash", {"command": cmd}, "done\n", exit_code=0, say="Retrying after the fix.")
+                else:  # the same failure again (what a summary that lost it provokes)
+                    _, text, code = next(e for e in _BUILD_ERRORS if e[0].split()[0] == cmd.split()[0])
+                    b.tool(
+                        "Bash",
+                        {"command": cmd},
+                        text.format(m=module, n="x", N="X", k=7),
+                        exit_code=code,
+                        is_error=True,
+                    )
+            else:
+                tmpl = rng.choice(_BUILD_ERRORS)
+                n = rng.choice(NOUNS)
+                cmd = tmpl[0].format(n=n)
+                text = tmpl[1].format(m=module, n=n, N=n.capitalize(), k=rng.randint(10, 300))
+                failing.append((cmd, text, tmpl[2]))
+                b.tool("Bash", {"command": cmd}, text, exit_code=tmpl[2], is_error=True)
+        elif r < 0.88:
+            cmd = rng.choice(
+                [
+                    "git diff --stat",
+                    "git status --short",
+                    f"grep -rn {rng.choice(NOUNS)} src/{module}",
+                    f"ls src/{module}",
+                ]
+            )
+            out = "\n".join(
+                f"src/{module}/{rng.choice(NOUNS)}.py:{rng.randint(1, 400)}: {rng.choice(VERBS)}"
+                for _ in range(rng.randint(3, 60))
+            )
+            b.tool("Bash", {"command": cmd}, out + "\n", exit_code=0)
+        else:
+            user_turns += 1
+            lines = [_fmt(rng.choice(FOLLOWUPS), rng, module)]
+            if pending_constraints and rng.random() < 0.6:
+                lines.append(pending_constraints.pop(0))
+            if pasted and user_turns == 2:
+                log = "\n".join(
+                    f"2026-10-{rng.randint(10, 28)}T{rng.randint(0, 23):02d}:00:00Z ERROR {module}: "
+                    f"{rng.choice(VERBS)} {rng.choice(NOUNS)} failed (attempt {k})"
+                    for k in range(4_000)
+                )
+                lines.append(
+                    "Here is the full CI log:\n```\n" + log[: rng.randint(50 * 1024, 65 * 1024)] + "\n```"
+                )
+            elif rng.random() < 0.3:
+                lines.append(rng.choice(PLAIN_LINES))
+            b.add("user", [Text("\n".join(lines))])
+    if pending_constraints:
+        b.add("user", [Text("One more thing:\n" + "\n".join(pending_constraints))])
+        b.tool("Bash", {"command": test_cmd}, _pytest_output(rng, module, 120, 0, late=False), exit_code=0)
+    b.add("assistant", [Text("All requested changes are in place and the tests pass.")])
+
+    return Session(
+        id=sid,
+        source=Source(format="synthetic", path="", origin=f"evalkit.synth seed={seed} index={index}"),
+        messages=b.messages,
+        meta={
+            "synthetic": True,
+            "seed": seed,
+            "index": index,
+            "planned_rounds": rounds,
+            "carry_files": ["PROJECT.md", "MEMORY.md"],
+            "module": module,
+        },
+    )
+
+
+def generate(seed: int, sessions: int, start: int = 0):
+    """Yield sessions ``start`` .. ``start + sessions - 1`` of the corpus with ``seed``."""
+    for i in range(start, start + sessions):
+        yield generate_session(seed, i)

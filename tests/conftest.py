@@ -1,0 +1,20 @@
+"""Shared fixtures. Files from ../shared/ are read when present, never copied into the repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+TRANSCRIPTS = SHARED / "transcripts"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def transcripts() -> Path:
+    """The real transcripts folder; tests using it skip cleanly where it is absent."""
+    if not TRANSCRIPTS.is_dir():
+        pytest.skip("../shared/transcripts not present")
+    return TRANSCRIPTS

@@ -1,0 +1,46 @@
+"""The synthetic corpus: deterministic, and its facts are what it was built to contain."""
+
+from __future__ import annotations
+
+import json
+
+from evalkit.corpus import build_corpus
+from evalkit.facts import compute_facts
+from evalkit.session import session_to_json, tool_pairs_valid
+from evalkit.synth import generate_session
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes():
+    a = session_to_json(generate_session(3, 1))
+    assert a == session_to_json(generate_session(3, 1))
+    assert a != session_to_json(generate_session(4, 1))
+
+
+def test_sessions_are_well_formed_and_carry_the_planned_content():
+    for i in range(6):
+        s = generate_session(11, i)
+        assert tool_pairs_valid(s.messages)
+        f = compute_facts(s)
+        assert f.tallies and f.failures and len(f.constraints) >= 3
+        assert any(not x.fixed_at for x in f.failures)  # some failures never fixed
+        reads = [x.path for x in f.files_read]
+        assert reads[:2] == ["PROJECT.md", "MEMORY.md"]
+        # Long enough for the planned number of compactions at the default window (chars/4 tokens).
+        tokens = sum(len(session_to_json(s)) for _ in [0]) / 4
+        assert tokens > 183_616 * 1.0
+
+
+def test_corpus_tally_position_and_pastes(tmp_path):
+    """About two thirds of long test outputs have their tally past char 2,000 (seed 000: 66%)."""
+    m = build_corpus({"kind": "synth", "sessions": 24}, 5, tmp_path, workers=2)
+    st = m["stats"]
+    assert st["sessions"] == 24
+    assert 0.55 <= st["tally_past_2000_share"] <= 0.8
+    sizes = []
+    with open(tmp_path / "sessions.jsonl") as fh:
+        for line in fh:
+            for msg in json.loads(line)["messages"]:
+                if msg["role"] == "user":
+                    sizes.append(sum(len(b.get("text", "")) for b in msg["blocks"]))
+    pastes = [n for n in sizes if n > 40_000]
+    assert pastes and all(50 * 1024 <= n <= 66 * 1024 + 200 for n in pastes)
