@@ -16,6 +16,15 @@ def get_backend(settings: dict) -> Backend:
     return BACKENDS.get(settings.get("backend", "extractive"))(settings)
 
 
+def make_client(settings: dict, run_dir=None) -> Backend:
+    """The callable every stage uses to call a model: ``client(request) -> response``.
+
+    Walking skeleton: the backend itself. The model-layer issue puts the persistent call cache,
+    single-flight and replicates behind this same signature (thread-safe, sync).
+    """
+    return get_backend(settings)
+
+
 def is_offline_standin(name: str) -> bool:
     """True for backends that are not a real model; every output they produce must say so."""
     entry = BACKENDS.entry(name)

@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from evalkit.events import Event, Invariants, context_entry, events_path
-from evalkit.models import get_backend
+from evalkit.models import make_client
 from evalkit.progress import track
 from evalkit.replay.compactor import ARMS, CompactionInput
 from evalkit.replay.settings import ReplaySettings
@@ -28,10 +28,12 @@ def _should_fire(settings: ReplaySettings, tokens: int, n_messages: int) -> bool
     return tokens > settings.threshold
 
 
-def replay_session(session: Session, arm: str, settings: ReplaySettings, model: dict) -> list[Event]:
+def replay_session(
+    session: Session, arm: str, settings: ReplaySettings, model: dict, client=None
+) -> list[Event]:
     """All compaction events of one session under one arm."""
     compactor = ARMS.get(arm)
-    backend = get_backend(model)
+    backend = client or make_client(model)
     context: list[Message] = []
     tokens = 0
     events: list[Event] = []
