@@ -184,27 +184,32 @@ def _fmt(template: str, rng: random.Random, module: str) -> str:
     return template.format(m=module, m2=rng.choice(MODULES), n=rng.choice(NOUNS), v=rng.choice(VERBS))
 
 
-def _code(rng: random.Random, module: str, target_chars: int) -> str:
-    """A plausible Python source file of about ``target_chars``."""
-    parts = [
-        f'"""The {module} module."""\n\nfrom __future__ import annotations\n\nimport logging\n\n'
-        f"log = logging.getLogger(__name__)\n"
-    ]
-    size = sum(map(len, parts))
-    while size < target_chars:
-        v, n = rng.choice(VERBS), rng.choice(NOUNS)
+def _functions(rng: random.Random, module: str, n: int = 48) -> list[str]:
+    """A pool of plausible Python functions; files are assembled from it (generation speed matters:
+    the default corpus is ~600 MB)."""
+    pool = []
+    for _ in range(n):
+        v, n_ = rng.choice(VERBS), rng.choice(NOUNS)
         k = rng.randint(2, 9)
-        fn = (
-            f"\n\ndef {v}_{n}(items, *, limit={k * 50}):\n"
-            f'    """{v.capitalize()} each {n} and return the ones that pass."""\n'
+        pool.append(
+            f"\n\ndef {v}_{n_}(items, *, limit={k * 50}):\n"
+            f'    """{v.capitalize()} each {n_} and return the ones that pass."""\n'
             f"    out = []\n    for i, item in enumerate(items):\n"
-            f"        if i >= limit:\n            log.warning('{n} limit %d reached', limit)\n            break\n"
-            f"        value = item.get('{n}_{k}')\n        if value is None:\n            continue\n"
+            f"        if i >= limit:\n            log.warning('{n_} limit %d reached', limit)\n            break\n"
+            f"        value = item.get('{n_}_{k}')\n        if value is None:\n            continue\n"
             f"        out.append(_{v}_one(value, scale={k}))\n    return out\n"
         )
-        parts.append(fn)
-        size += len(fn)
-    return "".join(parts)
+    return pool
+
+
+def _code(rng: random.Random, module: str, target_chars: int, pool: list[str]) -> str:
+    """A plausible Python source file of about ``target_chars``, assembled from ``pool``."""
+    head = (
+        f'"""The {module} module."""\n\nfrom __future__ import annotations\n\nimport logging\n\n'
+        f"log = logging.getLogger(__name__)\n"
+    )
+    avg = sum(map(len, pool)) / len(pool)
+    return head + "".join(rng.choices(pool, k=max(1, round(target_chars / avg))))
 
 
 def _pytest_output(rng: random.Random, module: str, passed: int, failed: int, late: bool) -> str:
@@ -297,6 +302,7 @@ def generate_session(seed: int, index: int) -> Session:
     sid = f"synth-{seed}-{index:05d}"
     module = rng.choice(MODULES)
     b = _Builder(sid, rng, module=module)
+    pool = _functions(rng, module)
     rounds = rng.randint(2, 6)
     target = _TRIGGER + (rounds - 1) * _ROUND + rng.randint(15_000, 50_000)
 
@@ -330,7 +336,7 @@ def generate_session(seed: int, index: int) -> Session:
         r = rng.random()
         if r < 0.30:
             path = rng.choice(files)
-            b.tool("Read", {"file_path": path}, _code(rng, module, rng.randint(6_000, 40_000)))
+            b.tool("Read", {"file_path": path}, _code(rng, module, rng.randint(6_000, 40_000), pool))
         elif r < 0.45:
             path = rng.choice(files)
             v, n = rng.choice(VERBS), rng.choice(NOUNS)
@@ -349,7 +355,7 @@ def generate_session(seed: int, index: int) -> Session:
             path = f"tests/test_{module}_{rng.choice(NOUNS)}.py"
             b.tool(
                 "Write",
-                {"file_path": path, "content": _code(rng, module, rng.randint(800, 3_000))},
+                {"file_path": path, "content": _code(rng, module, rng.randint(800, 3_000), pool)},
                 f"File created successfully at: {path}",
             )
         elif r < 0.68:

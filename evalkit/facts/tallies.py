@@ -324,7 +324,7 @@ _SPECIFICITY = {"plain": 0}
 
 def find_tally(text: str) -> Tally | None:
     """The final tally in ``text`` by any registered parser, or None."""
-    if not text or not any(ch.isdigit() for ch in text):
+    if not text:
         return None
     best: Tally | None = None
     for entry in TALLY_PARSERS:
