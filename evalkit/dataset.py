@@ -28,20 +28,24 @@ def _row(s: Session) -> dict:
     }
 
 
-def to_dataset(sessions: Iterable[Session]):
-    """A ``datasets.Dataset`` of sessions, built from a generator (streams into Arrow)."""
+FEATURES = {"id": "string", "schema": "string", "format": "string", "path": "string", "origin": "string",
+            "meta": "string", "messages": "string", "n_messages": "int64"}
+
+
+def to_dataset(sessions: Iterable[Session], chunk: int = 1000):
+    """A ``datasets.Dataset`` of sessions, built ``chunk`` rows at a time (Arrow holds the rest)."""
     import datasets
 
-    sessions = iter(sessions)
-
-    def gen():
-        for s in sessions:
-            yield _row(s)
-
-    features = datasets.Features(
-        {k: datasets.Value("int64" if k == "n_messages" else "string") for k in ("id", "schema", "format", "path", "origin", "meta", "messages", "n_messages")}
-    )
-    return datasets.Dataset.from_generator(gen, features=features)
+    features = datasets.Features({k: datasets.Value(v) for k, v in FEATURES.items()})
+    parts, rows = [], []
+    for s in sessions:
+        rows.append(_row(s))
+        if len(rows) >= chunk:
+            parts.append(datasets.Dataset.from_list(rows, features=features))
+            rows = []
+    if rows or not parts:
+        parts.append(datasets.Dataset.from_list(rows, features=features))
+    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
 def from_dataset(ds) -> Iterator[Session]:

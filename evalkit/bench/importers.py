@@ -10,7 +10,11 @@ from pathlib import Path
 
 from evalkit.bench import Figure, benchmark
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2].parent / "shared" / "transcripts"
+_ROOT = Path(__file__).resolve().parents[2]
+TRANSCRIPTS = next(
+    (p / "shared" / "transcripts" for p in _ROOT.parents if (p / "shared" / "transcripts").is_dir()),
+    _ROOT.parent / "shared" / "transcripts",
+)
 
 
 def _size(p: Path) -> int:

@@ -8,6 +8,7 @@ name), applies redaction, and counts everything in an :class:`ImportReport`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -135,16 +136,28 @@ def iter_sessions(
 
     report = report if report is not None else ImportReport()
     options = options or {}
+    seen: set[str] = set()
     for imp, probe in _inputs(paths, fmt, report):
         report.files += 1
         try:
             for s in imp.read(probe, report, options):
+                if s.id in seen:
+                    _rename(s, f"{s.id}~{hashlib.sha1(s.source.path.encode()).hexdigest()[:8]}")
+                seen.add(s.id)
                 if redact:
                     s = redact_session(s, report.redactions)
                 report.count_session(s)
                 yield s
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as e:
             report.problem(probe.path, 0, f"{imp.name} importer stopped: {type(e).__name__}: {e}", key="importer stopped")
+
+
+def _rename(s: Session, new_id: str) -> None:
+    """Give a session whose id is already taken (same file name elsewhere) an id derived from its path."""
+    for m in s.messages:
+        if m.id.startswith(s.id + ":"):
+            m.id = new_id + m.id[len(s.id) :]
+    s.id = new_id
 
 
 def import_paths(

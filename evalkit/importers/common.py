@@ -179,7 +179,7 @@ class Probe:
         try:
             return json.loads(text)
         except json.JSONDecodeError as e:
-            truncated = e.pos >= len(text.rstrip())
+            truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
             self._json_error = ("truncated JSON" if truncated else "malformed JSON") + f": {e.msg} at line {e.lineno}"
             return None
         except RecursionError:
@@ -270,7 +270,7 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as e:
-                truncated = e.pos >= len(text.rstrip())
+                truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
                 key = "truncated JSON line" if truncated else "malformed JSON line"
                 report.problem(path, n, f"{key}: {e.msg} at column {e.colno}", key=key)
                 continue
