@@ -28,8 +28,16 @@ def _row(s: Session) -> dict:
     }
 
 
-FEATURES = {"id": "string", "schema": "string", "format": "string", "path": "string", "origin": "string",
-            "meta": "string", "messages": "string", "n_messages": "int64"}
+FEATURES = {
+    "id": "string",
+    "schema": "string",
+    "format": "string",
+    "path": "string",
+    "origin": "string",
+    "meta": "string",
+    "messages": "string",
+    "n_messages": "int64",
+}
 
 
 def to_dataset(sessions: Iterable[Session], chunk: int = 1000):

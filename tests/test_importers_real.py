@@ -23,7 +23,12 @@ def _one(path):
 
 def _counts(s):
     calls = sum(len(m.tool_calls()) for m in s.messages)
-    failing = sum(1 for m in s.messages for b in m.blocks if isinstance(b, ToolResult) and (b.is_error or b.exit_code not in (None, 0)))
+    failing = sum(
+        1
+        for m in s.messages
+        for b in m.blocks
+        if isinstance(b, ToolResult) and (b.is_error or b.exit_code not in (None, 0))
+    )
     return len(s.messages), calls, failing
 
 
@@ -33,8 +38,14 @@ def test_every_real_file_imports_auto_detected(transcripts):
     # Only the folder's README.md and manifest.json are not transcripts.
     assert report.skipped["format not recognised"] == 2
     manifest = json.loads((transcripts / "manifest.json").read_text())
-    fmt = {"claude-code-jsonl": "claude-code", "swe-agent-traj": "swe-agent", "openhands-history-json": "openhands",
-           "openai-chat-messages": "openai", "aider-chat-history-md": "aider", "inspect-eval-log-json": "inspect"}
+    fmt = {
+        "claude-code-jsonl": "claude-code",
+        "swe-agent-traj": "swe-agent",
+        "openhands-history-json": "openhands",
+        "openai-chat-messages": "openai",
+        "aider-chat-history-md": "aider",
+        "inspect-eval-log-json": "inspect",
+    }
     for entry in manifest:
         assert detect_format(transcripts / entry["file"]) == fmt[entry["format"]], entry["file"]
     assert report.files == len(manifest)
@@ -55,21 +66,29 @@ def test_claude_code_b45ad5d8(transcripts):
     # 4 the real request); 9 distinct assistant message.ids over 17 assistant lines; 8 tool_result
     # lines; 2 system hook notices (skipped). 4 + 9 + 8 = 21 messages, 8 tool_use blocks, one
     # is_error result (line 15, Edit before Read: not a shell command, so no failing command).
-    s, report = _one(transcripts / "claude-code/daaain-claude-code-log/-Users-dain-workspace-claude-code-log-sample__b45ad5d8-81fb-4bcb-baba-19d9f503d731.jsonl")
+    s, report = _one(
+        transcripts
+        / "claude-code/daaain-claude-code-log/-Users-dain-workspace-claude-code-log-sample__b45ad5d8-81fb-4bcb-baba-19d9f503d731.jsonl"
+    )
     assert _counts(s) == (21, 8, 1)
     assert report.skipped["claude-code system/notice line"] == 2
     genuine = [m for m in s.messages if m.is_genuine_user()]
     assert [m.text[:30] for m in genuine] == ["Can you please help to use the"]
     f = compute_facts(s)
     assert (len(f.tallies), len(f.failures), len(f.constraints)) == (0, 0, 0)
-    assert [x.path for x in f.files_modified] == ["/Users/dain/workspace/claude-code-log/claude_code_log/utils.py"] * 2
+    assert [x.path for x in f.files_modified] == [
+        "/Users/dain/workspace/claude-code-log/claude_code_log/utils.py"
+    ] * 2
 
 
 def test_claude_code_2b4ed4c0(transcripts):
     # Lines 1-2 queue-operation/progress (skipped); 1 user request; 10 distinct assistant
     # message.ids (yeXn4F … VDRM7X); 9 tool_result lines, 6 with is_error (lines 6, 12, 14, 17, 21,
     # 23). Of those, 4 are Bash (12, 14, 17, 21) -> 4 failing commands, none re-run successfully.
-    s, _ = _one(transcripts / "claude-code/daaain-claude-code-log/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl")
+    s, _ = _one(
+        transcripts
+        / "claude-code/daaain-claude-code-log/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl"
+    )
     assert _counts(s) == (20, 9, 6)
     f = compute_facts(s)
     assert [x.command for x in f.failures] == [
@@ -85,7 +104,10 @@ def test_claude_code_2b4ed4c0(transcripts):
 def test_claude_code_subagent_linked_to_parent(transcripts):
     # agent-a5bdbc1: 7 sidechain lines = 2 user + 3 assistant + 2 progress; the 3 assistant lines
     # share message.ids so they merge: user prompt, assistant(Task call), tool result, final text.
-    p = transcripts / "claude-code/moredip-session-share/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68__subagents__agent-a5bdbc1.jsonl"
+    p = (
+        transcripts
+        / "claude-code/moredip-session-share/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68__subagents__agent-a5bdbc1.jsonl"
+    )
     s, report = _one(p)
     assert s.meta["parent_session"] == "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68"
     assert s.meta["sidechain"] is True
@@ -98,11 +120,18 @@ def test_swe_agent_text_parser(transcripts):
     # history: system, demo (is_demo, synthetic), task, then 5 assistant actions and 4 observations;
     # the 5th action (submit) is answered by trajectory[-1].observation (the diff). 13 messages,
     # 5 bash calls, no exit codes in this format.
-    s, _ = _one(transcripts / "swe-agent/SWE-agent-repo/test__gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__swe-agent__test-repo-i1.traj")
+    s, _ = _one(
+        transcripts
+        / "swe-agent/SWE-agent-repo/test__gpt4__swe-agent__test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__swe-agent__test-repo-i1.traj"
+    )
     assert _counts(s) == (13, 5, 0)
     assert [c.args["command"] for m in s.messages for c in m.tool_calls()] == [
-        'find_file "missing_colon.py"', "open tests/missing_colon.py",
-        "edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit", "python tests/missing_colon.py", "submit"]
+        'find_file "missing_colon.py"',
+        "open tests/missing_colon.py",
+        "edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit",
+        "python tests/missing_colon.py",
+        "submit",
+    ]
     assert s.messages[-1].blocks[0].output.startswith("\ndiff --git a/tests/missing_colon.py")
     assert s.meta["exit_status"] == "submitted" and s.meta["variant"] == "text-parser"
     assert s.messages[1].blocks[0].synthetic  # the demonstration
@@ -110,7 +139,10 @@ def test_swe_agent_text_parser(transcripts):
 
 def test_swe_agent_function_calling(transcripts):
     # history: system, task, 4 × (assistant with one tool_call, role tool with tool_call_ids).
-    s, _ = _one(transcripts / "swe-agent/SWE-agent-repo/test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.traj")
+    s, _ = _one(
+        transcripts
+        / "swe-agent/SWE-agent-repo/test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.traj"
+    )
     assert _counts(s) == (10, 4, 0)
     assert s.meta["variant"] == "function-calling"
 
@@ -121,7 +153,10 @@ def test_openai_messages(transcripts):
     d = transcripts / "openai-chat/derived-from-SWE-agent-fc-trajs"
     s, _ = _one(d / "demo__function_calling_simple.messages.json")
     assert _counts(s) == (12, 5, 0)
-    s, _ = _one(d / "test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.messages.json")
+    s, _ = _one(
+        d
+        / "test__gpt4__swe-agent-test-repo__default_from_url__t-0.00__p-0.95__c-3.00__install-1__6e44b9__sweagenttestrepo-1c2844.messages.json"
+    )
     assert _counts(s) == (10, 4, 0)
 
 
@@ -133,7 +168,10 @@ def test_openhands_eval_record(transcripts):
     s, report = _one(transcripts / "openhands/OpenHands-repo/multi_swe_bench__ponylang__ponyc-4593.json")
     assert _counts(s) == (68, 32, 2)
     f = compute_facts(s)
-    assert [(x.command, x.exit_code) for x in f.failures] == [("ls src/lib", 2), ('grep -r "CommandParser" src', 1)]
+    assert [(x.command, x.exit_code) for x in f.failures] == [
+        ("ls src/lib", 2),
+        ('grep -r "CommandParser" src', 1),
+    ]
     assert report.skipped["openhands action/recall"] == 1
 
 
@@ -157,7 +195,9 @@ def test_aider_sessions(transcripts):
     s, _ = _one(d / "aider-chat-history__session0325__2024-08-09T18-45-35.md")
     f = compute_facts(s)
     assert [(t.passed, t.failed) for t in f.tallies] == [(1, 3), (4, 0)]
-    assert [c.args["command"] for m in s.messages for c in m.tool_calls()] == ["pytest tests/basic/test_io.py"] * 2
+    assert [c.args["command"] for m in s.messages for c in m.tool_calls()] == [
+        "pytest tests/basic/test_io.py"
+    ] * 2
     users = [m.text for m in s.messages if m.is_genuine_user()]
     assert users == ["make `abs_read_only_fnames` an optional param", "to `get_input` too"]
     assert s.meta["model"] == "claude-3-5-sonnet-20240620"
@@ -178,7 +218,9 @@ def test_inspect_json_and_eval_zip(transcripts, tmp_path):
     # The same log as an .eval zip (the layout inspect_ai's recorder writes), plus a compaction event.
     log = json.loads(p.read_text())
     sample = log.pop("samples")[0]
-    sample["events"].append({"event": "compaction", "type": "summary", "tokens_before": 9000, "tokens_after": 800})
+    sample["events"].append(
+        {"event": "compaction", "type": "summary", "tokens_before": 9000, "tokens_after": 800}
+    )
     z = tmp_path / "log.eval"
     with zipfile.ZipFile(z, "w") as zf:
         zf.writestr("header.json", json.dumps(log))
@@ -187,6 +229,12 @@ def test_inspect_json_and_eval_zip(transcripts, tmp_path):
     (e,), report = import_paths([z])
     assert not report.problems
     assert report.compactions == 1
-    assert [m.role for m in e.messages if m.role != "user" or not m.meta.get("synthetic")] == [m.role for m in s.messages]
+    assert [m.role for m in e.messages if m.role != "user" or not m.meta.get("synthetic")] == [
+        m.role for m in s.messages
+    ]
     comp = next(m for m in e.messages if m.meta.get("synthetic") and m.role == "user")
-    assert (comp.blocks[0].tokens_before, comp.blocks[0].tokens_after, comp.blocks[0].trigger) == (9000, 800, "summary")
+    assert (comp.blocks[0].tokens_before, comp.blocks[0].tokens_after, comp.blocks[0].trigger) == (
+        9000,
+        800,
+        "summary",
+    )

@@ -10,10 +10,26 @@ from evalkit.commands import arguments, command
 def _import_args(p):
     p.add_argument("format", help="importer name (see `evalkit importers`) or 'auto' to detect from content")
     p.add_argument("paths", nargs="+", help="files or folders to import (folders are walked)")
-    p.add_argument("--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)")
-    p.add_argument("--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.redact)")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="importer option, e.g. messages_column=conversation (hf)")
-    p.add_argument("--show-issues", type=int, default=20, metavar="N", help="print the first N problems with file:line (default 20)")
+    p.add_argument(
+        "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)"
+    )
+    p.add_argument(
+        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.redact)"
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="importer option, e.g. messages_column=conversation (hf)",
+    )
+    p.add_argument(
+        "--show-issues",
+        type=int,
+        default=20,
+        metavar="N",
+        help="print the first N problems with file:line (default 20)",
+    )
 
 
 @command("import", "import real agent sessions (claude-code, codex, opencode, …) into a canonical corpus")
@@ -35,10 +51,15 @@ def cmd_import(args) -> int:
     for issue in problems[: args.show_issues]:
         print(issue, file=sys.stderr)
     if len(problems) > args.show_issues:
-        print(f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)", file=sys.stderr)
+        print(
+            f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)",
+            file=sys.stderr,
+        )
     print(report.summary())
     st = manifest["stats"]
-    print(f"  facts: {st['tallies']} tallies, {st['failing_commands']} failing commands, {st['constraints']} constraints")
+    print(
+        f"  facts: {st['tallies']} tallies, {st['failing_commands']} failing commands, {st['constraints']} constraints"
+    )
     print(f"corpus written to {args.out}")
     return 0 if report.sessions else 2
 

@@ -40,7 +40,17 @@ class Importer:
 IMPORTERS: Registry[Importer] = Registry("importer")
 
 # Detection order: the most specific formats first (a SWE-agent .traj also looks like OpenAI chat).
-MODULES = ["opencode", "hf", "inspect_ai", "aider", "codex", "claude_code", "openhands", "swe_agent", "openai"]
+MODULES = [
+    "opencode",
+    "hf",
+    "inspect_ai",
+    "aider",
+    "codex",
+    "claude_code",
+    "openhands",
+    "swe_agent",
+    "openai",
+]
 
 
 def register(imp: Importer) -> Importer:
@@ -56,7 +66,9 @@ def load_all() -> None:
 def _ordered() -> list[Importer]:
     load_all()
     by_name = {e.name: e.obj for e in IMPORTERS}
-    order = [n for n in (m.replace("_", "-").replace("inspect-ai", "inspect") for m in MODULES) if n in by_name]
+    order = [
+        n for n in (m.replace("_", "-").replace("inspect-ai", "inspect") for m in MODULES) if n in by_name
+    ]
     return [by_name[n] for n in order] + [by_name[n] for n in by_name if n not in order]
 
 
@@ -76,7 +88,9 @@ def _safe_detect(imp: Importer, probe: Probe) -> bool:
         return False
 
 
-def _inputs(paths: Iterable[str | os.PathLike], fmt: str, report: ImportReport) -> Iterator[tuple[Importer, Probe]]:
+def _inputs(
+    paths: Iterable[str | os.PathLike], fmt: str, report: ImportReport
+) -> Iterator[tuple[Importer, Probe]]:
     """(importer, probe) for every input, walking folders in sorted order."""
     importers = _ordered()
     chosen = None if fmt == "auto" else IMPORTERS.get(fmt)
@@ -149,7 +163,9 @@ def iter_sessions(
                 report.count_session(s)
                 yield s
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as e:
-            report.problem(probe.path, 0, f"{imp.name} importer stopped: {type(e).__name__}: {e}", key="importer stopped")
+            report.problem(
+                probe.path, 0, f"{imp.name} importer stopped: {type(e).__name__}: {e}", key="importer stopped"
+            )
 
 
 def _rename(s: Session, new_id: str) -> None:

@@ -30,7 +30,9 @@ def _lines(path, report: ImportReport):
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                report.problem(path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced")
+                report.problem(
+                    path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
+                )
                 text = raw.decode("utf-8", errors="replace")
             yield n, text.rstrip("\r\n")
 
@@ -67,7 +69,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
         nonlocal output
         if output is not None and b is not None:
             cid = f"{b.session_id}:run{len(b.messages)}"
-            b.add("assistant", [ToolCall(cid, "bash", {"command": command})], user_line, {"synthetic": True, "harness": "aider /run"})
+            b.add(
+                "assistant",
+                [ToolCall(cid, "bash", {"command": command})],
+                user_line,
+                {"synthetic": True, "harness": "aider /run"},
+            )
             b.result(cid, "\n".join(output).rstrip(), line=user_line + 1)
         output = None
 
@@ -121,7 +128,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             flush_assistant()
             body = line[1:].strip()
             if body.startswith("Models:"):
-                b.meta.setdefault("model", body[len("Models:"):].split(" with ")[0].strip())
+                b.meta.setdefault("model", body[len("Models:") :].split(" with ")[0].strip())
             elif body.startswith("Aider v"):
                 b.meta.setdefault("aider_version", body.split()[1])
             continue
@@ -133,4 +140,11 @@ def read(probe: Probe, report: ImportReport, options: dict):
         yield s
 
 
-register(Importer("aider", "Aider .aider.chat.history.md (one session per header; /run and /test output as tool results)", detect, read))
+register(
+    Importer(
+        "aider",
+        "Aider .aider.chat.history.md (one session per header; /run and /test output as tool results)",
+        detect,
+        read,
+    )
+)

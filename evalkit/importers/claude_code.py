@@ -25,8 +25,21 @@ from evalkit.importers.common import (
 )
 from evalkit.session import Compaction, Text, Thinking, ToolCall, ToolResult
 
-ENTRY_TYPES = {"user", "assistant", "system", "summary", "attachment", "progress", "file-history-snapshot",
-               "queue-operation", "last-prompt", "permission-mode", "custom-title", "tag", "agent-name"}
+ENTRY_TYPES = {
+    "user",
+    "assistant",
+    "system",
+    "summary",
+    "attachment",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "last-prompt",
+    "permission-mode",
+    "custom-title",
+    "tag",
+    "agent-name",
+}
 SKIPPED_TYPES = ENTRY_TYPES - {"user", "assistant", "system", "summary"}
 
 # Text the CLI writes into user turns itself: slash-command wrappers, local command output,
@@ -41,7 +54,9 @@ _SYNTHETIC = re.compile(
 def detect(probe: Probe) -> bool:
     recs = probe.first_records(8)
     return any(
-        r.get("type") in ENTRY_TYPES and ("sessionId" in r or "leafUuid" in r or "uuid" in r)
+        isinstance(r.get("type"), str)
+        and r["type"] in ENTRY_TYPES
+        and ("sessionId" in r or "leafUuid" in r or "uuid" in r)
         and "payload" not in r
         for r in recs
     )
@@ -63,25 +78,43 @@ def read(probe: Probe, report: ImportReport, options: dict):
         if b is None:
             sidechain_file = bool(entry.get("isSidechain"))
             sid = entry.get("sessionId") if isinstance(entry.get("sessionId"), str) else short_id(path.stem)
-            meta: dict = {"cwd": entry.get("cwd"), "version": entry.get("version"), "git_branch": entry.get("gitBranch")}
+            meta: dict = {
+                "cwd": entry.get("cwd"),
+                "version": entry.get("version"),
+                "git_branch": entry.get("gitBranch"),
+            }
             if sidechain_file:
                 agent = entry.get("agentId") or path.stem.split("agent-")[-1]
                 meta.update(parent_session=sid, agent_id=agent, sidechain=True)
                 sid = f"{sid}/agent-{short_id(str(agent))}"
-            b = SessionBuilder(report, "claude-code", path, sid, meta={k: v for k, v in meta.items() if v is not None})
+            b = SessionBuilder(
+                report, "claude-code", path, sid, meta={k: v for k, v in meta.items() if v is not None}
+            )
         return b
 
     def flush_boundary(line: int) -> None:
         nonlocal pending_boundary
         if pending_boundary is not None:
             md = pending_boundary.get("compactMetadata") or {}
-            builder(pending_boundary).add("user", [Compaction("", _int(md.get("preTokens")), _int(md.get("postTokens")), str(md.get("trigger") or "auto"))], line, {"synthetic": True})
+            builder(pending_boundary).add(
+                "user",
+                [
+                    Compaction(
+                        "",
+                        _int(md.get("preTokens")),
+                        _int(md.get("postTokens")),
+                        str(md.get("trigger") or "auto"),
+                    )
+                ],
+                line,
+                {"synthetic": True},
+            )
             pending_boundary = None
 
     title = None
     for n, e in jsonl_records(path, report):
         t = e.get("type")
-        if t not in ENTRY_TYPES:
+        if not isinstance(t, str) or t not in ENTRY_TYPES:
             report.problem(path, n, f"unknown entry type {t!r}; skipped", key="unknown entry type")
             continue
         if t == "summary":
@@ -112,7 +145,19 @@ def read(probe: Probe, report: ImportReport, options: dict):
             if e.get("isCompactSummary"):
                 md = (pending_boundary or {}).get("compactMetadata") or {}
                 pending_boundary = None
-                sb.add("user", [Compaction(as_text(content), _int(md.get("preTokens")), _int(md.get("postTokens")), str(md.get("trigger") or "auto"))], n, {"synthetic": True})
+                sb.add(
+                    "user",
+                    [
+                        Compaction(
+                            as_text(content),
+                            _int(md.get("preTokens")),
+                            _int(md.get("postTokens")),
+                            str(md.get("trigger") or "auto"),
+                        )
+                    ],
+                    n,
+                    {"synthetic": True},
+                )
                 continue
             flush_boundary(n)
             if _user(sb, e, content, n):
@@ -140,7 +185,9 @@ def _user(sb: SessionBuilder, e: dict, content, n: int) -> bool:
     if isinstance(content, str):
         return sb.text("user", content, n, synthetic=_is_synthetic(e, content)) is not None
     if not isinstance(content, list):
-        sb.report.problem(sb.path, n, "user message content is neither text nor a list; skipped", key="malformed content")
+        sb.report.problem(
+            sb.path, n, "user message content is neither text nor a list; skipped", key="malformed content"
+        )
         return False
     texts = []
     for blk in content:
@@ -151,7 +198,11 @@ def _user(sb: SessionBuilder, e: dict, content, n: int) -> bool:
             out = as_text(blk.get("content"))
             is_err = bool(blk.get("is_error"))
             code = exit_code_from_text(out) if is_err else None
-            if code is None and isinstance(e.get("toolUseResult"), dict) and e["toolUseResult"].get("interrupted"):
+            if (
+                code is None
+                and isinstance(e.get("toolUseResult"), dict)
+                and e["toolUseResult"].get("interrupted")
+            ):
                 is_err = True
             sb.add("tool", [ToolResult(str(blk.get("tool_use_id", "")), out, is_err, code)], n)
         elif kind == "text" and isinstance(blk.get("text"), str):
@@ -177,7 +228,11 @@ def _assistant(sb: SessionBuilder, e: dict, msg: dict, n: int, last_id: str | No
             blocks.append(Thinking(blk["thinking"]))
         elif kind == "tool_use" and isinstance(blk.get("id"), str):
             args = blk.get("input")
-            blocks.append(ToolCall(blk["id"], str(blk.get("name", "")), args if isinstance(args, dict) else {"input": args}))
+            blocks.append(
+                ToolCall(
+                    blk["id"], str(blk.get("name", "")), args if isinstance(args, dict) else {"input": args}
+                )
+            )
     mid = msg.get("id") if isinstance(msg.get("id"), str) else None
     prev = sb.last("assistant")
     if mid and mid == last_id and prev is not None:

@@ -36,7 +36,9 @@ _SYNTHETIC = re.compile(
 
 def detect(probe: Probe) -> bool:
     recs = probe.first_records(5)
-    return bool(recs) and all(r.get("type") in LINE_TYPES and "payload" in r for r in recs)
+    return bool(recs) and all(
+        isinstance(r.get("type"), str) and r["type"] in LINE_TYPES and "payload" in r for r in recs
+    )
 
 
 def _output(payload: dict) -> tuple[str, int | None]:
@@ -51,7 +53,11 @@ def _output(payload: dict) -> tuple[str, int | None]:
         except ValueError:
             d = None
         if isinstance(d, dict) and "output" in d:
-            code = as_int((d.get("metadata") or {}).get("exit_code")) if isinstance(d.get("metadata"), dict) else None
+            code = (
+                as_int((d.get("metadata") or {}).get("exit_code"))
+                if isinstance(d.get("metadata"), dict)
+                else None
+            )
             out = as_text(d.get("output"))
     text = as_text(out)
     return text, code if code is not None else exit_code_from_text(text)
@@ -66,7 +72,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
     last_tokens: int | None = None
     for n, e in jsonl_records(path, report):
         t, p = e.get("type"), e.get("payload")
-        if t not in LINE_TYPES:
+        if not isinstance(t, str) or t not in LINE_TYPES:
             report.problem(path, n, f"unknown line type {t!r}; skipped", key="unknown entry type")
             continue
         if not isinstance(p, dict):
@@ -86,7 +92,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
             for item in p.get("replacement_history") or []:
                 if isinstance(item, dict) and item.get("type") == "message":
                     kept.append({"role": item.get("role"), "text": as_text(item.get("content"))})
-            msg = b.add("user", [Compaction(as_text(p.get("message")), last_tokens, None, "unknown")], n, {"synthetic": True})
+            msg = b.add(
+                "user",
+                [Compaction(as_text(p.get("message")), last_tokens, None, "unknown")],
+                n,
+                {"synthetic": True},
+            )
             if msg is not None and p.get("replacement_history") is not None:
                 msg.meta["replacement_history"] = kept
         elif t == "event_msg":
@@ -97,12 +108,28 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 if p["call_id"] in results:  # the output line came first: patch its exit code
                     msg, k = results[p["call_id"]]
                     old = msg.blocks[k]
-                    msg.blocks[k] = ToolResult(old.call_id, old.output, old.is_error or status == "failed" or code not in (None, 0), code)
+                    msg.blocks[k] = ToolResult(
+                        old.call_id,
+                        old.output,
+                        old.is_error or status == "failed" or code not in (None, 0),
+                        code,
+                    )
             elif kind == "turn_aborted":
                 for cid in open_calls:
-                    b.add("tool", [ToolResult(cid, f"[aborted: {p.get('reason', 'interrupted')}]", True, None)], n, {"synthetic": True})
+                    b.add(
+                        "tool",
+                        [ToolResult(cid, f"[aborted: {p.get('reason', 'interrupted')}]", True, None)],
+                        n,
+                        {"synthetic": True},
+                    )
                 open_calls.clear()
-                b.text("user", f"[turn aborted: {p.get('reason', 'interrupted')}]", n, synthetic=True, meta={"interrupted": True})
+                b.text(
+                    "user",
+                    f"[turn aborted: {p.get('reason', 'interrupted')}]",
+                    n,
+                    synthetic=True,
+                    meta={"interrupted": True},
+                )
             elif kind == "token_count" and isinstance(p.get("info"), dict):
                 usage = p["info"].get("last_token_usage") or {}
                 last_tokens = as_int(usage.get("input_tokens")) if isinstance(usage, dict) else last_tokens
@@ -120,7 +147,8 @@ def _item(b: SessionBuilder, p: dict, n: int, exits: dict, results: dict, open_c
     kind = p.get("type")
     rep, path = b.report, b.path
     if kind == "message":
-        role = {"developer": "system"}.get(p.get("role"), p.get("role"))
+        role = p.get("role") if isinstance(p.get("role"), str) else None
+        role = {"developer": "system"}.get(role, role)
         if role not in ("user", "assistant", "system"):
             rep.problem(path, n, f"message with unknown role {p.get('role')!r}; skipped", key="unknown role")
             return
@@ -166,7 +194,11 @@ def _item(b: SessionBuilder, p: dict, n: int, exits: dict, results: dict, open_c
 def _assistant_block(b: SessionBuilder, block, n: int) -> None:
     """Reasoning, text and calls of one model turn go in one assistant message."""
     last = b.last()
-    if last is not None and last.role == "assistant" and not (isinstance(block, Thinking) and any(isinstance(x, ToolCall) for x in last.blocks)):
+    if (
+        last is not None
+        and last.role == "assistant"
+        and not (isinstance(block, Thinking) and any(isinstance(x, ToolCall) for x in last.blocks))
+    ):
         last.blocks.append(block)
     else:
         b.add("assistant", [block], n)
@@ -180,4 +212,3 @@ register(
         read,
     )
 )
-

@@ -180,7 +180,9 @@ class Probe:
             return json.loads(text)
         except json.JSONDecodeError as e:
             truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
-            self._json_error = ("truncated JSON" if truncated else "malformed JSON") + f": {e.msg} at line {e.lineno}"
+            self._json_error = (
+                "truncated JSON" if truncated else "malformed JSON"
+            ) + f": {e.msg} at line {e.lineno}"
             return None
         except RecursionError:
             self._json_error = "JSON nested too deeply"
@@ -193,19 +195,26 @@ class Probe:
 
     @cached_property
     def jsonl(self) -> bool:
-        """True when the first non-blank line is a whole JSON object by itself (JSON Lines)."""
+        """True when one of the first non-blank lines is a whole JSON object by itself (JSON Lines).
+
+        Looking past the first line keeps a JSONL file with a damaged first record JSONL.
+        """
         if not self.path.is_file():
             return False
+        seen = 0
         with open(self.path, "rb") as fh:
-            for _ in range(20):
+            while seen < 5:
                 raw = fh.readline(MAX_LINE_BYTES)
                 if not raw:
                     return False
-                if raw.strip():
-                    try:
-                        return isinstance(json.loads(raw), dict)
-                    except (ValueError, RecursionError):
-                        return False
+                if not raw.strip():
+                    continue
+                seen += 1
+                try:
+                    if isinstance(json.loads(raw), dict):
+                        return True
+                except (ValueError, RecursionError):
+                    pass
         return False
 
     def first_records(self, n: int = 5) -> list[dict]:
@@ -229,13 +238,20 @@ def require_json(probe: Probe, report: ImportReport, want: type | tuple[type, ..
     """The probe's JSON if it has the wanted type; else a problem naming the file, and None."""
     data = probe.json
     if data is None:
-        report.problem(probe.path, 0, f"file skipped: {probe.json_error}", key=f"file skipped: {(probe.json_error or '').split(':')[0]}")
+        report.problem(
+            probe.path,
+            0,
+            f"file skipped: {probe.json_error}",
+            key=f"file skipped: {(probe.json_error or '').split(':')[0]}",
+        )
         return None
     if not isinstance(data, want):
         report.problem(probe.path, 0, f"file skipped: unexpected top-level JSON {type(data).__name__}")
         return None
     if probe._json_error:  # parsed, but only after replacing bad bytes
-        report.problem(probe.path, 0, f"{probe._json_error}; bad bytes replaced", key="non-UTF-8 bytes replaced")
+        report.problem(
+            probe.path, 0, f"{probe._json_error}; bad bytes replaced", key="non-UTF-8 bytes replaced"
+        )
     return data
 
 
@@ -265,7 +281,9 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                report.problem(path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced")
+                report.problem(
+                    path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
+                )
                 text = raw.decode("utf-8", errors="replace")
             try:
                 obj = json.loads(text)
@@ -278,7 +296,9 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
                 report.problem(path, n, "JSON nested too deeply", key="malformed JSON line")
                 continue
             if not isinstance(obj, dict):
-                report.problem(path, n, f"expected a JSON object, got {type(obj).__name__}", key="not a JSON object")
+                report.problem(
+                    path, n, f"expected a JSON object, got {type(obj).__name__}", key="not a JSON object"
+                )
                 continue
             yield n, obj
 
@@ -396,7 +416,9 @@ class SessionBuilder:
             return self.add(role, [Text(text, synthetic)], line, meta)
         return None
 
-    def result(self, call_id: str, output: str, is_error: bool = False, exit_code: int | None = None, line: int = 0):
+    def result(
+        self, call_id: str, output: str, is_error: bool = False, exit_code: int | None = None, line: int = 0
+    ):
         """A tool message holding one result; the exit code falls back to the output text."""
         if exit_code is None:
             exit_code = exit_code_from_text(output)
@@ -419,7 +441,9 @@ class SessionBuilder:
         return Session(self.session_id, Source(self.fmt, self.path, self.origin), msgs, self.meta)
 
 
-def repair_tool_pairs(messages: list[Message], lines: list[int], report: ImportReport, path: str) -> list[Message]:
+def repair_tool_pairs(
+    messages: list[Message], lines: list[int], report: ImportReport, path: str
+) -> list[Message]:
     """Restore the canonical invariant, counting every repair.
 
     A result whose call is not open (never made, or already answered) is dropped as a problem; a
@@ -432,9 +456,16 @@ def repair_tool_pairs(messages: list[Message], lines: list[int], report: ImportR
 
     def close_open() -> None:
         for cid, line in open_calls.items():
-            report.problem(path, line, f"tool call {cid} has no result; placeholder added", key="call without result")
+            report.problem(
+                path, line, f"tool call {cid} has no result; placeholder added", key="call without result"
+            )
             out.append(
-                Message("", "tool", [ToolResult(cid, MISSING_RESULT, True, None)], {"synthetic": True, "missing_result": True})
+                Message(
+                    "",
+                    "tool",
+                    [ToolResult(cid, MISSING_RESULT, True, None)],
+                    {"synthetic": True, "missing_result": True},
+                )
             )
         open_calls.clear()
 
@@ -449,14 +480,20 @@ def repair_tool_pairs(messages: list[Message], lines: list[int], report: ImportR
                     del open_calls[b.call_id]
                     answered.add(b.call_id)
                 elif b.call_id in answered:
-                    report.problem(path, line, f"second result for call {b.call_id}; dropped", key="duplicate result")
+                    report.problem(
+                        path, line, f"second result for call {b.call_id}; dropped", key="duplicate result"
+                    )
                     continue
                 else:
-                    report.problem(path, line, f"result for unknown call {b.call_id}; dropped", key="result without call")
+                    report.problem(
+                        path, line, f"result for unknown call {b.call_id}; dropped", key="result without call"
+                    )
                     continue
             elif isinstance(b, ToolCall):
                 if b.id in open_calls or b.id in answered:
-                    report.problem(path, line, f"tool call id {b.id} repeated; dropped", key="duplicate call id")
+                    report.problem(
+                        path, line, f"tool call id {b.id} repeated; dropped", key="duplicate call id"
+                    )
                     continue
                 open_calls[b.id] = line
             kept.append(b)
@@ -469,7 +506,14 @@ def repair_tool_pairs(messages: list[Message], lines: list[int], report: ImportR
 
 # --------------------------------------------------------------------------- OpenAI-style messages
 
-ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool", "function": "tool"}
+ROLE_MAP = {
+    "system": "system",
+    "developer": "system",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "function": "tool",
+}
 
 
 class OpenAIMapper:
@@ -489,12 +533,19 @@ class OpenAIMapper:
     def add(self, m: Any, line: int = 0, where: str = "", synthetic: bool = False) -> None:
         rep, path = self.b.report, self.b.path
         if not isinstance(m, dict):
-            rep.problem(path, line, f"{where}: expected a message object, got {type(m).__name__}", key="not a message object")
+            rep.problem(
+                path,
+                line,
+                f"{where}: expected a message object, got {type(m).__name__}",
+                key="not a message object",
+            )
             return
         raw_role = m.get("role")
         role = ROLE_MAP.get(raw_role) if isinstance(raw_role, str) else None
         if role is None:
-            rep.problem(path, line, f"{where}: unknown role {raw_role!r}; message skipped", key="unknown role")
+            rep.problem(
+                path, line, f"{where}: unknown role {raw_role!r}; message skipped", key="unknown role"
+            )
             return
         content = m.get("content")
         if role == "tool":
@@ -546,7 +597,12 @@ class OpenAIMapper:
             name, args = fn, tc.get("arguments")
         cid = tc.get("id")
         if not isinstance(name, str) or not isinstance(cid, str) or not cid:
-            rep.problem(path, line, f"{where}: tool call without id or function name; skipped", key="malformed tool call")
+            rep.problem(
+                path,
+                line,
+                f"{where}: tool call without id or function name; skipped",
+                key="malformed tool call",
+            )
             return None
         return ToolCall(cid, name, parse_args(args))
 
@@ -559,9 +615,17 @@ class OpenAIMapper:
             output = output or str(err.get("message"))
         if role_raw == "function":
             name = m.get("name")
-            idx = next((k for k, (n, _) in enumerate(self._open_legacy) if n == name), 0 if self._open_legacy else None)
+            idx = next(
+                (k for k, (n, _) in enumerate(self._open_legacy) if n == name),
+                0 if self._open_legacy else None,
+            )
             if idx is None:
-                self.b.report.problem(self.b.path, line, f"{where}: function result without a function_call; dropped", key="result without call")
+                self.b.report.problem(
+                    self.b.path,
+                    line,
+                    f"{where}: function result without a function_call; dropped",
+                    key="result without call",
+                )
                 return
             _, cid = self._open_legacy.pop(idx)
             self.b.result(cid, output, is_error, line=line)
@@ -569,7 +633,12 @@ class OpenAIMapper:
         ids = m.get("tool_call_ids") if isinstance(m.get("tool_call_ids"), list) else [m.get("tool_call_id")]
         ids = [i for i in ids if isinstance(i, str) and i]
         if not ids:
-            self.b.report.problem(self.b.path, line, f"{where}: tool message without tool_call_id; dropped", key="result without call")
+            self.b.report.problem(
+                self.b.path,
+                line,
+                f"{where}: tool message without tool_call_id; dropped",
+                key="result without call",
+            )
             return
         for cid in ids:
             self.b.result(cid, output, is_error, line=line)

@@ -23,7 +23,11 @@ def detect(probe: Probe) -> bool:
     if not p.is_dir():
         return False
     # A canonical corpus exported by evalkit.dataset is also a dataset, but of sessions.
-    return (p / "dataset_info.json").is_file() or (p / "state.json").is_file() or (p / "dataset_dict.json").is_file()
+    return (
+        (p / "dataset_info.json").is_file()
+        or (p / "state.json").is_file()
+        or (p / "dataset_dict.json").is_file()
+    )
 
 
 def load(path: Path):
@@ -47,7 +51,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
     ds = load(probe.path)
     col = options.get("messages_column", "messages")
     if col not in ds.column_names:
-        report.problem(probe.path, 0, f"no column {col!r} (columns: {', '.join(ds.column_names)}); set messages_column", key="missing messages column")
+        report.problem(
+            probe.path,
+            0,
+            f"no column {col!r} (columns: {', '.join(ds.column_names)}); set messages_column",
+            key="missing messages column",
+        )
         return
     id_col = options.get("id_column") or next((c for c in ID_COLUMNS if c in ds.column_names), None)
     for i, row in enumerate(ds):
@@ -56,10 +65,14 @@ def read(probe: Probe, report: ImportReport, options: dict):
             try:
                 msgs = json.loads(msgs)
             except ValueError as e:
-                report.problem(probe.path, i + 1, f"row {i}: {col} is not JSON ({e}); skipped", key="malformed messages")
+                report.problem(
+                    probe.path, i + 1, f"row {i}: {col} is not JSON ({e}); skipped", key="malformed messages"
+                )
                 continue
         if not isinstance(msgs, list):
-            report.problem(probe.path, i + 1, f"row {i}: {col} is not a list; skipped", key="malformed messages")
+            report.problem(
+                probe.path, i + 1, f"row {i}: {col} is not a list; skipped", key="malformed messages"
+            )
             continue
         # Arrow fills absent struct fields with None; drop them so the mapping sees the original shape.
         msgs = [{k: v for k, v in m.items() if v is not None} if isinstance(m, dict) else m for m in msgs]
@@ -76,6 +89,9 @@ register(
         detect,
         read,
         folder=True,
-        options={"messages_column": "column holding the messages (default: messages)", "id_column": "column holding the session id"},
+        options={
+            "messages_column": "column holding the messages (default: messages)",
+            "id_column": "column holding the session id",
+        },
     )
 )

@@ -87,7 +87,9 @@ def _sample(sample: dict, log: dict, report: ImportReport, path, stem: str, wher
     meta = {k: ev[k] for k in ("task", "model") if isinstance(ev.get(k), str)}
     meta.update(sample_id=sample.get("id"), epoch=sample.get("epoch"))
     if sample.get("error"):
-        meta["error"] = str(sample["error"].get("message") if isinstance(sample["error"], dict) else sample["error"])
+        meta["error"] = str(
+            sample["error"].get("message") if isinstance(sample["error"], dict) else sample["error"]
+        )
     b = SessionBuilder(report, "inspect", path, short_id(sid), meta=meta)
     mapper = OpenAIMapper(b)
     messages = sample.get("messages") or []
@@ -104,7 +106,12 @@ def _sample(sample: dict, log: dict, report: ImportReport, path, stem: str, wher
             model_calls += 1
         elif e.get("event") == "compaction":
             after.setdefault(model_calls, []).append(
-                Compaction(str(e.get("summary") or ""), as_int(e.get("tokens_before")), as_int(e.get("tokens_after")), str(e.get("type") or "auto"))
+                Compaction(
+                    str(e.get("summary") or ""),
+                    as_int(e.get("tokens_before")),
+                    as_int(e.get("tokens_after")),
+                    str(e.get("type") or "auto"),
+                )
             )
     assistants = 0
     for i, m in enumerate(messages):
@@ -119,4 +126,11 @@ def _sample(sample: dict, log: dict, report: ImportReport, path, stem: str, wher
     return b.finish()
 
 
-register(Importer("inspect", "Inspect AI eval logs (.json and .eval zip): one session per sample and epoch", detect, read))
+register(
+    Importer(
+        "inspect",
+        "Inspect AI eval logs (.json and .eval zip): one session per sample and epoch",
+        detect,
+        read,
+    )
+)

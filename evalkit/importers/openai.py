@@ -61,7 +61,11 @@ def read(probe: Probe, report: ImportReport, options: dict):
         if not isinstance(msgs, list):
             report.problem(path, 0, "no messages list; file skipped", key="file skipped")
             return
-        meta = {k: v for k, v in data.items() if k != "messages" and isinstance(v, str | int | float)} if isinstance(data, dict) else {}
+        meta = (
+            {k: v for k, v in data.items() if k != "messages" and isinstance(v, str | int | float)}
+            if isinstance(data, dict)
+            else {}
+        )
         s = session_from_messages(msgs, report, "openai", path, sid, meta)
         if s:
             yield s
@@ -85,4 +89,11 @@ def read(probe: Probe, report: ImportReport, options: dict):
             yield s
 
 
-register(Importer("openai", "OpenAI chat messages: JSON array, {\"messages\": …}, or JSONL (tool_calls, legacy function_call)", detect, read))
+register(
+    Importer(
+        "openai",
+        'OpenAI chat messages: JSON array, {"messages": …}, or JSONL (tool_calls, legacy function_call)',
+        detect,
+        read,
+    )
+)

@@ -40,7 +40,9 @@ def _load(path: Path, report: ImportReport) -> dict | None:
         raw = path.read_bytes()
         d = json.loads(raw.decode("utf-8", errors="replace"))
     except (OSError, ValueError) as e:
-        report.problem(path, 0, f"unreadable JSON ({type(e).__name__}: {e}); skipped", key="malformed JSON file")
+        report.problem(
+            path, 0, f"unreadable JSON ({type(e).__name__}: {e}); skipped", key="malformed JSON file"
+        )
         return None
     if not isinstance(d, dict):
         report.problem(path, 0, "expected a JSON object; skipped", key="not a JSON object")
@@ -48,7 +50,9 @@ def _load(path: Path, report: ImportReport) -> dict | None:
     return d
 
 
-def _storage_sessions(root: Path, report: ImportReport) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
+def _storage_sessions(
+    root: Path, report: ImportReport
+) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
     for sfile in sorted((root / "session").glob("*/*.json")):
         info = _load(sfile, report)
         if info is None:
@@ -59,12 +63,18 @@ def _storage_sessions(root: Path, report: ImportReport) -> Iterator[tuple[dict, 
             m = _load(mfile, report)
             if m is None:
                 continue
-            parts = [p for f in sorted((root / "part" / str(m.get("id", mfile.stem))).glob("*.json")) if (p := _load(f, report))]
+            parts = [
+                p
+                for f in sorted((root / "part" / str(m.get("id", mfile.stem))).glob("*.json"))
+                if (p := _load(f, report))
+            ]
             msgs.append((m, parts, str(mfile)))
         yield info, msgs, str(sfile)
 
 
-def _sqlite_sessions(db: Path, report: ImportReport) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
+def _sqlite_sessions(
+    db: Path, report: ImportReport
+) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     con.row_factory = sqlite3.Row
     try:
@@ -73,14 +83,18 @@ def _sqlite_sessions(db: Path, report: ImportReport) -> Iterator[tuple[dict, lis
             info = dict(zip(srow.keys(), tuple(srow), strict=True))
             info.setdefault("parentID", info.get("parent_id"))
             msgs = []
-            for mrow in con.execute("SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (srow["id"],)):
+            for mrow in con.execute(
+                "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (srow["id"],)
+            ):
                 where = f"{db}#message/{mrow['id']}"
                 m = _row_data(mrow["data"], where, report)
                 if m is None:
                     continue
                 m["id"] = mrow["id"]
                 parts = []
-                for prow in con.execute("SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mrow["id"],)):
+                for prow in con.execute(
+                    "SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mrow["id"],)
+                ):
                     p = _row_data(prow["data"], f"{db}#part/{prow['id']}", report)
                     if p is not None:
                         p["id"] = prow["id"]
@@ -106,7 +120,9 @@ def _row_data(raw, where: str, report: ImportReport) -> dict | None:
 # --------------------------------------------------------------------------- mapping
 
 
-def _session(info: dict, msgs: list[tuple[dict, list[dict], str]], where: str, path: Path, report: ImportReport):
+def _session(
+    info: dict, msgs: list[tuple[dict, list[dict], str]], where: str, path: Path, report: ImportReport
+):
     sid = short_id(str(info.get("id") or Path(where).stem))
     meta = {k: info[k] for k in ("title", "directory", "version") if isinstance(info.get(k), str)}
     parent = info.get("parentID")
@@ -136,10 +152,26 @@ def _session(info: dict, msgs: list[tuple[dict, list[dict], str]], where: str, p
             b.add("user", blocks, 0)
         elif role == "assistant":
             if m.get("summary") is True:
-                text = "\n".join(p.get("text", "") for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str))
+                text = "\n".join(
+                    p.get("text", "")
+                    for p in parts
+                    if p.get("type") == "text" and isinstance(p.get("text"), str)
+                )
                 tokens = m.get("tokens") if isinstance(m.get("tokens"), dict) else {}
                 c = pending or Compaction("", None, None, "auto")
-                b.add("user", [Compaction(text, c.tokens_before or as_int(tokens.get("input")), as_int(tokens.get("output")), c.trigger)], 0, {"synthetic": True})
+                b.add(
+                    "user",
+                    [
+                        Compaction(
+                            text,
+                            c.tokens_before or as_int(tokens.get("input")),
+                            as_int(tokens.get("output")),
+                            c.trigger,
+                        )
+                    ],
+                    0,
+                    {"synthetic": True},
+                )
                 pending = None
                 continue
             _assistant(b, m, parts, mwhere, report)
@@ -163,7 +195,12 @@ def _assistant(b: SessionBuilder, m: dict, parts: list[dict], where: str, report
         if blocks:
             b.add("assistant", blocks, 0, meta)
             for r in results:
-                b.add("tool", [r], 0, {"synthetic": True, "interrupted": True} if r.output.startswith("[interrupted") else None)
+                b.add(
+                    "tool",
+                    [r],
+                    0,
+                    {"synthetic": True, "interrupted": True} if r.output.startswith("[interrupted") else None,
+                )
         blocks, results = [], []
 
     for p in parts:
@@ -191,7 +228,9 @@ def _assistant(b: SessionBuilder, m: dict, parts: list[dict], where: str, report
             if status == "completed":
                 results.append(ToolResult(cid, as_text(state.get("output")), False, as_int(md.get("exit"))))
             elif status == "error":
-                results.append(ToolResult(cid, as_text(state.get("error")) or "error", True, as_int(md.get("exit"))))
+                results.append(
+                    ToolResult(cid, as_text(state.get("error")) or "error", True, as_int(md.get("exit")))
+                )
             else:
                 report.skip(where, 0, f"opencode tool part left {status} (interrupted)")
                 results.append(ToolResult(cid, INTERRUPTED.format(status=status), True, None))
@@ -221,7 +260,9 @@ def detect(probe: Probe) -> bool:
 def read_folder(probe: Probe, report: ImportReport, options: dict):
     root = _storage_root(probe.path)
     if root is None:
-        report.problem(probe.path, 0, "not an opencode storage folder (no session/ and message/)", key="file skipped")
+        report.problem(
+            probe.path, 0, "not an opencode storage folder (no session/ and message/)", key="file skipped"
+        )
         return
     for info, msgs, where in _storage_sessions(root, report):
         s = _session(info, msgs, where, probe.path, report)

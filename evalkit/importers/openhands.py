@@ -23,10 +23,28 @@ from evalkit.importers.common import (
 )
 from evalkit.session import Compaction, Text, ToolCall, ToolResult
 
-TOOL_ACTIONS = {"run": "execute_bash", "run_ipython": "execute_ipython_cell", "read": "str_replace_editor",
-                "edit": "str_replace_editor", "write": "str_replace_editor", "browse": "browser",
-                "browse_interactive": "browser", "call_tool_mcp": "mcp", "think": "think"}
-SKIP_ACTIONS = {"recall", "change_agent_state", "null", "condensation_request", "delegate", "reject", "pause", "resume", "stop"}
+TOOL_ACTIONS = {
+    "run": "execute_bash",
+    "run_ipython": "execute_ipython_cell",
+    "read": "str_replace_editor",
+    "edit": "str_replace_editor",
+    "write": "str_replace_editor",
+    "browse": "browser",
+    "browse_interactive": "browser",
+    "call_tool_mcp": "mcp",
+    "think": "think",
+}
+SKIP_ACTIONS = {
+    "recall",
+    "change_agent_state",
+    "null",
+    "condensation_request",
+    "delegate",
+    "reject",
+    "pause",
+    "resume",
+    "stop",
+}
 SKIP_OBS = {"agent_state_changed", "null", "recall", "user_rejected", "delegate"}
 
 
@@ -35,7 +53,11 @@ def _is_event(e) -> bool:
 
 
 def _is_record(d) -> bool:
-    return isinstance(d, dict) and isinstance(d.get("history"), list) and ("instruction" in d or "instance_id" in d)
+    return (
+        isinstance(d, dict)
+        and isinstance(d.get("history"), list)
+        and ("instruction" in d or "instance_id" in d)
+    )
 
 
 def detect(probe: Probe) -> bool:
@@ -80,7 +102,9 @@ def _one(data, report: ImportReport, path, sid: str, line: int):
         report.problem(path, line, "no event list; skipped", key="file skipped")
         return
     b = SessionBuilder(report, "openhands", path, sid, meta=meta)
-    if isinstance(instruction, str) and not any(isinstance(e, dict) and e.get("source") == "user" and e.get("action") == "message" for e in events):
+    if isinstance(instruction, str) and not any(
+        isinstance(e, dict) and e.get("source") == "user" and e.get("action") == "message" for e in events
+    ):
         b.text("user", instruction, line)
     open_by_id: dict = {}  # action id -> call id
     last_open: list[str] = []
@@ -95,7 +119,9 @@ def _one(data, report: ImportReport, path, sid: str, line: int):
         elif "observation" in e:
             _observation(b, e, ln, where, open_by_id, last_open)
         else:
-            report.problem(path, ln, f"{where}: neither action nor observation; skipped", key="unknown entry type")
+            report.problem(
+                path, ln, f"{where}: neither action nor observation; skipped", key="unknown entry type"
+            )
     s = b.finish()
     if s:
         yield s
@@ -103,7 +129,11 @@ def _one(data, report: ImportReport, path, sid: str, line: int):
 
 def _action(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: dict, last_open: list) -> None:
     kind = e.get("action")
-    args = e.get("args") if isinstance(e.get("args"), dict) else {k: v for k, v in e.items() if k not in ("action", "id", "source", "timestamp", "message")}
+    args = (
+        e.get("args")
+        if isinstance(e.get("args"), dict)
+        else {k: v for k, v in e.items() if k not in ("action", "id", "source", "timestamp", "message")}
+    )
     source = e.get("source")
     if kind == "system":
         b.text("system", as_text(args.get("content") or e.get("message")), ln)
@@ -119,12 +149,45 @@ def _action(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: dict, l
         b.text("assistant", text, ln, meta={"finish": True})
     elif kind == "condensation":
         summary = as_text(args.get("summary"))
-        b.add("user", [Compaction(summary, None, None, "auto")], ln, {"synthetic": True, "forgotten_event_ids": args.get("forgotten_event_ids"), "forgotten_range": [args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")]})
+        b.add(
+            "user",
+            [Compaction(summary, None, None, "auto")],
+            ln,
+            {
+                "synthetic": True,
+                "forgotten_event_ids": args.get("forgotten_event_ids"),
+                "forgotten_range": [
+                    args.get("forgotten_events_start_id"),
+                    args.get("forgotten_events_end_id"),
+                ],
+            },
+        )
     elif kind in TOOL_ACTIONS:
         tcm = e.get("tool_call_metadata") if isinstance(e.get("tool_call_metadata"), dict) else {}
-        cid = tcm.get("tool_call_id") or (f"{b.session_id}:e{e['id']}" if "id" in e else f"{b.session_id}:l{ln}:{where}")
+        cid = tcm.get("tool_call_id") or (
+            f"{b.session_id}:e{e['id']}" if "id" in e else f"{b.session_id}:l{ln}:{where}"
+        )
         name = tcm.get("function_name") or TOOL_ACTIONS[kind]
-        call_args = {k: v for k, v in args.items() if k in ("command", "code", "path", "content", "old_str", "new_str", "file_text", "url", "thought", "insert_line", "view_range", "start", "end")}
+        call_args = {
+            k: v
+            for k, v in args.items()
+            if k
+            in (
+                "command",
+                "code",
+                "path",
+                "content",
+                "old_str",
+                "new_str",
+                "file_text",
+                "url",
+                "thought",
+                "insert_line",
+                "view_range",
+                "start",
+                "end",
+            )
+        }
         if kind == "run_ipython":
             call_args.setdefault("code", args.get("code"))
         if kind in ("read", "edit", "write") and "command" not in call_args:
@@ -151,10 +214,17 @@ def _observation(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: di
     cid = open_by_id.pop(cause, None) if cause is not None else (last_open[-1] if last_open else None)
     if cid is None and cause is None and kind == "error":
         # A malformed tool call: the model saw this error as a user-side message.
-        b.text("user", as_text(e.get("content") or e.get("message")), ln, synthetic=True, meta={"error": True})
+        b.text(
+            "user", as_text(e.get("content") or e.get("message")), ln, synthetic=True, meta={"error": True}
+        )
         return
     if cid is None:
-        b.report.problem(b.path, ln, f"{where}: observation without its action (cause {cause!r}); dropped", key="result without call")
+        b.report.problem(
+            b.path,
+            ln,
+            f"{where}: observation without its action (cause {cause!r}); dropped",
+            key="result without call",
+        )
         return
     if cid in last_open:
         last_open.remove(cid)
@@ -169,4 +239,8 @@ def _observation(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: di
     b.add("tool", [ToolResult(cid, out, is_error, code)], ln)
 
 
-register(Importer("openhands", "OpenHands event stream / trajectory JSON and evaluation output.jsonl", detect, read))
+register(
+    Importer(
+        "openhands", "OpenHands event stream / trajectory JSON and evaluation output.jsonl", detect, read
+    )
+)

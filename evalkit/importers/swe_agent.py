@@ -26,11 +26,17 @@ from evalkit.session import Text, ToolCall
 def detect(probe: Probe) -> bool:
     if probe.head.lstrip()[:1] != b"{":
         return False
-    if b'"trajectory"' not in probe.head and b'"message_type"' not in probe.head and b'"agent"' not in probe.head:
+    if (
+        b'"trajectory"' not in probe.head
+        and b'"message_type"' not in probe.head
+        and b'"agent"' not in probe.head
+    ):
         return False
     d = probe.json
-    return isinstance(d, dict) and isinstance(d.get("history"), list) and (
-        "trajectory" in d or any(isinstance(m, dict) and "agent" in m for m in d["history"][:3])
+    return (
+        isinstance(d, dict)
+        and isinstance(d.get("history"), list)
+        and ("trajectory" in d or any(isinstance(m, dict) and "agent" in m for m in d["history"][:3]))
     )
 
 
@@ -73,7 +79,9 @@ def _text_parser(b: SessionBuilder, history: list, traj: list[dict]) -> None:
     for i, m in enumerate(history):
         where = f"history[{i}]"
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant"):
-            b.report.problem(b.path, i + 1, f"{where}: not a system/user/assistant message; skipped", key="unknown role")
+            b.report.problem(
+                b.path, i + 1, f"{where}: not a system/user/assistant message; skipped", key="unknown role"
+            )
             continue
         text = as_text(m.get("content"))
         role = m["role"]
@@ -100,4 +108,8 @@ def _text_parser(b: SessionBuilder, history: list, traj: list[dict]) -> None:
         b.result(open_call, traj[step - 1]["observation"])
 
 
-register(Importer("swe-agent", "SWE-agent .traj trajectories (text-parser and function-calling variants)", detect, read))
+register(
+    Importer(
+        "swe-agent", "SWE-agent .traj trajectories (text-parser and function-calling variants)", detect, read
+    )
+)
