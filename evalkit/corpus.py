@@ -285,3 +285,42 @@ def build_corpus(
     }
     write_json(out / "manifest.json", manifest)
     return manifest
+
+
+def write_corpus(
+    sessions: Iterable[Session],
+    out_dir: str | os.PathLike,
+    source: str = "",
+    kind: str = "import",
+    extra=None,
+) -> dict:
+    """Stream ``sessions`` into a corpus folder (sessions, facts, manifest) in this process.
+
+    The import path's counterpart of :func:`build_corpus`: one session is held at a time, so a
+    large import runs in flat memory. ``extra`` is a callable returning manifest fields known only
+    after the stream ends (an importer's report).
+    """
+    from evalkit.progress import track
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    facts_rows: list[dict] = []
+    with AtomicWriter(out / "sessions.jsonl") as sfh, AtomicWriter(out / "facts.jsonl") as ffh:
+        for s in track(sessions, kind, unit="sessions"):
+            line, facts_line, row = _encoded(s)
+            sfh.write(line + "\n")
+            ffh.write(facts_line + "\n")
+            rows.append(row)
+            facts_rows.append(json.loads(facts_line))
+    manifest = {
+        "kind": kind,
+        "seed": None,
+        "source": source,
+        "stats": corpus_stats(facts_rows, rows),
+        "skipped": [],
+        "sessions": rows,
+        **(extra() if extra else {}),
+    }
+    write_json(out / "manifest.json", manifest)
+    return manifest

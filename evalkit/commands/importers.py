@@ -1,0 +1,76 @@
+"""Import verbs: ``evalkit import FORMAT|auto PATH… --out DIR`` and ``evalkit importers``."""
+
+from __future__ import annotations
+
+import sys
+
+from evalkit.commands import arguments, command
+
+
+def _import_args(p):
+    p.add_argument("format", help="importer name (see `evalkit importers`) or 'auto' to detect from content")
+    p.add_argument("paths", nargs="+", help="files or folders to import (folders are walked)")
+    p.add_argument(
+        "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)"
+    )
+    p.add_argument(
+        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.redact)"
+    )
+    p.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="importer option, e.g. messages_column=conversation (hf)",
+    )
+    p.add_argument(
+        "--show-issues",
+        type=int,
+        default=20,
+        metavar="N",
+        help="print the first N problems with file:line (default 20)",
+    )
+
+
+@command("import", "import real agent sessions (claude-code, codex, opencode, …) into a canonical corpus")
+@arguments(_import_args)
+def cmd_import(args) -> int:
+    from evalkit.importers import IMPORTERS, import_to_corpus, load_all
+
+    load_all()
+    if args.format != "auto":
+        IMPORTERS.get(args.format)  # unknown names fail here with the list of known ones
+    options = {}
+    for kv in args.option:
+        key, sep, value = kv.partition("=")
+        if not sep:
+            raise ValueError(f"--option expects KEY=VALUE, got {kv!r}")
+        options[key.strip()] = value
+    manifest, report = import_to_corpus(args.paths, args.out, args.format, args.redact, options)
+    problems = [i for i in report.issues if i.kind == "problem"]
+    for issue in problems[: args.show_issues]:
+        print(issue, file=sys.stderr)
+    if len(problems) > args.show_issues:
+        print(
+            f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)",
+            file=sys.stderr,
+        )
+    print(report.summary())
+    st = manifest["stats"]
+    print(
+        f"  facts: {st['tallies']} tallies, {st['failing_commands']} failing commands, {st['constraints']} constraints"
+    )
+    print(f"corpus written to {args.out}")
+    return 0 if report.sessions else 2
+
+
+@command("importers", "list the session importers with what each reads")
+def cmd_importers(args) -> int:
+    from evalkit.importers import IMPORTERS, load_all
+
+    load_all()
+    for e in IMPORTERS:
+        print(f"{e.name:12} {e.description}")
+        for k, v in (e.info.get("options") or {}).items():
+            print(f"{'':12}   --option {k}=…  {v}")
+    return 0

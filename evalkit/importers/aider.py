@@ -1,0 +1,150 @@
+"""Aider chat history Markdown (``.aider.chat.history.md``).
+
+One session per ``# aider chat started at`` header. ``#### `` lines are user input (consecutive
+ones form one message); ``/run`` and ``/test`` become a bash call (in an assistant message marked
+synthetic, since the user, not the model, ran it) answered by the pasted output. Other slash
+commands are synthetic user text. Lines starting with ``> `` are aider's own status output (token
+counts, commits, the echo of command output) and are skipped; the rest is assistant text. Aider
+writes no exit codes and no compaction records.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evalkit.importers import Importer, register
+from evalkit.importers.common import ImportReport, Probe, SessionBuilder, short_id
+from evalkit.session import ToolCall
+
+HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
+GENUINE_COMMANDS = ("/ask", "/code", "/architect")
+
+
+def detect(probe: Probe) -> bool:
+    return any(HEADER.match(line) for line in probe.head_text.split("\n")[:50])
+
+
+def _lines(path, report: ImportReport):
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                report.problem(
+                    path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
+                )
+                text = raw.decode("utf-8", errors="replace")
+            yield n, text.rstrip("\r\n")
+
+
+def read(probe: Probe, report: ImportReport, options: dict):
+    path = probe.path
+    stem = short_id(path.name.split(".")[0] or path.name)
+    b: SessionBuilder | None = None
+    user: list[str] = []
+    user_line = 0
+    assistant: list[str] = []
+    assistant_line = 0
+    output: list[str] | None = None  # collecting a /run or /test output
+    command = ""
+    count = 0
+
+    def flush_user():
+        nonlocal user
+        if user and b is not None:
+            text = "\n".join(user)
+            cmd = text.split()[0] if text.startswith("/") else ""
+            synthetic = bool(cmd) and cmd not in GENUINE_COMMANDS
+            b.text("user", text, user_line, synthetic=synthetic)
+        user = []
+
+    def flush_assistant():
+        nonlocal assistant
+        text = "\n".join(assistant).strip("\n")
+        if text.strip() and b is not None:
+            b.text("assistant", text, assistant_line)
+        assistant = []
+
+    def flush_output():
+        nonlocal output
+        if output is not None and b is not None:
+            cid = f"{b.session_id}:run{len(b.messages)}"
+            b.add(
+                "assistant",
+                [ToolCall(cid, "bash", {"command": command})],
+                user_line,
+                {"synthetic": True, "harness": "aider /run"},
+            )
+            b.result(cid, "\n".join(output).rstrip(), line=user_line + 1)
+        output = None
+
+    def finish():
+        flush_output()
+        flush_user()
+        flush_assistant()
+        return b.finish() if b is not None else None
+
+    for n, line in _lines(path, report):
+        m = HEADER.match(line)
+        if m:
+            s = finish()
+            if s:
+                yield s
+            count += 1
+            b = SessionBuilder(report, "aider", path, f"{stem}:{count}", meta={"started": m.group(1)})
+            continue
+        if b is None:
+            if line.strip():
+                report.skip(path, n, "aider text before the first session header")
+            continue
+        if output is not None:
+            if (not output and not line.startswith("> ")) or line.startswith("#### "):
+                flush_output()  # no output printed, or the next input began
+            else:
+                # aider ends each appended block with a Markdown line break ("  "); a line of
+                # only spaces inside pasted output is not that break.
+                last = line.endswith("  ") and bool(line.strip())
+                text = line[2:] if not output else line
+                output.append(text.rstrip() if last else text)
+                if last:
+                    flush_output()
+                continue
+        if line.startswith("#### "):
+            flush_assistant()
+            text = line[5:].rstrip()
+            if text.startswith(("/run", "/test")) and len(text.split(maxsplit=1)) == 2:
+                flush_user()
+                user, user_line = [text], n
+                flush_user()
+                command = text.split(maxsplit=1)[1]
+                output = []
+                continue
+            if not user:
+                user_line = n
+            user.append(text)
+            continue
+        flush_user()
+        if line.startswith(">"):
+            flush_assistant()
+            body = line[1:].strip()
+            if body.startswith("Models:"):
+                b.meta.setdefault("model", body[len("Models:") :].split(" with ")[0].strip())
+            elif body.startswith("Aider v"):
+                b.meta.setdefault("aider_version", body.split()[1])
+            continue
+        if not assistant:
+            assistant_line = n
+        assistant.append(line)
+    s = finish()
+    if s:
+        yield s
+
+
+register(
+    Importer(
+        "aider",
+        "Aider .aider.chat.history.md (one session per header; /run and /test output as tool results)",
+        detect,
+        read,
+    )
+)
