@@ -19,6 +19,7 @@ COMMANDS: Registry[Command] = Registry("command")
 
 # One module per stage or concern; add a module here to add its verbs.
 MODULES = ["core"]
+MODULES.append("probes")
 
 
 def command(name: str, description: str):

@@ -78,7 +78,7 @@ def score_events(
     view.extras["ctx"] = ctx
     probes = [(n, PROBES.entry(n), params) for n, params in suite.probes]
     rows: list[MetricRow] = []
-    for arm, evs in events_by_arm.items():
+    for evs in events_by_arm.values():
         groups: dict[int, list[Event]] = {}
         for ev in evs:
             groups.setdefault(ev.replicate, []).append(ev)
