@@ -27,6 +27,7 @@ BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
 
 # One module per stage; add yours here.
 MODULES = ["corpus"]
+MODULES.append("probes")
 
 
 def benchmark(name: str, description: str):

@@ -172,10 +172,28 @@ def expected_found(q: dict[str, Any], text: str) -> list[bool]:
     return [normalize(e) in norm for e in q["expected"]]
 
 
+def cue_lines(text: str, pattern: str) -> list[str]:
+    """The lines of ``text`` matching ``pattern`` (case-insensitive), each once, in order."""
+    out, end = [], -1
+    for m in re.finditer(pattern, text, re.I):
+        if m.start() < end:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(text[start:end])
+    return out
+
+
 def offline_answer(q: dict[str, Any], inp: ProbeInput, max_lines: int) -> str:
-    """The offline grader's answer: the last ``max_lines`` context lines matching the cues."""
-    cue = re.compile(rf"^.*(?:{'|'.join(q['cues'])}).*$", re.M | re.I)
-    return "\n".join(cue.findall(inp.visible_text())[-max_lines:])
+    """The offline grader's answer: the last ``max_lines`` context lines matching the cues
+    (matched per message and cached, since kept messages recur across events and arms)."""
+    pattern = "|".join(f"(?:{c})" for c in q["cues"])
+    texts = inp.message_texts()
+    lines: list[str] = []
+    for (m, rec), text in zip(inp.context_entries(), texts, strict=True):
+        lines.extend(inp.view.cached(m, "cue:" + pattern, lambda _m, t=text: cue_lines(t, pattern), rec))
+    return "\n".join(lines[-max_lines:])
 
 
 ANSWER_SYSTEM = (
