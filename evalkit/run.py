@@ -87,9 +87,15 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
 
 def stage_score(exp: Experiment, paths: RunPaths) -> int:
     from evalkit.probes import score_run
+    from evalkit.probes.suite import find_suite
 
     # The run id names the config, not the folder, so equal configs give byte-identical tables.
-    return score_run(paths.root, list(exp.section("replay")["arms"]), run_id=f"{exp.name}-{exp.hash[:8]}")
+    return score_run(
+        paths.root,
+        list(exp.section("replay")["arms"]),
+        run_id=f"{exp.name}-{exp.hash[:8]}",
+        suite=find_suite(exp.section("score")["suite"], exp.root),
+    )
 
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:

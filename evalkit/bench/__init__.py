@@ -26,7 +26,11 @@ Benchmark = Callable[[], list[Figure]]
 BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
 
 # One module per stage; add yours here.
-MODULES = ["corpus", "importers"]
+MODULES = [
+    "corpus",
+    "importers",
+    "probes",
+]
 
 
 def benchmark(name: str, description: str):

@@ -18,7 +18,11 @@ class Command:
 COMMANDS: Registry[Command] = Registry("command")
 
 # One module per stage or concern; add a module here to add its verbs.
-MODULES = ["core", "importers"]
+MODULES = [
+    "core",
+    "importers",
+    "probes",
+]
 
 
 def command(name: str, description: str):

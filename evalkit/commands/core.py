@@ -1,4 +1,4 @@
-"""Core verbs: run, synth, validate, facts, candidates, probes, score, report."""
+"""Core verbs: run, synth, validate, facts, candidates, report, bench (probes/score: commands.probes)."""
 
 from __future__ import annotations
 
@@ -121,18 +121,6 @@ def cmd_candidates(args) -> int:
         ev = e.info.get("evidence")
         if ev and ev != "-":
             print(f"{'':18}   evidence: {ev}")
-    return 0
-
-
-@command("probes", "list probes with their metrics, direction and the failure each catches")
-def cmd_probes(args) -> int:
-    from evalkit.probes import PROBES
-
-    for e in PROBES:
-        metrics = ", ".join(f"{m} ({d} is better)" for m, d in e.info.get("metrics", {}).items())
-        print(
-            f"{e.name:18} {e.description}\n{'':18}   metrics: {metrics}\n{'':18}   catches: {e.info.get('catches', '')}"
-        )
     return 0
 
 

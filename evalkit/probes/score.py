@@ -1,81 +1,273 @@
-"""Scoring stage: run the suite's probes over every stored event and write the metrics table."""
+"""Scoring stage: run a suite's probes over every stored event and write the metrics table.
+
+Scoring never replays and never calls the summarizer: it reads ``corpus/`` and
+``events/<arm>.jsonl`` and writes ``metrics.parquet``. Each session is parsed once and scored
+for all arms together (kept messages are shared across arms, so their text views are computed
+once); sessions are scored in a process pool. The main process only indexes the files (session
+id → byte offsets), so memory stays at one session's events per worker.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from evalkit.events import read_events
-from evalkit.facts import read_facts
-from evalkit.metrics import MetricRow, to_frame, write_metrics
-from evalkit.probes.base import PROBES, ProbeInput
-from evalkit.progress import track
+from evalkit.events import Event
+from evalkit.facts import compute_facts, facts_from_dict
+from evalkit.metrics import SESSION_LEVEL, MetricRow, to_frame, write_metrics
+from evalkit.probes.base import PROBES, ProbeInput, SessionView
+from evalkit.probes.suite import Suite, all_probes_suite, load_suite
+from evalkit.progress import log, track
 from evalkit.session import session_from_dict
+
+_SESSION_KEY = re.compile(rb'"session"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_ID_KEY = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+@dataclass
+class ScoreContext:
+    """Run-level settings the probes may read (the judge needs the model and the run folder)."""
+
+    run_dir: str = ""
+    model: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ScoreStats:
+    rows: int = 0
+    events: int = 0
+    sessions: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def _index(path: Path, key: re.Pattern) -> dict[str, list[tuple[int, int, int]]]:
+    """id → [(byte offset, length, line number)] for a JSONL file, reading only each line's prefix."""
+    out: dict[str, list[tuple[int, int, int]]] = {}
+    with open(path, "rb") as fh:
+        off = 0
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                m = key.search(line, 0, 4096) or key.search(line)
+                sid = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                out.setdefault(sid, []).append((off, len(line), n))
+            off += len(line)
+    return out
+
+
+def _read_at(path: str, off: int, length: int) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(off)
+        return fh.read(length)
+
+
+def score_events(
+    view: SessionView,
+    events_by_arm: dict[str, list[Event]],
+    suite: Suite,
+    ctx: ScoreContext | None = None,
+    run_id: str = "",
+) -> list[MetricRow]:
+    """Score one session's events (all arms) with the suite's probes; returns metric rows."""
+    ctx = ctx or ScoreContext()
+    view.extras["ctx"] = ctx
+    probes = [(n, PROBES.entry(n), params) for n, params in suite.probes]
+    rows: list[MetricRow] = []
+    for evs in events_by_arm.values():
+        groups: dict[int, list[Event]] = {}
+        for ev in evs:
+            groups.setdefault(ev.replicate, []).append(ev)
+        for rep_events in groups.values():
+            rep_events.sort(key=lambda e: e.event)
+            for k, ev in enumerate(rep_events):
+                inp = ProbeInput(ev, view, rep_events[:k], rep_events[k + 1 :])
+                for name, entry, params in probes:
+                    rows.extend(_run_probe(name, entry, params, inp, run_id))
+    return rows
+
+
+def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[MetricRow]:
+    ev = inp.event
+    key = (run_id, ev.arm, ev.session)
+
+    def row(metric, value, error, session_level):
+        e, r = (SESSION_LEVEL, SESSION_LEVEL) if session_level else (ev.event, ev.round)
+        if error is not None or value is None:
+            return MetricRow.failed(*key, e, r, ev.replicate, metric, error or "no value")
+        return MetricRow(*key, e, r, ev.replicate, metric, float(value))
+
+    try:
+        values = entry.obj(inp, **params)
+    except Exception as exc:  # a scorer bug is an error row per metric, never a zero
+        msg = f"{name}: {type(exc).__name__}: {exc}"
+        return [row(m, None, msg, False) for m in entry.info.get("metrics", {name: ""})]
+    failed_summary = entry.info.get("needs_summary") and ev.summary_error
+    out = []
+    for v in values:
+        if failed_summary and not v.session_level:
+            out.append(row(v.metric, None, f"summary failed: {ev.summary_error}", False))
+        else:
+            out.append(row(v.metric, v.value, v.error, v.session_level))
+    return out
+
+
+def _score_job(job: tuple) -> tuple[list[MetricRow], list[str], int, dict | None, list]:
+    """Worker: parse one session and its events, score them.
+
+    Returns rows, skipped records, the event count, newly built questions and judge rationales."""
+    corpus, sloc, facts_raw, ev_locs, suite, ctx, run_id, questions = job
+    skipped: list[str] = []
+    try:
+        session = session_from_dict(json.loads(_read_at(corpus, sloc[0], sloc[1])))
+    except Exception as e:
+        return [], [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"], 0, None, []
+    facts = facts_from_dict(facts_raw) if facts_raw else compute_facts(session)
+    view = SessionView(session, facts)
+    wants_questions, pinned = questions
+    if wants_questions:
+        view.extras["questions"] = pinned  # None: not pinned yet, the judge probe builds them
+    events: dict[str, list[Event]] = {}
+    n = 0
+    for arm, path, locs in ev_locs:
+        for off, length, line in locs:
+            try:
+                ev = Event.from_dict(json.loads(_read_at(path, off, length)))
+            except Exception as e:
+                skipped.append(f"{path}:{line}: {type(e).__name__}: {e}")
+                continue
+            events.setdefault(arm, []).append(ev)
+            n += 1
+    rows = score_events(view, events, suite, ctx, run_id)
+    return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", [])
+
+
+def resolve_suite(suite: Suite | str | os.PathLike | None, probe_names: list[str] | None) -> Suite:
+    if isinstance(suite, Suite):
+        return suite
+    if suite is not None:
+        return load_suite(suite)
+    if probe_names:
+        return Suite("selected", [(n, {}) for n in probe_names])
+    return all_probes_suite()
 
 
 def score_run(
-    run_dir: str | os.PathLike, arms: list[str], probe_names: list[str] | None = None, run_id: str = ""
+    run_dir: str | os.PathLike,
+    arms: list[str] | None = None,
+    probe_names: list[str] | None = None,
+    run_id: str = "",
+    suite: Suite | str | os.PathLike | None = None,
+    workers: int = 0,
+    stats: ScoreStats | None = None,
 ) -> int:
-    """Score ``events/<arm>.jsonl`` for each arm into ``metrics.parquet``; returns the row count."""
+    """Score ``events/<arm>.jsonl`` for each arm (default: every events file) into ``metrics.parquet``.
+
+    ``suite`` is a :class:`Suite` or a suite file (default: ``probe_names``, else every probe).
+    Returns the row count; ``stats`` (if given) receives events, sessions and skipped records.
+    """
+    from evalkit.probes import judge  # noqa: F401  (registers the judge probes)
+
     run = Path(run_dir)
-    names = probe_names or PROBES.names()
-    probes = [(n, PROBES.get(n)) for n in names]
-    events_by_session: dict[str, dict[str, list]] = {}
-    for arm in arms:
-        for ev in read_events(run / "events" / f"{arm}.jsonl"):
-            events_by_session.setdefault(ev.session, {}).setdefault(arm, []).append(ev)
-    facts = {f.session: f for f in read_facts(run / "corpus")}
+    the_suite = resolve_suite(suite, probe_names)
+    stats = stats if stats is not None else ScoreStats()
+    if arms is None:
+        arms = sorted(p.stem for p in (run / "events").glob("*.jsonl"))
+    ctx = ScoreContext(str(run), _model_section(run))
+    corpus = run / "corpus" / "sessions.jsonl"
+    sessions = _index(corpus, _ID_KEY)
+    ev_index = {a: _index(run / "events" / f"{a}.jsonl", _SESSION_KEY) for a in arms}
+    for a, idx in ev_index.items():
+        for sid in idx.keys() - sessions.keys():
+            stats.skipped.append(
+                f"events/{a}.jsonl: session {sid!r} is not in the corpus ({len(idx[sid])} events)"
+            )
+    facts: dict[str, dict] = {}
+    facts_path = run / "corpus" / "facts.jsonl"
+    if facts_path.exists():
+        with open(facts_path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    d = json.loads(line)
+                    facts[d["session"]] = d
+    wants_questions = any(PROBES.entry(n).info.get("questions") for n in the_suite.names())
+    questions = _load_questions(run) if wants_questions else None
+    jobs = []
+    for sid, locs in sessions.items():
+        ev_locs = [(a, str(run / "events" / f"{a}.jsonl"), ev_index[a].get(sid, [])) for a in arms]
+        if not any(loc for _, _, loc in ev_locs):
+            continue
+        q = (questions is not None, None if questions is None else questions.get(sid))
+        jobs.append((str(corpus), locs[0], facts.get(sid), ev_locs, the_suite, ctx, run_id, q))
     rows: list[MetricRow] = []
-    with open(run / "corpus" / "sessions.jsonl", encoding="utf-8") as fh:
-        for line in track(fh, "score", total=len(facts), unit="sessions"):
-            session = session_from_dict(json.loads(line))
-            for arm, evs in events_by_session.get(session.id, {}).items():
-                for k, ev in enumerate(evs):
-                    inp = ProbeInput(ev, session, facts[session.id], evs[:k])
-                    for name, fn in probes:
-                        try:
-                            values = fn(inp)
-                        except Exception as e:  # a scorer bug is an error row, never a zero
-                            rows.append(
-                                MetricRow.failed(
-                                    run_id,
-                                    arm,
-                                    session.id,
-                                    ev.event,
-                                    ev.round,
-                                    ev.replicate,
-                                    name,
-                                    f"{type(e).__name__}: {e}",
-                                )
-                            )
-                            continue
-                        for v in values:
-                            if v.value is None:
-                                rows.append(
-                                    MetricRow.failed(
-                                        run_id,
-                                        arm,
-                                        session.id,
-                                        ev.event,
-                                        ev.round,
-                                        ev.replicate,
-                                        v.metric,
-                                        v.error or "no value",
-                                    )
-                                )
-                            else:
-                                rows.append(
-                                    MetricRow(
-                                        run_id,
-                                        arm,
-                                        session.id,
-                                        ev.event,
-                                        ev.round,
-                                        ev.replicate,
-                                        v.metric,
-                                        float(v.value),
-                                    )
-                                )
+    new_questions: dict[str, list] = {}
+    judgements: list[dict] = []
+    n_workers = workers or os.cpu_count() or 1
+    if any(PROBES.entry(n).info.get("uses_model") for n in the_suite.names()) and not _offline(ctx.model):
+        n_workers = 1  # real model calls go through one client (its cache and single-flight)
+    pool = ProcessPoolExecutor(max_workers=n_workers) if n_workers > 1 and len(jobs) > 1 else None
+    try:
+        results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
+        for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
+            rows.extend(r)
+            stats.skipped.extend(skipped)
+            stats.events += n_ev
+            stats.sessions += 1
+            if nq is not None:
+                new_questions[nq["session"]] = nq["questions"]
+            judgements.extend(judged)
+    finally:
+        if pool:
+            pool.shutdown()
+    if new_questions and questions is not None:
+        _save_questions(run, {**questions, **new_questions})
+    if judgements:
+        with open(run / "judgements.jsonl", "w", encoding="utf-8") as fh:
+            for j in judgements:
+                fh.write(json.dumps(j, ensure_ascii=True) + "\n")
+    for s in stats.skipped:
+        log(f"score: skipped {s}")
     write_metrics(to_frame(rows), run / "metrics.parquet")
+    stats.rows = len(rows)
     return len(rows)
+
+
+def _offline(model: dict) -> bool:
+    from evalkit.models import is_offline_standin
+
+    try:
+        return is_offline_standin(model.get("backend", "extractive"))
+    except KeyError:
+        return False
+
+
+def _model_section(run: Path) -> dict:
+    cfg = run / "config.json"
+    if cfg.exists():
+        return dict(json.loads(cfg.read_text()).get("config", {}).get("model", {}))
+    return {"backend": "extractive", "model": "extractive-v1"}
+
+
+def _load_questions(run: Path) -> dict[str, list]:
+    p = run / "corpus" / "questions.jsonl"
+    out: dict[str, list] = {}
+    if p.exists():
+        with open(p, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    d = json.loads(line)
+                    out[d["session"]] = d["questions"]
+    return out
+
+
+def _save_questions(run: Path, questions: dict[str, list]) -> None:
+    p = run / "corpus" / "questions.jsonl"
+    tmp = p.with_name(p.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for sid in sorted(questions):
+            fh.write(json.dumps({"session": sid, "questions": questions[sid]}, ensure_ascii=True) + "\n")
+    os.replace(tmp, p)

@@ -1,0 +1,75 @@
+"""Probe verbs: list the probes, re-score a run's stored events."""
+
+from __future__ import annotations
+
+import sys
+
+from evalkit.commands import arguments, command
+
+
+@command("probes", "list probes with their metrics, direction, parameters and the failure each catches")
+def cmd_probes(args) -> int:
+    from evalkit.probes import PROBES
+
+    for e in PROBES:
+        metrics = ", ".join(f"{m} ({d})" for m, d in e.info.get("metrics", {}).items())
+        params = ", ".join(f"{k}={v!r}" for k, v in e.info.get("params", {}).items()) or "none"
+        print(f"{e.name:18} {e.description}")
+        print(f"{'':18}   metrics: {metrics}")
+        print(f"{'':18}   params:  {params}")
+        print(f"{'':18}   catches: {e.info.get('catches', '')}")
+    print("\n(higher)/(lower): which is better; (info): a descriptive covariate, not a score.")
+    return 0
+
+
+def _score_args(p):
+    p.add_argument("run", help="run folder (corpus/ and events/ as `evalkit run` wrote them)")
+    p.add_argument(
+        "--suite", help="probe suite TOML (default: the run's [score] suite, else probes/default.toml)"
+    )
+    p.add_argument("--arms", help="comma-separated arms (default: every events/<arm>.jsonl)")
+    p.add_argument("--workers", type=int, default=0, help="processes (default: all cores)")
+    p.add_argument("--table", action="store_true", help="print the issue's check table per arm after scoring")
+    p.add_argument(
+        "--table-only", action="store_true", help="print the table from the existing metrics.parquet"
+    )
+
+
+@command("score", "re-score a run's stored events with a probe suite (no replay, no summarizer calls)")
+@arguments(_score_args)
+def cmd_score(args) -> int:
+    import json
+    from pathlib import Path
+
+    from evalkit.probes import SuiteError, score_run
+    from evalkit.probes.score import ScoreStats
+    from evalkit.probes.suite import DEFAULT_SUITE, find_suite
+    from evalkit.probes.table import render_table
+
+    run = Path(args.run)
+    if not (run / "events").is_dir() or not (run / "corpus" / "sessions.jsonl").is_file():
+        print(f"{run}: not a run folder (needs corpus/sessions.jsonl and events/)", file=sys.stderr)
+        return 2
+    if not args.table_only:
+        cfg_path = run / "config.json"
+        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        try:
+            suite = find_suite(
+                args.suite or cfg.get("config", {}).get("score", {}).get("suite", DEFAULT_SUITE), Path.cwd()
+            )
+        except SuiteError as e:
+            print(e, file=sys.stderr)
+            return 2
+        arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None
+        run_id = ""
+        if cfg:
+            run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}"
+        stats = ScoreStats()
+        n = score_run(run, arms, run_id=run_id, suite=suite, workers=args.workers, stats=stats)
+        print(
+            f"{run / 'metrics.parquet'}: {n} rows from {stats.events} events of {stats.sessions} sessions "
+            f"(suite {suite.name}: {', '.join(suite.names())}); {len(stats.skipped)} skipped"
+        )
+    if args.table or args.table_only:
+        print(render_table(run))
+    return 0

@@ -1,0 +1,371 @@
+"""Judge probes: questions answerable only from what left the view (REFERENCES.md §2, Factory.ai).
+
+Per session, questions are built once from the facts and pinned in ``corpus/questions.jsonl``, so
+every arm is asked the same ones. Each pinned question has a kind (recall, artifact,
+continuation, decision), expected facts, the message its answer comes from (``source``) and the
+message from which the answer is stale (``until``). At a compaction event a question is asked
+when its answer is current (``source <= at_message < until``) and its source message is no
+longer in the model-visible context, so only the summary or a carried text can answer it.
+
+Two graders, never mixed in one metric name:
+
+- offline (default with the offline stand-in backend): the "answer" is the context's relevant
+  lines (lines matching the question's pinned cues) and the grade is 5 × the share of expected
+  facts found in them (tallies count-exact). It measures whether the facts are still
+  retrievable, not what a model would answer, and its metrics are named ``judge_offline_*``.
+- model (a real backend): the answering model sees only the post-compaction context and the
+  question (``purpose="answer"``); the judge sees question, answer and expected facts
+  (``purpose="judge"``) and scores 0–5 on six dimensions with a rationale; overall = their
+  mean. Metrics ``judge_<dimension>``, ``judge_overall``, ``judge_<kind>``; rationales go to
+  ``judgements.jsonl`` in the run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from evalkit.facts import Facts, TallyFact
+from evalkit.probes import tallymatch
+from evalkit.probes.base import ProbeInput, ProbeValue, normalize, probe
+from evalkit.session import Session
+
+KINDS = ("recall", "artifact", "continuation", "decision")
+DIMENSIONS = (
+    "accuracy",
+    "context_awareness",
+    "artifact_trail",
+    "completeness",
+    "continuity",
+    "instruction_following",
+)
+_ERR_CUES = r"error|exception|traceback|failed|fatal|not found|denied"
+_TALLY_CUES = r"\d+ (?:passed|failed|passing|failing|skipped|errors?)|ran \d+ tests?|tests? run|total"
+_PATH_CUES = r"[\w./-]+\.[A-Za-z]{1,5}\b"
+_STOP = {"about", "their", "there", "these", "those", "which", "would", "should", "before", "after", "every"}
+
+
+def _words(text: str, n: int) -> list[str]:
+    """The ``n`` longest distinct words of ``text`` (topic cues), longest first."""
+    ws = [w for w in re.findall(r"[\w./-]{5,}", text) if w.lower() not in _STOP]
+    return sorted(dict.fromkeys(ws), key=lambda w: (-len(w), w))[:n]
+
+
+def build_questions(session: Session, facts: Facts) -> list[dict[str, Any]]:
+    """The session's pinned questions, deterministic in its facts and messages."""
+    qs: list[dict[str, Any]] = []
+    n_msgs = len(session.messages)
+
+    def add(kind, text, expected, source, until, cues, tally=None):
+        qs.append(
+            {
+                "id": f"{kind[:3]}{len(qs):04d}",
+                "kind": kind,
+                "text": text,
+                "expected": expected,
+                "tally": tally,
+                "source": source,
+                "until": until,
+                "cues": cues,
+            }
+        )
+
+    # recall: the error of each failure, current until it is fixed or fails again.
+    for k, f in enumerate(facts.failures):
+        later = [g.message_index for g in facts.failures[k + 1 :] if g.normalized == f.normalized]
+        ends = [x for x in (f.fixed_at, *later[:1]) if x is not None]
+        add(
+            "recall",
+            f"What error did the command `{f.command}` fail with?",
+            [f.error_line or f.command],
+            f.message_index,
+            min(ends) if ends else None,
+            [re.escape(f.command), _ERR_CUES],
+        )
+    # recall: each test tally, current until the next one.
+    for k, t in enumerate(facts.tallies):
+        until = facts.tallies[k + 1].message_index if k + 1 < len(facts.tallies) else None
+        add(
+            "recall",
+            f"What was the result of the most recent test run (`{t.command or t.runner}`)? Give the exact counts.",
+            [tallymatch.describe(t)],
+            t.message_index,
+            until,
+            [_TALLY_CUES],
+            tally={"passed": t.passed, "failed": t.failed, "errors": t.errors, "skipped": t.skipped},
+        )
+    # artifact: the set of modified files, each time a new one joins it.
+    seen: list[str] = []
+    firsts = []
+    for f in facts.files_modified:
+        if f.path not in seen:
+            seen.append(f.path)
+            firsts.append((f.message_index, list(seen)))
+    for k, (idx, paths) in enumerate(firsts):
+        until = firsts[k + 1][0] if k + 1 < len(firsts) else None
+        add("artifact", "Which files have been modified so far?", paths[-20:], idx, until, [_PATH_CUES])
+    # continuation: the user's latest request, current until the next one.
+    users = [i for i, m in enumerate(session.messages) if m.is_genuine_user()]
+    for k, i in enumerate(users):
+        first = next((ln.strip() for ln in session.messages[i].text.splitlines() if ln.strip()), "")
+        if not first:
+            continue
+        until = users[k + 1] if k + 1 < len(users) else None
+        cue = "|".join(re.escape(w) for w in _words(first, 2)) or r"next"
+        add(
+            "continuation",
+            "What did the user most recently ask for, i.e. what should be done next?",
+            [first[:200]],
+            i,
+            until,
+            [cue, r"next step"],
+        )
+    # decision: each constraint the user set, asked by its topic; never stale.
+    for c in facts.constraints:
+        topic = (_words(c.text, 1) or [c.keyword])[0]
+        add(
+            "decision",
+            f"What was decided about `{topic}`?",
+            [c.text],
+            c.message_index,
+            None,
+            [re.escape(topic)],
+        )
+    assert all(q["source"] < n_msgs for q in qs)
+    return qs
+
+
+def session_questions(inp: ProbeInput) -> list[dict[str, Any]]:
+    """The pinned questions (built and handed back for pinning when the corpus has none yet)."""
+    extras = inp.view.extras
+    if extras.get("questions") is None:
+        extras["questions"] = build_questions(inp.session, inp.facts)
+        extras["new_questions"] = {"session": inp.session.id, "questions": extras["questions"]}
+    return extras["questions"]
+
+
+def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]:
+    """Questions to ask at this event: current, and answerable only from what left the view."""
+    at, msgs, kept = inp.event.at_message, inp.session.messages, inp.kept_ids()
+    out = []
+    for kind in KINDS:
+        cand = [
+            q
+            for q in session_questions(inp)
+            if q["kind"] == kind
+            and q["source"] <= at
+            and (q["until"] is None or at < q["until"])
+            and msgs[q["source"]].id not in kept
+        ]
+        cand.sort(key=lambda q: (q["source"], q["id"]))
+        out.extend(cand[-per_kind:] if per_kind > 0 else cand)
+    return out
+
+
+def expected_found(q: dict[str, Any], text: str) -> list[bool]:
+    """Which of the question's expected facts ``text`` states (tallies count-exact)."""
+    if q.get("tally"):
+        t = TallyFact(0, "", "", "", **q["tally"], offset=0, line="", output_chars=0)
+        return [tallymatch.found_in(tallymatch.mentions(text), t)]
+    norm = normalize(text)
+    return [normalize(e) in norm for e in q["expected"]]
+
+
+def cue_lines(text: str, pattern: str) -> list[str]:
+    """The lines of ``text`` matching ``pattern`` (case-insensitive), each once, in order."""
+    out, end = [], -1
+    for m in re.finditer(pattern, text, re.I):
+        if m.start() < end:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        out.append(text[start:end])
+    return out
+
+
+def offline_answer(q: dict[str, Any], inp: ProbeInput, max_lines: int) -> str:
+    """The offline grader's answer: the last ``max_lines`` context lines matching the cues
+    (matched per message and cached, since kept messages recur across events and arms)."""
+    pattern = "|".join(f"(?:{c})" for c in q["cues"])
+    texts = inp.message_texts()
+    lines: list[str] = []
+    for (m, rec), text in zip(inp.context_entries(), texts, strict=True):
+        lines.extend(inp.view.cached(m, "cue:" + pattern, lambda _m, t=text: cue_lines(t, pattern), rec))
+    return "\n".join(lines[-max_lines:])
+
+
+ANSWER_SYSTEM = (
+    "You are a coding agent resuming work. Answer the question using only the conversation context "
+    "given. Be specific: exact errors, counts, file paths. If the context does not say, answer "
+    "'not in context'."
+)
+JUDGE_SYSTEM = (
+    "You grade an agent's answer about its own earlier work against the expected facts. Score each "
+    "dimension from 0 (fails) to 5 (perfect): accuracy, context_awareness, artifact_trail, "
+    "completeness, continuity, instruction_following. Reply with one JSON object: "
+    '{"accuracy": n, "context_awareness": n, "artifact_trail": n, "completeness": n, '
+    '"continuity": n, "instruction_following": n, "rationale": "one or two sentences"}.'
+)
+
+
+def _client(inp: ProbeInput):
+    from evalkit.models import make_client
+
+    extras = inp.view.extras
+    if "client" not in extras:
+        ctx = extras.get("ctx")
+        extras["client"] = make_client(ctx.model if ctx else {}, (ctx.run_dir or None) if ctx else None)
+    return extras["client"]
+
+
+def parse_grades(text: str) -> dict[str, Any]:
+    """The judge's JSON object (the first {...} in its reply), validated."""
+    m = re.search(r"\{.*\}", text, re.S)
+    if not m:
+        raise ValueError("judge reply holds no JSON object")
+    d = json.loads(m.group(0))
+    out: dict[str, Any] = {}
+    for dim in DIMENSIONS:
+        v = d.get(dim)
+        if not isinstance(v, int | float) or not 0 <= v <= 5:
+            raise ValueError(f"judge reply: {dim} = {v!r} is not a score in 0..5")
+        out[dim] = float(v)
+    out["rationale"] = str(d.get("rationale", ""))
+    return out
+
+
+def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int) -> dict[str, Any]:
+    """Ask the answering model and the judge ``replicates`` times; mean grades per dimension."""
+    from evalkit.models import ChatRequest
+
+    client = _client(inp)
+    name = model.get("model", "")
+    grades: list[dict[str, Any]] = []
+    for r in range(max(1, replicates)):
+        answer = client(
+            ChatRequest(
+                model=name,
+                messages=(
+                    {"role": "system", "content": ANSWER_SYSTEM},
+                    {
+                        "role": "user",
+                        "content": f"<context>\n{inp.visible_text()}\n</context>\n\nQuestion: {q['text']}",
+                    },
+                ),
+                max_tokens=400,
+                replicate=r,
+                purpose="answer",
+            )
+        )
+        if not answer.ok:
+            raise RuntimeError(f"answer call failed: {answer.error}")
+        payload = {"question": q["text"], "expected_facts": q["expected"], "answer": answer.text}
+        verdict = client(
+            ChatRequest(
+                model=name,
+                messages=(
+                    {"role": "system", "content": JUDGE_SYSTEM},
+                    {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+                ),
+                max_tokens=300,
+                replicate=r,
+                purpose="judge",
+            )
+        )
+        if not verdict.ok:
+            raise RuntimeError(f"judge call failed: {verdict.error}")
+        g = parse_grades(verdict.text or "")
+        g["answer"] = answer.text
+        grades.append(g)
+    mean = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}
+    mean["rationale"] = " | ".join(g["rationale"] for g in grades)
+    mean["answers"] = [g["answer"] for g in grades]
+    return mean
+
+
+def _use_model(inp: ProbeInput, backend: str) -> tuple[bool, dict]:
+    ctx = inp.view.extras.get("ctx")
+    model = dict(ctx.model) if ctx else {}
+    if backend == "offline":
+        return False, model
+    from evalkit.models import is_offline_standin
+
+    try:
+        return not is_offline_standin(model.get("backend", "extractive")), model
+    except KeyError:
+        return True, model  # an unregistered backend is a real one from a plugin
+
+
+_OFFLINE_METRICS = {"judge_offline_overall": "higher", **{f"judge_offline_{k}": "higher" for k in KINDS}}
+_MODEL_METRICS = {
+    "judge_overall": "higher",
+    **{f"judge_{d}": "higher" for d in DIMENSIONS},
+    **{f"judge_{k}": "higher" for k in KINDS},
+}
+
+
+@probe(
+    "judge",
+    "questions only what left the view can answer (recall, artifact, continuation, decision), graded 0-5",
+    metrics={**_OFFLINE_METRICS, **_MODEL_METRICS},
+    catches="summaries that drop the error, the files touched, the next step or a decision (Factory.ai probes)",
+    questions=True,
+    uses_model=True,
+)
+def judge(
+    inp: ProbeInput, per_kind: int = 1, max_lines: int = 60, backend: str = "configured", replicates: int = 1
+) -> list[ProbeValue]:
+    """Per event, up to ``per_kind`` pinned questions of each kind whose answer left the view.
+
+    ``backend = "configured"`` uses the run's model for answer and judge unless it is the offline
+    stand-in, in which case (and with ``backend = "offline"``) the offline grader scores instead;
+    its metrics are ``judge_offline_*`` so the two are never averaged together. Per-kind metrics
+    are the mean over that kind's questions; ``*_overall`` the mean over all asked questions.
+    """
+    qs = select_questions(inp, per_kind)
+    if not qs:
+        return []
+    use_model, model = _use_model(inp, backend)
+    by_kind: dict[str, list[float]] = {}
+    if not use_model:
+        for q in qs:
+            hits = expected_found(q, offline_answer(q, inp, max_lines))
+            by_kind.setdefault(q["kind"], []).append(5 * sum(hits) / len(hits))
+        scores = [s for v in by_kind.values() for s in v]
+        out = [ProbeValue("judge_offline_overall", sum(scores) / len(scores))]
+        return out + [ProbeValue(f"judge_offline_{k}", sum(v) / len(v)) for k, v in by_kind.items()]
+    dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
+    log = inp.view.extras.setdefault("judgements", [])
+    overall: list[float] = []
+    errors: list[str] = []
+    for q in qs:
+        try:
+            g = model_grade(q, inp, model, replicates)
+        except Exception as e:  # a failed call is an error row, never a zero grade
+            errors.append(f"{q['id']}: {type(e).__name__}: {e}")
+            continue
+        ov = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS)
+        overall.append(ov)
+        by_kind.setdefault(q["kind"], []).append(ov)
+        for d in DIMENSIONS:
+            dims[d].append(g[d])
+        ev = inp.event
+        log.append(
+            {
+                "arm": ev.arm,
+                "session": ev.session,
+                "event": ev.event,
+                "replicate": ev.replicate,
+                "question": q["id"],
+                "kind": q["kind"],
+                **g,
+                "overall": ov,
+            }
+        )
+    if not overall:
+        return [ProbeValue("judge_overall", None, "; ".join(errors))]
+    out = [ProbeValue("judge_overall", sum(overall) / len(overall), None)]
+    out += [ProbeValue(f"judge_{d}", sum(v) / len(v)) for d, v in dims.items()]
+    return out + [ProbeValue(f"judge_{k}", sum(v) / len(v)) for k, v in by_kind.items()]

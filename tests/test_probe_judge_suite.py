@@ -1,0 +1,165 @@
+"""Judge probes (offline grader and a real backend through make_client), suites, and `evalkit score`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalkit.cli import main
+from evalkit.facts import compute_facts
+from evalkit.models import BACKENDS, ChatResponse
+from evalkit.probes import ProbeInput, SessionView, SuiteError, load_suite
+from evalkit.probes.judge import DIMENSIONS, build_questions, judge, select_questions
+from evalkit.probes.score import ScoreContext
+from evalkit.probes.suite import find_suite, suite_from_dict
+from tests.conftest import ROOT
+from tests.probe_helpers import Builder, event
+
+
+def judge_session():
+    b = Builder()
+    b.user("Fix the parser.\nNever modify anything under migrations/; those files are generated.")
+    b.tool(
+        "Bash", {"command": "npm run build"}, "src/a.ts:3:7 - error TS2339: Property 'x' does not exist.\n", 2
+    )
+    b.tool("Edit", {"file_path": "src/parser.py", "old_string": "a", "new_string": "b"}, "updated")
+    b.tool("Bash", {"command": "pytest -q"}, "==== 2 failed, 9 passed in 0.3s ====\n", 1)
+    b.user("Now add a regression test for the header bug.")  # 9
+    b.tool("Read", {"file_path": "README.md"}, "# readme\n")  # 10, 11
+    return b.session()
+
+
+FULL = (
+    "## Goal\n- Fix the parser.\n## Constraints\n- Never modify anything under migrations/; those files are generated.\n"
+    "## Progress\n- pytest: 9 passed, 2 failed\n- npm run build: src/a.ts:3:7 - error TS2339: Property 'x' does not exist.\n"
+    "- edited src/parser.py\n## Next Steps\n1. Now add a regression test for the header bug."
+)
+
+
+def test_questions_are_pinned_deterministic_and_cover_four_kinds():
+    s = judge_session()
+    f = compute_facts(s)
+    qs = build_questions(s, f)
+    assert qs == build_questions(s, f)
+    assert {q["kind"] for q in qs} == {"recall", "artifact", "continuation", "decision"}
+    tally_q = next(q for q in qs if q.get("tally"))
+    assert tally_q["tally"] == {"passed": 9, "failed": 2, "errors": 0, "skipped": 0}
+
+
+def test_only_questions_whose_source_left_the_view_are_asked():
+    s = judge_session()
+    view = SessionView(s, compute_facts(s))
+    all_gone = select_questions(ProbeInput(event(s, 11, 10, "x"), view), per_kind=1)
+    assert {q["kind"] for q in all_gone} == {"recall", "artifact", "continuation", "decision"}
+    view = SessionView(s, compute_facts(s))
+    kept = select_questions(ProbeInput(event(s, 11, 2, "x"), view), per_kind=1)
+    assert {q["kind"] for q in kept} == {
+        "decision"
+    }  # its source (the first user message) left; the rest is kept
+
+
+@pytest.mark.parametrize(("summary", "score"), [(FULL, 5.0), ("## Goal\n- something", 0.0)])
+def test_offline_grader_scores_expected_facts(summary, score):
+    s = judge_session()
+    inp = ProbeInput(event(s, 11, 10, summary), SessionView(s, compute_facts(s)))
+    got = {v.metric: v.value for v in judge(inp)}
+    assert set(got) == {
+        "judge_offline_overall",
+        *(f"judge_offline_{k}" for k in ("recall", "artifact", "continuation", "decision")),
+    }
+    assert got["judge_offline_overall"] == score
+
+
+def test_offline_grader_rejects_a_stale_tally():
+    s = judge_session()
+    inp = ProbeInput(
+        event(s, 11, 10, FULL.replace("9 passed, 2 failed", "8 passed, 3 failed")),
+        SessionView(s, compute_facts(s)),
+    )
+    got = {v.metric: v.value for v in judge(inp)}
+    assert got["judge_offline_recall"] < 5.0
+
+
+CALLS: list = []
+
+
+def _scripted(settings):
+    """A judge backend: answers the test-run question from the context, grades that answer 5, others 1."""
+
+    def call(req):
+        CALLS.append(req.purpose)
+        if req.purpose == "answer":
+            ctx = req.messages[-1]["content"]
+            ok = "test run" in ctx.rsplit("Question:", 1)[1] and "9 passed, 2 failed" in ctx
+            return ChatResponse("9 passed, 2 failed" if ok else "not in context", "scripted", req.model)
+        ans = json.loads(req.messages[-1]["content"])["answer"]
+        n = 5 if ans == "9 passed, 2 failed" else 1
+        return ChatResponse(
+            json.dumps({**dict.fromkeys(DIMENSIONS, n), "rationale": f"answer {ans}"}), "scripted", req.model
+        )
+
+    return call
+
+
+if "scripted-judge" not in BACKENDS:
+    BACKENDS.add("scripted-judge", _scripted, "test backend: scripted answers and grades")
+
+
+def test_model_judge_goes_through_make_client_with_six_dimensions():
+    s = judge_session()
+    view = SessionView(s, compute_facts(s))
+    view.extras["ctx"] = ScoreContext("", {"backend": "scripted-judge", "model": "m"})
+    CALLS.clear()
+    got = {v.metric: v.value for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)}
+    assert CALLS.count("answer") == CALLS.count("judge") == 2 * 4  # 4 questions x 2 replicates
+    assert set(got) >= {"judge_overall", *(f"judge_{d}" for d in DIMENSIONS)}
+    assert not any(k.startswith("judge_offline") for k in got)
+    assert got["judge_overall"] == pytest.approx((5 + 1 + 1 + 1) / 4)  # only the tally question answered
+    assert got["judge_recall"] == 5.0 and got["judge_decision"] == 1.0
+    assert view.extras["judgements"][0]["rationale"].startswith("answer")
+
+
+def test_suite_files_validate_names_and_parameters(tmp_path):
+    default = load_suite(ROOT / "probes" / "default.toml")
+    assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 14
+    with pytest.raises(SuiteError, match=r"probes\.nope: unknown probe"):
+        suite_from_dict({"probes": ["nope"]}, "x.toml")
+    with pytest.raises(SuiteError, match=r"x\.toml: probes\.tally_present\.bogus: unknown parameter"):
+        suite_from_dict({"probes": {"tally_present": {"bogus": 1}}}, "x.toml")
+    with pytest.raises(SuiteError, match="expected int"):
+        suite_from_dict({"probes": {"tally_present": {"long_chars": "2000"}}}, "x.toml")
+    with pytest.raises(SuiteError, match="no such suite"):
+        find_suite(tmp_path / "missing.toml")
+
+
+def test_score_cli_rescores_with_a_suite_and_prints_the_table(tmp_path, capsys):
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 3\n[replay]\nworkers = 2\n')
+    run = tmp_path / "run"
+    assert main(["run", "--config", str(cfg), "--run-dir", str(run)]) == 0
+    first = (run / "metrics.parquet").read_bytes()
+    questions = (run / "corpus" / "questions.jsonl").read_text()
+    assert questions.count("\n") == 3
+    suite = tmp_path / "s.toml"
+    suite.write_text('name = "two"\n[probes.tally_present]\nlong_chars = 2000\n[probes.growth]\n')
+    capsys.readouterr()
+    assert main(["score", str(run), "--suite", str(suite), "--table"]) == 0
+    out = capsys.readouterr().out
+    assert "suite two: tally_present, growth" in out and "| baseline |" in out
+    import pandas as pd
+
+    m = pd.read_parquet(run / "metrics.parquet")
+    assert set(m.metric) <= {
+        "tally_present",
+        "tally_in_summary",
+        "tally_present_left_view",
+        "tally_left_view_early",
+        "summary_growth",
+        "stacked",
+        "growth",
+    }
+    assert (m[m.metric == "growth"][["event", "round"]] == -1).all().all()
+    assert main(["score", str(run)]) == 0  # back to the run's suite: same bytes as the run wrote
+    assert (run / "metrics.parquet").read_bytes() == first
+    assert (run / "corpus" / "questions.jsonl").read_text() == questions
