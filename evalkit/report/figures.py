@@ -62,7 +62,7 @@ def forest_plot(
 ) -> Path:
     """Candidate deltas vs the baseline with intervals; the decision threshold and the A/A noise band drawn."""
     n = len(rows)
-    fig = Figure(figsize=(WIDTH_IN, 1.6 + 0.5 * n), dpi=DPI, layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, max(3.0, 1.6 + 0.55 * n)), dpi=DPI, layout="constrained")
     ax = fig.add_subplot()
     ys = np.arange(n)[::-1]
     if noise is not None:

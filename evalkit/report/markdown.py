@@ -27,6 +27,16 @@ def code(text: Any) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
+def name(text: Any) -> str:
+    """A metric or arm name as plain text when it is a plain identifier, escaped otherwise."""
+    s = str(text)
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z0-9]", s):
+        return s
+    from evalkit.report.escape import escape_inline
+
+    return escape_inline(s)
+
+
 def num(x: Any, digits: int = 3, signed: bool = False) -> str:
     """A number for a table; ``n/a`` for missing or NaN values (an error is never shown as 0)."""
     if x is None or isinstance(x, bool):

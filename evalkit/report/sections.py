@@ -17,7 +17,7 @@ from evalkit.models import is_offline_standin
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
-from evalkit.report.markdown import code, heading_anchor, interval, num, pval, rel_link, slug, table
+from evalkit.report.markdown import code, heading_anchor, interval, name, num, pval, rel_link, slug, table
 
 VERDICT_MARK = {
     "ship": "✅ ship",
@@ -27,6 +27,7 @@ VERDICT_MARK = {
 }
 LOW_N = 30  # below this many sessions, bootstrap intervals are unreliable (and seldom decide anything)
 EVIDENCE_SESSIONS = 3
+EVIDENCE_QUOTES = 3
 
 
 def verdict_mark(v: Any) -> str:
@@ -359,31 +360,51 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
             "stage writes them). Only the per-arm means below are available.",
             "",
         ]
-    summary = data.decision.get("summary") or []
-    if summary:
-        lines += [
-            "### Metric means per arm",
-            "",
-            "Mean of per-session means; n is the number of sessions with a value; errors are values a scorer "
-            "could not compute (left out of the mean, never counted as zero).",
-            "",
-            table(
-                ["metric", "arm", "n sessions", "mean", "errors"],
-                [
-                    [
-                        escape_inline(str(d.get("metric"))),
-                        escape_inline(str(d.get("arm"))),
-                        str(d.get("sessions", "n/a")),
-                        num(d.get("mean")),
-                        str(d.get("errors", "n/a")),
-                    ]
-                    for d in sorted(summary, key=lambda d: (str(d.get("metric")), str(d.get("arm"))))
-                ],
-            ),
-        ]
-    else:
-        lines.append("`decision.json` has no `summary` table of metric means.")
+    lines += _means_table(data)
     return lines
+
+
+def _metric_errors(data: ReportData) -> dict[tuple[str, str], tuple[int, int]]:
+    """(arm, metric) -> (errors, values), counted from the metrics table itself."""
+    m = data.metrics
+    if m.empty:
+        return {}
+    g = m.assign(err=m["error"].notna()).groupby(["arm", "metric"], observed=True)["err"].agg(["sum", "size"])
+    return {(str(a), str(k)): (int(r["sum"]), int(r["size"])) for (a, k), r in g.iterrows()}
+
+
+def _means_table(data: ReportData) -> list[str]:
+    summary = list(data.decision.get("summary") or [])
+    have = {(str(d.get("arm")), str(d.get("metric"))) for d in summary}
+    # A metric whose every value is an error has no mean and may be absent from the summary;
+    # it still belongs in the table, as errors.
+    for (arm, metric), (errs, values) in _metric_errors(data).items():
+        if (arm, metric) not in have and errs:
+            summary.append(
+                {"arm": arm, "metric": metric, "sessions": 0, "mean": None, "errors": errs, "values": values}
+            )
+    if not summary:
+        return ["`decision.json` has no `summary` table of metric means."]
+    return [
+        "### Metric means per arm",
+        "",
+        "Mean of per-session means; n is the number of sessions with a value; errors are values a scorer "
+        "could not compute (left out of the mean, never counted as zero).",
+        "",
+        table(
+            ["metric", "arm", "n sessions", "mean", "errors"],
+            [
+                [
+                    name(d.get("metric")),
+                    name(d.get("arm")),
+                    str(d.get("sessions", "n/a")),
+                    num(d.get("mean")),
+                    str(d.get("errors", "n/a")),
+                ]
+                for d in sorted(summary, key=lambda d: (str(d.get("metric")), str(d.get("arm"))))
+            ],
+        ),
+    ]
 
 
 # --- 4. compounding and size -------------------------------------------------------------------
@@ -478,15 +499,17 @@ def _direction(data: ReportData, metric: str) -> str:
 
 
 def _kept_lines(event: dict) -> list[str]:
-    """The texts an event's new context carries: summary lines and carried texts, stripped."""
-    texts = [*(event.get("summary") or "").splitlines(), *(event.get("carried") or [])]
-    out = []
+    """The lines an event's new context keeps: carried texts first (the user's own words, the
+    most telling evidence), then summary lines; scaffolding and duplicates left out."""
+    texts = [ln for c in event.get("carried") or [] for ln in c.splitlines()]
+    texts += (event.get("summary") or "").splitlines()
+    out: dict[str, None] = {}
     for t in texts:
         t = t.strip()
-        # Template scaffolding and the stand-in label are in every summary: not evidence.
+        # Template headings and the stand-in label are in every summary: not evidence.
         if len(t) >= 16 and not t.startswith("[offline") and not t.startswith("#"):
-            out.append(t)
-    return out
+            out.setdefault(t)
+    return list(out)
 
 
 def _evidence_metric(data: ReportData, cand: str) -> str | None:
@@ -502,6 +525,8 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
 
 def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
     base = data.baseline
+    if cand not in set(data.metrics["arm"]) and cand not in set(data.events["arm"]):
+        return [f"No events or metric values for {code(cand)} in this run folder."]
     metric = _evidence_metric(data, cand)
     if metric is None or data.metrics.empty:
         return ["No metric values for this candidate and the baseline."]
@@ -545,7 +570,7 @@ def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
             kept = {a: _kept_lines(read_event(data.run_dir, a, last[a]["line"])) for a in (base, cand)}
             for keeper, loser in ((cand, base), (base, cand)):
                 other = set(kept[loser])
-                only = [t for t in kept[keeper] if t not in other][:2]
+                only = [t for t in kept[keeper] if t not in other][:EVIDENCE_QUOTES]
                 if only:
                     quotes = "; ".join(f"“{excerpt(t)}”" for t in only)
                     lines.append(f"  - Kept by {code(keeper)}, not by {code(loser)}: {quotes}")
@@ -628,19 +653,23 @@ def caveats(data: ReportData) -> list[str]:
             "**Synthetic corpus**: sessions are generated with known facts; they are realistic in shape but "
             "not recorded work, so effects may differ on real transcripts."
         )
-    ns = [int(v["n_sessions"]) for v in data.verdicts.values() if isinstance(v.get("n_sessions"), int)]
+    ns = [
+        v["n_sessions"]
+        for v in data.verdicts.values()
+        if isinstance(v.get("n_sessions"), int) and v["n_sessions"] > 0
+    ]
     n = min(ns) if ns else stats.get("sessions")
     if isinstance(n, int) and n < LOW_N:
         out.append(
             f"**Low n**: {n} sessions (< {LOW_N}); intervals are wide and a bootstrap over so few sessions "
             "understates uncertainty."
         )
-    errs = [d for d in data.decision.get("summary") or [] if d.get("errors")]
+    errs = [(k, v) for k, v in sorted(_metric_errors(data).items(), key=lambda x: (x[0][1], x[0][0])) if v[0]]
     if errs:
-        listed = ", ".join(
-            f"{code(d['metric'])} on {code(d['arm'])}: {d['errors']} of {d.get('values', '?')}" for d in errs
+        listed = ", ".join(f"{code(m)} on {code(a)}: {e} of {n}" for (a, m), (e, n) in errs)
+        out.append(
+            f"**Metrics with errors** (left out of means and effects, never counted as zero): {listed}."
         )
-        out.append(f"**Metrics with errors** (left out, not zeros): {listed}.")
     if not data.events.empty and data.events["summary_failed"].any():
         by = data.events[data.events["summary_failed"]].groupby("arm").size()
         out.append(
