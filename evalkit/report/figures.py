@@ -103,35 +103,60 @@ def forest_plot(
     return _save(fig, path)
 
 
-def compounding_plot(path: Path, events: pd.DataFrame, arms: list[str]) -> Path:
+def compounding_plot(
+    path: Path, events: pd.DataFrame, arms: list[str], trigger_pct: float | None = None
+) -> Path:
     """Top: summary size by compaction round (median and quartiles). Bottom: context after
-    compaction as a share of the window, so a compounding summary shows as a rising curve."""
+    compaction as a share of the window, so a compounding summary shows as a rising curve; a
+    compaction that leaves the context above the window (a dead session) is marked with an ×."""
     fig = Figure(figsize=(WIDTH_IN, 7.0), dpi=DPI, layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     ev = events.assign(
         after_share=100 * events["tokens_after"] / events["window"].where(events["window"] > 0)
     )
+    # Arms often coincide (a candidate equal to the baseline on size); a small sideways offset per
+    # arm keeps every marker visible.
+    dodge = 0.08
     for i, arm in enumerate(arms):
         sub = ev[ev["arm"] == arm]
         if sub.empty:
             continue
         st = arm_style(i)
+        off = (i - (len(arms) - 1) / 2) * dodge
         for ax, col, scale in ((top, "summary_chars", 1e-3), (bottom, "after_share", 1.0)):
             g = sub.groupby("round")[col]
             med, q1, q3 = g.median() * scale, g.quantile(0.25) * scale, g.quantile(0.75) * scale
-            ax.plot(med.index, med.values, label=f"{arm} (median)", linewidth=2, markersize=7, **st)
-            ax.fill_between(med.index, q1.values, q3.values, color=st["color"], alpha=0.15, linewidth=0)
+            x = med.index.to_numpy(dtype=float) + off
+            ax.plot(x, med.values, label=f"{arm} (median)", linewidth=2, markersize=7, **st)
+            ax.fill_between(x, q1.values, q3.values, color=st["color"], alpha=0.15, linewidth=0)
+        dead = sub[sub["over_limit"]]
+        if not dead.empty:
+            bottom.scatter(
+                dead["round"] + off,
+                dead["after_share"],
+                marker="x",
+                s=70,
+                linewidths=2,
+                color=st["color"],
+                label=f"{arm}: over the window (dead)",
+                zorder=5,
+            )
     top.set_ylabel("summary size (thousand chars)")
     top.set_title("Summary size by compaction round (band: middle 50% of sessions)", loc="left", fontsize=11)
-    bottom.axhline(100, color="#D55E00", linestyle="--", linewidth=1.5, label="window (100%)")
+    bottom.axhline(100, color="#000000", linestyle="-", linewidth=1, label="window (100%)")
+    if trigger_pct is not None:
+        bottom.axhline(
+            trigger_pct, color="#D55E00", linestyle="--", linewidth=1.2, label="compaction trigger"
+        )
     bottom.set_ylabel("context after compaction (% of window)")
     bottom.set_xlabel("compaction round")
     bottom.set_title("Context left after each compaction", loc="left", fontsize=11)
-    bottom.set_ylim(bottom=0)
+    bottom.set_ylim(0, max(105.0, float(ev["after_share"].max() or 0) * 1.05))
     top.set_ylim(bottom=0)
     rounds = sorted(events["round"].dropna().unique())
     if rounds:
         bottom.set_xticks([int(r) for r in rounds])
+        top.tick_params(labelbottom=True)
     for ax in (top, bottom):
         ax.grid(color="#EEEEEE")
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

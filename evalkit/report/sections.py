@@ -415,7 +415,14 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
     if ev.empty:
         return ["No compaction events in this run folder (`events/*.jsonl`), so there is nothing to plot."]
     arms = [a for a in data.arms if a in set(ev["arm"])]
-    fig = compounding_plot(out / "fig-compounding.png", ev, arms)
+    replay = data.config.get("replay", {})
+    window, reserve = replay.get("window"), replay.get("reserve")
+    trigger = (
+        100 * (window - reserve) / window
+        if isinstance(window, int) and isinstance(reserve, int) and window
+        else None
+    )
+    fig = compounding_plot(out / "fig-compounding.png", ev, arms, trigger)
     lines = [
         "A summary that re-embeds the previous one grows with every round (the seed-004 failure: stacked "
         "summaries until the context no longer fits). A healthy arm's curve stays flat; context after "
