@@ -348,3 +348,13 @@ def test_compare_shows_changed_verdicts_and_effects(run_dir, tmp_path, capsys):
     )
     assert "| `seed` |" in md
     assert check_markdown(md, tmp_path) == []
+
+
+def test_readme_load_run_example_runs(run_dir):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    block = re.search(r"## Reading a run from Python\n\n```python\n(.*?)```", readme, re.S).group(1)
+    assert len(block.strip().splitlines()) == 5
+    scope: dict = {}
+    exec(block.replace('"runs/default-1a2b3c4d"', repr(str(run_dir))), scope)
+    assert set(scope["m"]["arm"]) >= {"baseline", "compound", "lean"}
+    assert len(scope["run"].events("baseline")) == len(scope["run"].events("compound")) > 0

@@ -156,4 +156,7 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
             missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
     else:
         missing.append("`metrics.parquet` (the metrics table)")
+    for col in ("arm", "session", "metric", "error"):
+        if col not in metrics:
+            metrics[col] = pd.Series([None] * len(metrics), dtype="object")
     return ReportData(run, run_config, manifest, decision, timings, model_stats, events, metrics, missing)

@@ -98,7 +98,10 @@ def section_verdicts(data: ReportData, out: Path) -> list[str]:
         if candidates:
             lines.append("Candidates without a verdict: " + ", ".join(code(c) for c in candidates) + ".")
         else:
-            lines.append("This run replayed only the baseline, so there is nothing to compare.")
+            lines.append(
+                "This run replayed only the baseline, so there is nothing to compare. `evalkit candidates` "
+                "lists the arms; `evalkit run --arms baseline,<candidate>` replays one against the baseline."
+            )
         return [*lines[:1], "", *lines[1:]]
     rows = []
     for cand, v in verdicts.items():
@@ -202,6 +205,9 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
         total = t.get("total_before_report")
         stages = ", ".join(f"{k} {float(v):.1f} s" for k, v in t.items() if k != "total_before_report")
         wall = f"{float(total):.1f} s before the report ({stages})" if total is not None else stages
+        skipped = [k for k in ("corpus", "replay", "score") if k not in t]
+        if skipped:
+            wall += f"; {', '.join(skipped)} reused from an earlier invocation (--resume), not timed"
     else:
         wall = "n/a (no `timings.json`)"
     rows = [
@@ -360,6 +366,7 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
             "stage writes them). Only the per-arm means below are available.",
             "",
         ]
+    lines += _glossary(data)
     lines += _means_table(data)
     return lines
 
@@ -371,6 +378,31 @@ def _metric_errors(data: ReportData) -> dict[tuple[str, str], tuple[int, int]]:
         return {}
     g = m.assign(err=m["error"].notna()).groupby(["arm", "metric"], observed=True)["err"].agg(["sum", "size"])
     return {(str(a), str(k)): (int(r["sum"]), int(r["size"])) for (a, k), r in g.iterrows()}
+
+
+def _probe_info() -> dict[str, tuple[str, str, str]]:
+    """metric -> (direction, what it measures, what failure it catches), from the probe registry."""
+    from evalkit.probes import PROBES
+
+    out = {}
+    for e in PROBES:
+        for metric, direction in e.info.get("metrics", {}).items():
+            out[metric] = (str(direction), e.description, str(e.info.get("catches", "")))
+    return out
+
+
+def _glossary(data: ReportData) -> list[str]:
+    present = sorted(set(data.metrics["metric"].astype(str))) if not data.metrics.empty else []
+    info = _probe_info()
+    rows = [
+        [name(m), f"{info[m][0]} is better", escape_inline(info[m][1]), escape_inline(info[m][2])]
+        if m in info
+        else [name(m), f"{_direction(data, m)} is better", "not a registered probe metric", ""]
+        for m in present
+    ]
+    if not rows:
+        return []
+    return ["### What each metric measures", "", table(["metric", "better", "measures", "catches"], rows), ""]
 
 
 def _means_table(data: ReportData) -> list[str]:
