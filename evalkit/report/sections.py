@@ -397,7 +397,12 @@ def _glossary(data: ReportData) -> list[str]:
     rows = [
         [name(m), f"{info[m][0]} is better", escape_inline(info[m][1]), escape_inline(info[m][2])]
         if m in info
-        else [name(m), f"{_direction(data, m)} is better", "not a registered probe metric", ""]
+        else [
+            name(m),
+            f"{_direction(data, m)} is better" if _direction(data, m) else "not recorded",
+            "not a registered probe in this install",
+            "",
+        ]
         for m in present
     ]
     if not rows:
@@ -521,20 +526,14 @@ def _session_means(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     return m.groupby(["session", "arm"], observed=True)["value"].mean().unstack("arm")
 
 
-def _direction(data: ReportData, metric: str) -> str:
+def _direction(data: ReportData, metric: str) -> str | None:
+    """``higher``/``lower`` from the verdicts or the probe registry; None when nothing records it."""
     for v in data.verdicts.values():
         d = ((v.get("metrics") or {}).get(metric) or {}).get("direction")
         if d:
             return str(d)
-    try:
-        from evalkit.probes import PROBES
-
-        for e in PROBES:
-            if metric in e.info.get("metrics", {}):
-                return str(e.info["metrics"][metric])
-    except ImportError:  # pragma: no cover
-        pass
-    return "higher"
+    info = _probe_info().get(metric)
+    return info[0] if info else None
 
 
 def _kept_lines(event: dict) -> list[str]:
@@ -577,7 +576,8 @@ def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
     diff = diff[diff != 0].head(EVIDENCE_SESSIONS)
     if diff.empty:
         return [f"No session differs between {code(base)} and {code(cand)} on {code(metric)}."]
-    better = 1 if _direction(data, metric) == "higher" else -1
+    direction = _direction(data, metric)
+    better = {"higher": 1, "lower": -1}.get(direction or "", 0)
     ev = data.events
     lines = [
         f"Sessions where {code(cand)} differs most from {code(base)} on {code(metric)} (mean over the "
@@ -586,10 +586,16 @@ def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
         "",
     ]
     for session, d in diff.items():
-        tag = "better" if d * better > 0 else "worse"
+        tag = (
+            "candidate better"
+            if d * better > 0
+            else "candidate worse"
+            if better
+            else "direction not recorded"
+        )
         lines.append(
             f"- Session {code(session)}: {num(both.loc[session, base])} → {num(both.loc[session, cand])} "
-            f"({num(d, signed=True)}, candidate {tag})."
+            f"({num(d, signed=True)}, {tag})."
         )
         last: dict[str, dict] = {}
         for arm in (base, cand):
@@ -736,7 +742,7 @@ def caveats(data: ReportData) -> list[str]:
                 "**Unanswerable continuation calls**: "
                 + ", ".join(f"{code(a)} {100 * x:.0f}%" for a, x in per.items())
                 + " of continuation probes could not be answered from the context; continuation metrics rest "
-                "on the rest."
+                "on the answerable ones."
             )
         if "refail_30" in set(data.metrics["metric"]) or _find_key(cfg, ("agent", "proxy")):
             label = _find_key(cfg, ("agent", "proxy"))
