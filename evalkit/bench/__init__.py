@@ -30,6 +30,7 @@ MODULES = [
     "corpus",
     "importers",
     "probes",
+    "report",
 ]
 
 

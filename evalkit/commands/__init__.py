@@ -22,6 +22,7 @@ MODULES = [
     "core",
     "importers",
     "probes",
+    "report",
 ]
 
 

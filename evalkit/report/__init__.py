@@ -1,5 +1,5 @@
-"""Reports: Markdown (and, later, figures) from a run folder."""
+"""Reports: Markdown with PNG figures from a run folder, and the comparison of two runs."""
 
-from evalkit.report.markdown import write_report
+from evalkit.report.markdown import render_report, write_report
 
-__all__ = ["write_report"]
+__all__ = ["render_report", "write_report"]

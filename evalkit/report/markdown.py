@@ -1,77 +1,113 @@
-"""The walking-skeleton report: run facts and a table of metric means per arm."""
+"""Markdown building blocks and the report itself: sections in order, figures beside ``report.md``."""
 
 from __future__ import annotations
 
-import json
+import math
 import os
+import re
 from pathlib import Path
+from typing import Any
 
-from evalkit.models import is_offline_standin
 
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def table(header: list[str], rows: list[list[str]]) -> str:
+    """A GFM table; every row must have the header's column count (cells are already escaped)."""
+    for r in rows:
+        if len(r) != len(header):
+            raise ValueError(f"table row has {len(r)} cells, header has {len(header)}: {r}")
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
 
-def render_report(run_dir: str | os.PathLike) -> str:
-    run = Path(run_dir)
-    cfg = json.loads((run / "config.json").read_text())
-    manifest = json.loads((run / "corpus" / "manifest.json").read_text())
-    decision = json.loads((run / "decision.json").read_text())
-    config = cfg["config"]
-    model = config["model"]
-    stats = manifest["stats"]
-    standin = is_offline_standin(model["backend"])
-    out = [f"# evalkit report: {config['name']}", ""]
-    if standin:
-        out += [
-            f"> Summaries come from the offline stand-in backend `{model['backend']}` "
-            "(extractive, deterministic), not from a language model.",
-            "",
-        ]
-    out += [
-        "## Run facts",
-        "",
-        _table(
-            ["fact", "value"],
-            [
-                [
-                    "corpus",
-                    f"{manifest['kind']} ({', '.join(f'{k}: {v}' for k, v in stats['formats'].items())})",
-                ],
-                ["sessions", str(stats["sessions"])],
-                ["messages", str(stats["messages"])],
-                ["arms", ", ".join(config["replay"]["arms"])],
-                [
-                    "backend / model",
-                    f"{model['backend']} / {model['model']}" + (" (offline stand-in)" if standin else ""),
-                ],
-                ["seed", str(config["seed"])],
-                ["config hash", cfg["config_hash"][:12]],
-                ["reproduce", f"`{cfg['command']}`"],
-            ],
-        ),
-        "",
-        "## Metrics",
-        "",
-        "Mean of per-session means; n is the number of sessions with a value.",
-        "",
-    ]
-    rows = [
-        [d["metric"], d["arm"], str(d["sessions"]), f"{d['mean']:.3f}", str(d["errors"])]
-        for d in sorted(decision["summary"], key=lambda d: (d["metric"], d["arm"]))
-    ]
-    out.append(_table(["metric", "arm", "n sessions", "mean", "errors"], rows))
-    out.append("")
-    return "\n".join(out)
+def code(text: Any) -> str:
+    """An inline code span that survives back-ticks and table pipes in ``text``."""
+    s = str(text).replace("\n", " ").replace("|", "\\|")
+    ticks = "`" * (max((len(m) for m in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{ticks}{pad}{s}{pad}{ticks}"
+
+
+def name(text: Any) -> str:
+    """A metric or arm name as plain text when it is a plain identifier, escaped otherwise."""
+    s = str(text)
+    if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.\-]*[A-Za-z0-9]|[A-Za-z0-9]", s):
+        return s
+    from evalkit.report.escape import escape_inline
+
+    return escape_inline(s)
+
+
+def num(x: Any, digits: int = 3, signed: bool = False) -> str:
+    """A number for a table; ``n/a`` for missing or NaN values (an error is never shown as 0)."""
+    if x is None or isinstance(x, bool):
+        return "n/a"
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    if not math.isfinite(f):
+        return "n/a"
+    return f"{f:+.{digits}f}" if signed else f"{f:.{digits}f}"
+
+
+def pval(p: Any) -> str:
+    if p is None:
+        return "n/a"
+    try:
+        f = float(p)
+    except (TypeError, ValueError):
+        return "n/a"
+    if not math.isfinite(f):
+        return "n/a"
+    return "< 0.001" if f < 0.001 else f"{f:.3f}"
+
+
+def interval(ci: Any, digits: int = 3, signed: bool = True) -> str:
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return "n/a"
+    return f"[{num(ci[0], digits, signed)}, {num(ci[1], digits, signed)}]"
+
+
+def rel_link(target: Path, out_dir: Path) -> str:
+    """A link destination for ``target`` relative to the report folder (angle-bracketed if needed)."""
+    rel = Path(os.path.relpath(target.resolve(), out_dir.resolve())).as_posix()
+    return f"<{rel}>" if re.search(r"[\s()<>]", rel) else rel
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a metric or arm name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "x"
+
+
+def heading_anchor(title: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    s = re.sub(r"[^\w\- ]", "", title.strip().lower())
+    return s.replace(" ", "-")
+
+
+def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> str:
+    """The report's Markdown; figures are written into ``out_dir`` as a side effect."""
+    from evalkit.report.data import load_report_data
+    from evalkit.report.sections import SECTIONS, preamble
+
+    data = load_report_data(run_dir)
+    out = Path(out_dir)
+    parts = preamble(data, [title for title, _ in SECTIONS])
+    for title, fn in SECTIONS:
+        parts += [f"## {title}", "", *fn(data, out), ""]
+    return "\n".join(parts).rstrip() + "\n"
 
 
 def write_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
-    """Write ``report.md`` into ``out_dir`` (default: the run's ``report/`` folder)."""
+    """Write ``report.md`` and its PNG figures into ``out_dir`` (default: the run's ``report/`` folder)."""
     out = Path(out_dir) if out_dir else Path(run_dir) / "report"
     out.mkdir(parents=True, exist_ok=True)
+    # Figures of an earlier report in the same folder (other metrics, other arms) must not linger.
+    for old in out.glob("fig-*.png"):
+        old.unlink()
     path = out / "report.md"
-    path.write_text(render_report(run_dir), encoding="utf-8")
+    text = render_report(run_dir, out)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
     return path

@@ -1,0 +1,130 @@
+"""What changed between two runs: verdicts and effect sizes, as Markdown short enough for a PR comment."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from evalkit.report.escape import escape_inline
+from evalkit.report.markdown import code, interval, num, table
+from evalkit.report.sections import verdict_mark
+
+
+def _load(run: Path) -> tuple[dict, dict]:
+    if not run.is_dir():
+        raise FileNotFoundError(f"{run}: no such run folder")
+    p = run / "decision.json"
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: missing (run the decide stage first)")
+    cfg = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
+    return json.loads(p.read_text()), cfg
+
+
+def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(d, dict):
+        return {prefix: d}
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def _f(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
+    """Markdown: config differences, verdict changes, and per-metric effects A → B."""
+    a, b = Path(run_a), Path(run_b)
+    (da, ca), (db, cb) = _load(a), _load(b)
+    out = [f"### evalkit compare: {code(a.name)} → {code(b.name)}", ""]
+    fa, fb = _flat(ca.get("config", {})), _flat(cb.get("config", {}))
+    changed = [k for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+    if changed:
+        rows = [[code(k), code(json.dumps(fa.get(k))), code(json.dumps(fb.get(k)))] for k in changed]
+        out += ["Config changes:", "", table(["key", "A", "B"], rows), ""]
+    else:
+        out += [
+            "Same config"
+            + (f" (hash {code(ca['config_hash'][:12])})" if ca.get("config_hash") else "")
+            + ".",
+            "",
+        ]
+
+    va, vb = da.get("verdicts") or {}, db.get("verdicts") or {}
+    cands = list(dict.fromkeys([*va, *vb]))
+    if not cands:
+        out += ["Neither run has verdicts (`decision.json` → `verdicts` is empty or missing).", ""]
+    else:
+        rows, n_changed = [], 0
+        for c in cands:
+            x, y = va.get(c, {}).get("verdict", "absent"), vb.get(c, {}).get("verdict", "absent")
+            flag = "changed" if x != y else "same"
+            n_changed += x != y
+            mark = lambda v: "—" if v == "absent" else verdict_mark(v)  # noqa: E731
+            rows.append(
+                [
+                    code(c),
+                    mark(x),
+                    mark(y),
+                    f"**{flag}**" if x != y else flag,
+                    escape_inline(str(vb.get(c, {}).get("reason") or va.get(c, {}).get("reason") or "")),
+                ]
+            )
+        out += [
+            f"**{n_changed} of {len(cands)} verdicts changed.**",
+            "",
+            table(["candidate", "verdict A", "verdict B", "change", "rule (B)"], rows),
+            "",
+        ]
+        rows = []
+        for c in cands:
+            ma, mb = va.get(c, {}).get("metrics") or {}, vb.get(c, {}).get("metrics") or {}
+            for m in sorted(set(ma) | set(mb)):
+                ea, eb = ma.get(m, {}), mb.get(m, {})
+                delta = _f(eb.get("estimate")) - _f(ea.get("estimate"))
+                rows.append(
+                    [
+                        code(c),
+                        code(m),
+                        f"{num(ea.get('estimate'), signed=True)} {interval(ea.get('ci'))}" if ea else "—",
+                        f"{num(eb.get('estimate'), signed=True)} {interval(eb.get('ci'))}" if eb else "—",
+                        num(delta, signed=True),
+                        f"{ea.get('n_sessions', '—')} → {eb.get('n_sessions', '—')}",
+                    ]
+                )
+        if rows:
+            out += [
+                "Effects (candidate − baseline, with intervals):",
+                "",
+                table(["candidate", "metric", "A", "B", "B − A", "n sessions"], rows),
+                "",
+            ]
+    sa = {(d.get("arm"), d.get("metric")): d for d in da.get("summary") or []}
+    sb = {(d.get("arm"), d.get("metric")): d for d in db.get("summary") or []}
+    keys = sorted(set(sa) | set(sb), key=lambda k: (str(k[1]), str(k[0])))
+    if keys:
+        rows = [
+            [
+                code(m),
+                code(arm),
+                num(sa.get((arm, m), {}).get("mean")),
+                num(sb.get((arm, m), {}).get("mean")),
+                num(_f(sb.get((arm, m), {}).get("mean")) - _f(sa.get((arm, m), {}).get("mean")), signed=True),
+            ]
+            for arm, m in keys
+        ]
+        out += [
+            "<details><summary>Metric means per arm</summary>",
+            "",
+            table(["metric", "arm", "A", "B", "B − A"], rows),
+            "",
+            "</details>",
+        ]
+    return "\n".join(out).rstrip() + "\n"

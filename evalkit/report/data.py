@@ -1,0 +1,162 @@
+"""Everything a report reads from a run folder, loaded defensively.
+
+Runs written by older versions (or stages that have not run yet) lack files and keys; a report
+must still render and say what is missing, so every reader here returns an empty value and
+records a note instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+# The per-event fields the report uses; the rest (the summarizer request above all, ~90% of an
+# event's bytes) is never parsed.
+EVENT_FIELDS = [
+    "arm",
+    "session",
+    "event",
+    "round",
+    "tokens_before",
+    "tokens_after",
+    "window",
+    "replicate",
+]
+
+# Files the model layer may leave with call/cache counts; the first one found is used.
+MODEL_STATS_FILES = ["model-calls.json", "model_calls.json", "cache-stats.json", "cache_stats.json"]
+
+
+@dataclass
+class ReportData:
+    """A run folder's contents as the report needs them; ``missing`` lists what was absent."""
+
+    run_dir: Path
+    run_config: dict[str, Any]  # config.json: config, config_hash, command, source
+    manifest: dict[str, Any]
+    decision: dict[str, Any]
+    timings: dict[str, Any]
+    model_stats: dict[str, Any]
+    events: pd.DataFrame  # EVENT_FIELDS + summary_chars, summary_failed, over_limit, line
+    metrics: pd.DataFrame
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.run_config.get("config", {})
+
+    @property
+    def name(self) -> str:
+        return str(self.config.get("name") or self.run_dir.name)
+
+    @property
+    def arms(self) -> list[str]:
+        arms = list(self.config.get("replay", {}).get("arms", []))
+        for a in self.events["arm"].unique() if len(self.events) else []:
+            if a not in arms:
+                arms.append(a)
+        return arms
+
+    @property
+    def verdicts(self) -> dict[str, Any]:
+        return self.decision.get("verdicts") or {}
+
+    @property
+    def baseline(self) -> str:
+        return "baseline" if "baseline" in self.arms or not self.arms else self.arms[0]
+
+
+def _json(path: Path, missing: list[str], what: str) -> dict[str, Any]:
+    if not path.exists():
+        missing.append(f"`{path.name}` ({what})")
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        missing.append(f"`{path.name}` is unreadable ({type(e).__name__}: {e})")
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _event_row(raw: bytes) -> dict[str, Any]:
+    # Events are written with compact separators and a fixed field order, so the request can be
+    # cut out before parsing. Inside JSON strings quotes are escaped, so `,"request":` only
+    # matches the top-level key; anything unexpected falls back to a full parse.
+    i = raw.find(b',"request":')
+    j = raw.find(b',"carried":', i + 1) if i >= 0 else -1
+    d = None
+    if 0 <= i < j:
+        try:
+            d = json.loads(raw[:i] + raw[j:])
+        except ValueError:
+            d = None
+    if d is None:
+        d = json.loads(raw)
+    row = {k: d.get(k) for k in EVENT_FIELDS}
+    row["summary_chars"] = len(d.get("summary") or "")
+    row["summary_failed"] = d.get("summary_error") is not None
+    row["over_limit"] = bool((d.get("invariants") or {}).get("over_limit", False))
+    return row
+
+
+def read_event_table(events_dir: Path, arms: list[str] | None = None) -> pd.DataFrame:
+    """One row per event with the fields a report plots; ``line`` is the 1-based line in the file."""
+    rows = []
+    for p in sorted(events_dir.glob("*.jsonl")) if events_dir.is_dir() else []:
+        if arms and p.stem not in arms:
+            continue
+        with open(p, "rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if raw.strip():
+                    row = _event_row(raw)
+                    row["arm"] = row["arm"] or p.stem
+                    row["line"] = n
+                    rows.append(row)
+    cols = [*EVENT_FIELDS, "summary_chars", "summary_failed", "over_limit", "line"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def read_event(run_dir: Path, arm: str, line: int) -> dict[str, Any]:
+    """The full event at ``line`` (1-based) of ``events/<arm>.jsonl``."""
+    with open(run_dir / "events" / f"{arm}.jsonl", "rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if n == line:
+                return json.loads(raw)
+    raise KeyError(f"{arm}.jsonl has no line {line}")
+
+
+def load_report_data(run_dir: str | os.PathLike) -> ReportData:
+    """Read a run folder for reporting; absent or unreadable parts are empty and listed in ``missing``."""
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise FileNotFoundError(f"{run}: no such run folder")
+    missing: list[str] = []
+    run_config = _json(run / "config.json", missing, "config, hash and reproduce command")
+    manifest = _json(run / "corpus" / "manifest.json", missing, "corpus statistics")
+    decision = _json(run / "decision.json", missing, "estimates and verdicts")
+    timings = _json(run / "timings.json", missing, "wall time per stage")
+    model_stats: dict[str, Any] = {}
+    for name in MODEL_STATS_FILES:
+        if (run / name).exists():
+            model_stats = _json(run / name, missing, "model calls and cache hits")
+            break
+    if not (run / "events").is_dir():
+        missing.append("`events/` (compaction events)")
+    events = read_event_table(run / "events")
+    metrics = pd.DataFrame(columns=["arm", "session", "event", "round", "metric", "value", "error"])
+    if (run / "metrics.parquet").exists():
+        try:
+            metrics = pd.read_parquet(run / "metrics.parquet")
+        except (OSError, ValueError) as e:
+            missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
+    else:
+        missing.append("`metrics.parquet` (the metrics table)")
+    for col in ("arm", "session", "metric", "error"):
+        if col not in metrics:
+            metrics[col] = pd.Series([None] * len(metrics), dtype="object")
+    return ReportData(run, run_config, manifest, decision, timings, model_stats, events, metrics, missing)
