@@ -57,15 +57,17 @@ _PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\
 class Line:
     speaker: str  # user | assistant | thinking | call | result | error
     text: str
+    block: int = 0  # which message/tool output the line belongs to
 
 
 def parse_transcript(text: str) -> list[Line]:
     """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker."""
     out: list[Line] = []
-    speaker = "user"
+    speaker, block = "user", 0
     for raw in text.splitlines():
         m = _PREFIX.match(raw)
         if m:
+            block += 1
             tag, body = m.group(1), raw[m.end() :]
             if tag == "Assistant" and body.startswith("[tool call]"):
                 speaker, body = "call", body[len("[tool call]") :].strip()
@@ -81,7 +83,7 @@ def parse_transcript(text: str) -> list[Line]:
             body = raw
         body = body.strip()
         if body:
-            out.append(Line(speaker, body))
+            out.append(Line(speaker, body, block))
     return out
 
 
@@ -137,7 +139,10 @@ def errors(lines):
 
 
 def tests_and_errors(lines):
-    return tallies(lines)[-1:] + errors(lines)[-3:]
+    """The latest tally and only the errors of its run or later (older ones are stale)."""
+    runs = [ln for ln in lines if ln.speaker in ("result", "error") and _TALLY.search(ln.text)]
+    since = runs[-1].block if runs else 0
+    return tallies(lines)[-1:] + errors([ln for ln in lines if ln.block >= since])[-3:]
 
 
 def failed_commands(lines):

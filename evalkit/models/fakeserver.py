@@ -51,15 +51,21 @@ class FaultPlan:
     retry_after: str = "1"
     hang_s: float = 30.0
     seed: int = 0
+    #: Attempt ``i`` of every request meets ``sequence[i]`` (then the rates apply): a scripted path
+    #: through several faults, e.g. ``["429", "drop", "empty"]`` before a success.
+    sequence: tuple[str, ...] = ()
 
     def __post_init__(self):
-        unknown = set(self.rates) - set(FAULTS)
+        unknown = (set(self.rates) | set(self.sequence)) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
         if sum(self.rates.values()) > 1.0 + 1e-9:
             raise ValueError(f"fault rates sum to {sum(self.rates.values()):.2f} > 1")
 
     def draw(self, key: str, attempt: int) -> str | None:
+        """The fault for this attempt of this request (None: answer normally)."""
+        if attempt < len(self.sequence):
+            return self.sequence[attempt]
         h = hashlib.sha256(f"{self.seed}:{key}:{attempt}".encode()).digest()
         u = int.from_bytes(h[:8], "big") / 2**64
         acc = 0.0
@@ -153,7 +159,9 @@ class FakeServer:
         return f"http://{host}:{port}/v1"
 
     def start(self) -> FakeServer:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="fake-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(0.05,), name="fake-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -264,7 +272,7 @@ def _handler(server: FakeServer):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
         def do_GET(self):
-            if self.path.rstrip("/").endswith("/models"):
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
                 server.record({"ts": time.time(), "method": "GET", "path": self.path, "status": 200})
                 data = [
                     {"id": m, "object": "model", "created": 0, "owned_by": "evalkit"} for m in server.models
@@ -275,7 +283,7 @@ def _handler(server: FakeServer):
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(n)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             try:
                 body = json.loads(raw)
