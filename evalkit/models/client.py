@@ -137,8 +137,10 @@ def build_client(settings: dict, run_dir=None) -> ModelClient:
     """A new client for a ``[model]`` table (see :func:`client_for` for the shared one)."""
     path = cache_path(settings, run_dir)
     policy = str(settings.get("cache", "use"))
-    cache = CallCache(path) if path and policy != "off" else None
-    return ModelClient(get_backend(settings), cache, policy, int(settings.get("replicates", 1)))
+    backend = get_backend(settings)
+    wants_cache = backend.cacheable or backend.cache_only
+    cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
+    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)))
 
 
 def client_for(settings: dict, run_dir=None) -> ModelClient:
