@@ -33,7 +33,24 @@ DEFAULTS: dict[str, Any] = {
         "max_messages": 40,
         "workers": 0,
     },
-    "model": {"backend": "extractive", "model": "extractive-v1", "replicates": 1, "cache": "use"},
+    "model": {
+        "backend": "extractive",
+        "model": "extractive-v1",
+        "replicates": 1,
+        "cache": "use",
+        # Model layer (docs/models.md). The API key is never a config key: it is read from the
+        # environment variable named by api_key_env, so it never reaches the run folder.
+        "cache_path": "",  # "" = <run_dir>/model-calls.sqlite; set to share one cache across runs
+        "base_url": "",  # "" = $OPENAI_BASE_URL, else https://api.openai.com/v1
+        "api_key_env": "OPENAI_API_KEY",
+        "concurrency": 16,
+        "timeout": 60.0,
+        "max_retries": 6,
+        "backoff_base": 0.5,
+        "backoff_max": 30.0,
+        "replay_backend": "openai",  # whose cached calls the replay backend answers from
+        "prices": {},  # {"<model>": {"input": USD per 1M tokens, "output": USD per 1M tokens}}
+    },
     "score": {"suite": "probes/default.toml"},
     "rules": {},
     "report": {"out": "reports"},

@@ -82,7 +82,11 @@ def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
     from evalkit.replay import replay_corpus
 
-    return replay_corpus(paths.corpus, paths.root, exp.section("replay"), exp.section("model"), n_sessions)
+    model = exp.section("model")
+    # The call cache lives in the run folder unless the config shares one (docs/models.md).
+    shared = model.get("cache_path")
+    model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
+    return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
 
 
 def stage_score(exp: Experiment, paths: RunPaths) -> int:

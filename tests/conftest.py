@@ -19,3 +19,52 @@ def transcripts() -> Path:
     if not TRANSCRIPTS.is_dir():
         pytest.skip("../shared/transcripts not present")
     return TRANSCRIPTS
+
+
+# -- the fake OpenAI-compatible server (evalkit.models.fakeserver) ---------------------------------
+@pytest.fixture
+def fake_server(tmp_path):
+    """Factory: ``fake_server(plan=FaultPlan(...), script=[...])`` starts a real HTTP server on
+    127.0.0.1 (a free port) in this process, logging to ``tmp_path/fake-server-N.jsonl``; every
+    server is stopped when the test ends."""
+    from evalkit.models.fakeserver import FakeServer
+
+    servers = []
+
+    def start(plan=None, script=None, **kw):
+        kw.setdefault("log_path", tmp_path / f"fake-server-{len(servers)}.jsonl")
+        s = FakeServer(plan, script, **kw).start()
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+@pytest.fixture
+def fake_server_process(tmp_path):
+    """Factory: ``url, log = fake_server_process("--fault", "429=0.1", ...)`` runs
+    ``evalkit fake-server`` in a subprocess (so worker processes forked by the code under test
+    never inherit the server's threads); killed when the test ends."""
+    import subprocess
+    import sys
+
+    procs = []
+
+    def start(*args: str):
+        log = tmp_path / f"fake-server-proc-{len(procs)}.jsonl"
+        p = subprocess.Popen(
+            [sys.executable, "-m", "evalkit", "fake-server", "--log", str(log), *args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(p)
+        url = p.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), url
+        return url, log
+
+    yield start
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=10)

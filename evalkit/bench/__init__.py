@@ -31,6 +31,7 @@ MODULES = [
     "importers",
     "probes",
     "report",
+    "models",
 ]
 
 

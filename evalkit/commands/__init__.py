@@ -23,6 +23,7 @@ MODULES = [
     "importers",
     "probes",
     "report",
+    "models",
 ]
 
 

@@ -1,28 +1,81 @@
-"""Model backends, registered by name. Each turns a :class:`ChatRequest` into a :class:`ChatResponse`."""
+"""Model backends, registered by name. Each turns a :class:`ChatRequest` into a :class:`ChatResponse`.
+
+A backend is only the transport. Caching, single-flight, replicates and batching live in
+:class:`evalkit.models.client.ModelClient`, which :func:`make_client` puts in front of every backend.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.registry import Registry
 
-Backend = Callable[[ChatRequest], ChatResponse]
+
+class Backend:
+    """What a backend declares about itself; ``__call__`` is sync and thread-safe."""
+
+    name: str = ""
+    #: The backend name and endpoint that the cache key binds (``replay`` borrows another's).
+    key_backend: str = ""
+    base_url: str = ""
+    #: How many calls may usefully run at once (the client's ``map`` uses this many threads).
+    concurrency: int = 1
+    #: False for backends cheaper than a cache lookup (the offline stand-in).
+    cacheable: bool = True
+    #: True for ``replay``: answers only from the cache.
+    cache_only: bool = False
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections and threads (a no-op for most backends)."""
+
+
+class FunctionBackend(Backend):
+    """A plain ``request -> response`` callable (a plugin's or a test's) seen as a cacheable backend."""
+
+    def __init__(self, name: str, fn: Callable[[ChatRequest], ChatResponse]):
+        self.name = self.key_backend = name
+        self._fn = fn
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        return self._fn(request)
+
+
 BACKENDS: Registry[Callable[[dict], Backend]] = Registry("backend")
 
 
 def get_backend(settings: dict) -> Backend:
     """Build the backend named by ``settings["backend"]`` from the experiment's ``[model]`` table."""
-    return BACKENDS.get(settings.get("backend", "extractive"))(settings)
+    name = settings.get("backend", "extractive")
+    backend = BACKENDS.get(name)(settings)
+    return backend if isinstance(backend, Backend) else FunctionBackend(name, backend)
 
 
-def make_client(settings: dict, run_dir=None) -> Backend:
+def cache_path(settings: dict, run_dir=None) -> str | None:
+    """Where the call cache lives: ``[model] cache_path`` if set (a shared cache across runs),
+    else ``<run_dir>/model-calls.sqlite``; None (memory only) when neither is known."""
+    explicit = settings.get("cache_path") or ""
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    if run_dir is not None:
+        return os.path.join(os.fspath(run_dir), "model-calls.sqlite")
+    return None
+
+
+def make_client(settings: dict, run_dir=None):
     """The callable every stage uses to call a model: ``client(request) -> response``.
 
-    Walking skeleton: the backend itself. The model-layer issue puts the persistent call cache,
-    single-flight and replicates behind this same signature (thread-safe, sync).
+    Sync and thread-safe; also ``client.map(requests)`` (concurrent) and
+    ``client.sample(request)`` (``replicates`` samples). One client per process and settings:
+    calling this again returns the same client, so single-flight spans every caller.
     """
-    return get_backend(settings)
+    from evalkit.models.client import client_for
+
+    return client_for(settings, run_dir)
 
 
 def is_offline_standin(name: str) -> bool:
@@ -33,3 +86,4 @@ def is_offline_standin(name: str) -> bool:
 
 # Importing registers the built-in backends.
 from evalkit.models import extractive as _extractive  # noqa: E402, F401
+from evalkit.models import openai_backend as _openai  # noqa: E402, F401

@@ -1,71 +1,348 @@
 """The offline deterministic summarizer: extractive summarization into the requested template.
 
-It is a real (if simple) compaction strategy, not a model: it copies lines it can recognise
-(the latest test tally, error lines, user constraint lines, file paths, the last user request)
-into the template's sections. Every output carries a first line naming it as the offline
-stand-in, so no report can mistake it for a model's summary.
+It is a real (if simple) compaction strategy, not a model: it copies lines it can recognise (the
+latest test tally, error lines, user constraint lines, failing commands, file paths, the last user
+request) into whatever sections the system prompt lists, keeps a ``<previous-summary>`` when the
+prompt has one (merging new items in), and honours a length target (``max_tokens`` or an "at most
+N tokens/words" instruction). Every output starts with :data:`LABEL`, so no report can mistake it
+for a model's summary.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
+from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.request import ChatRequest, ChatResponse
 
 LABEL = "[offline extractive summary: evalkit stand-in, not a model]"
-_HEADING = re.compile(r"^#{2,3} .+$", re.M)
-_TALLY = re.compile(r"\b\d+ (?:passed|failed|passing|failing)\b|test result:|Tests:\s|Ran \d+ tests", re.I)
-_ERROR = re.compile(r"\b(?:error|exception|traceback|fatal|failed)\b", re.I)
-_PATH = re.compile(r"\b[\w./-]+\.(?:py|ts|js|rs|go|md|toml|json|rb|php|java|c|h|rst|txt)\b")
+DEFAULT_TEMPLATE = [
+    "## Goal",
+    "## Constraints & Preferences",
+    "## Progress",
+    "### Done",
+    "### In Progress",
+    "### Blocked",
+    "## Key Decisions",
+    "## Next Steps",
+    "## Critical Context",
+]
+ITEM_CHARS = 300
+
+_HEADING = re.compile(r"^(#{1,3}) (\S.*)$", re.M)
+_TAG = r"<{0}>\n?(.*?)\n?</{0}>"
+_TALLY = re.compile(
+    r"\b\d+ (?:passed|failed|passing|failing|errors?)\b|test result:|Tests:\s|Ran \d+ tests", re.I
+)
+_ERROR = re.compile(r"\b(?:error|exception|traceback|fatal|failed|failure)\b", re.I)
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.(?:py|ts|tsx|js|rs|go|md|toml|json|ya?ml|rb|java|c|h|cfg|ini|txt)\b"
+)
+_CONSTRAINT = re.compile(
+    r"\b(never|don'?t|do not|must|always|only|keep|avoid|without asking|not allowed)\b", re.I
+)
+_DECISION = re.compile(
+    r"\b(decid\w*|chose|instead of|switch(?:ed)? to|going to use|will use|approach)\b", re.I
+)
+_TARGET = re.compile(
+    r"\b(?:at most|under|no more than|within|max(?:imum)?)\s+(\d[\d,]*)\s+(tokens|words)\b", re.I
+)
+_PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\[tool error\]):?\s?")
 
 
-def _template_headings(system: str) -> list[str]:
-    return _HEADING.findall(system) or ["## Goal", "## Progress", "## Next Steps"]
+@dataclass(frozen=True)
+class Line:
+    speaker: str  # user | assistant | thinking | call | result | error
+    text: str
+    block: int = 0  # which message/tool output the line belongs to
+
+
+def parse_transcript(text: str) -> list[Line]:
+    """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker."""
+    out: list[Line] = []
+    speaker, block = "user", 0
+    for raw in text.splitlines():
+        m = _PREFIX.match(raw)
+        if m:
+            block += 1
+            tag, body = m.group(1), raw[m.end() :]
+            if tag == "Assistant" and body.startswith("[tool call]"):
+                speaker, body = "call", body[len("[tool call]") :].strip()
+            else:
+                speaker = {
+                    "User": "user",
+                    "Assistant": "assistant",
+                    "Assistant (thinking)": "thinking",
+                    "[tool result]": "result",
+                    "[tool error]": "error",
+                }[tag]
+        else:
+            body = raw
+        body = body.strip()
+        if body:
+            out.append(Line(speaker, body, block))
+    return out
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    seen, out = set(), []
+    for it in items:
+        k = it.strip().lower()
+        if k and k not in seen:
+            seen.add(k)
+            out.append(it.strip())
+    return out
+
+
+def _call_command(text: str) -> str:
+    name, _, args = text.partition(" ")
+    try:
+        a = json.loads(args) if args else {}
+    except json.JSONDecodeError:
+        return text
+    if isinstance(a, dict):
+        for k in ("command", "file_path", "path", "pattern"):
+            if k in a:
+                return f"{name} {a[k]}" if name != "Bash" else str(a[k])
+    return text
+
+
+# -- extractors: each reads the parsed lines and returns items, oldest first ---------------------
+def _users(lines: list[Line]) -> list[str]:
+    return [ln.text for ln in lines if ln.speaker == "user"]
+
+
+def goal(lines):
+    u = _users(lines)
+    return u[:1]
+
+
+def constraints(lines):
+    return _dedupe([t for t in _users(lines) if _CONSTRAINT.search(t)])
+
+
+def _clean(text: str) -> str:
+    """A line without the ``=====`` rulers test runners draw around a tally."""
+    return text.strip("=-_ ")
+
+
+def tallies(lines):
+    found = [_clean(ln.text) for ln in lines if ln.speaker in ("result", "error") and _TALLY.search(ln.text)]
+    return _dedupe(found)[-3:]
+
+
+def errors(lines):
+    return _dedupe([_clean(ln.text) for ln in lines if ln.speaker == "error" and _ERROR.search(ln.text)])[-4:]
+
+
+def tests_and_errors(lines):
+    """The latest tally and only the errors of its run or later (older ones are stale)."""
+    runs = [ln for ln in lines if ln.speaker in ("result", "error") and _TALLY.search(ln.text)]
+    since = runs[-1].block if runs else 0
+    return tallies(lines)[-1:] + errors([ln for ln in lines if ln.block >= since])[-3:]
+
+
+def failed_commands(lines):
+    out, last_call = [], None
+    for ln in lines:
+        if ln.speaker == "call":
+            last_call = _call_command(ln.text)
+        elif ln.speaker == "error" and last_call:
+            out.append(f"`{last_call}` failed: {ln.text}")
+            last_call = None
+        elif ln.speaker == "result":
+            last_call = None
+    return _dedupe(out)[-5:]
+
+
+def progress(lines):
+    edits = [
+        f"changed {_call_command(ln.text)}"
+        for ln in lines
+        if ln.speaker == "call" and ln.text.split(" ", 1)[0] in ("Edit", "Write", "MultiEdit")
+    ]
+    return _dedupe(edits)[-6:] + tallies(lines)[-1:]
+
+
+def in_progress(lines):
+    said = [ln.text for ln in lines if ln.speaker == "assistant"]
+    return said[-1:]
+
+
+def decisions(lines):
+    return _dedupe(
+        [ln.text for ln in lines if ln.speaker in ("assistant", "user") and _DECISION.search(ln.text)]
+    )[-4:]
+
+
+def next_step(lines):
+    return _users(lines)[-1:]
+
+
+def files(lines):
+    seen = _dedupe([m for ln in lines for m in _PATH.findall(ln.text)])
+    return seen[-15:]
+
+
+def context(lines):
+    cmds = _dedupe(
+        [_call_command(ln.text) for ln in lines if ln.speaker == "call" and ln.text.startswith("Bash")]
+    )
+    return files(lines)[-10:] + cmds[-3:]
+
+
+def work_state(lines):
+    return progress(lines)[-4:] + tests_and_errors(lines) + in_progress(lines)
+
+
+@dataclass(frozen=True)
+class SectionRule:
+    """How a template section is filled: which headings it serves (a keyword in the heading), what
+    extracts its items, how a previous summary's items combine with new ones (``keep`` the old,
+    ``latest`` = new if any, ``merge`` = old + new), and how many items it keeps (newest win)."""
+
+    keywords: tuple[str, ...]
+    extract: Callable[[list[Line]], list[str]]
+    mode: str
+    cap: int = 12
+
+
+# Order matters: the first rule whose keyword occurs in the heading wins.
+RULES: list[SectionRule] = [
+    SectionRule(("tests & errors", "test", "error"), tests_and_errors, "latest"),
+    SectionRule(("failed", "don't retry", "do not retry"), failed_commands, "merge", 8),
+    SectionRule(("goal", "objective", "task"), goal, "keep"),
+    SectionRule(("constraint", "preference", "important detail"), constraints, "merge", 20),
+    SectionRule(("in progress",), in_progress, "latest"),
+    SectionRule(("blocked",), errors, "latest"),
+    SectionRule(("work state", "state"), work_state, "latest"),
+    SectionRule(("done", "progress"), progress, "merge", 10),
+    SectionRule(("decision",), decisions, "merge", 8),
+    SectionRule(("next",), next_step, "latest"),
+    SectionRule(("file",), files, "merge", 15),
+    SectionRule(("context", "detail"), context, "merge", 12),
+]
+
+
+def template_headings(system: str) -> list[str]:
+    """The section headings the system prompt asks for, in order (the default six-section
+    template when it names none)."""
+    seen = _dedupe([f"{m.group(1)} {m.group(2).strip()}" for m in _HEADING.finditer(system)])
+    return seen or list(DEFAULT_TEMPLATE)
+
+
+def parse_summary(text: str) -> dict[str, list[str]]:
+    """A previous summary's items per heading (list markers stripped, the stand-in label dropped)."""
+    out: dict[str, list[str]] = {}
+    cur = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line == LABEL:
+            continue
+        if _HEADING.match(line):
+            cur = line.lower()
+            out.setdefault(cur, [])
+        elif cur is not None and line != "(none found)":
+            out[cur].append(re.sub(r"^(?:[-*]|\d+\.)\s+", "", line))
+    return out
+
+
+def length_target(request: ChatRequest) -> int | None:
+    """The token budget: ``max_tokens``, tightened by an "at most N tokens/words" instruction."""
+    texts = " ".join(str(m.get("content") or "") for m in request.messages)
+    budgets = [request.max_tokens] if request.max_tokens else []
+    for n, unit in _TARGET.findall(texts):
+        v = int(n.replace(",", ""))
+        budgets.append(v if unit.lower() == "tokens" else int(v * 4 / 3))
+    return min(budgets) if budgets else None
+
+
+def _tag(text: str, name: str) -> str | None:
+    m = re.search(_TAG.format(re.escape(name)), text, re.S)
+    return m.group(1) if m else None
+
+
+def _has_subsections(headings: list[str], i: int) -> bool:
+    level = len(headings[i].split(" ", 1)[0])
+    return i + 1 < len(headings) and len(headings[i + 1].split(" ", 1)[0]) > level
+
+
+def _render(headings: list[str], sections: dict[str, list[str]]) -> str:
+    out = [LABEL]
+    for i, h in enumerate(headings):
+        out.append(h)
+        items = sections.get(h, [])
+        if not items and _has_subsections(headings, i):
+            continue  # a parent heading whose subsections carry the content
+        numbered = "next" in h.lower()
+        out.extend(
+            f"{k}. {it[:ITEM_CHARS]}" if numbered else f"- {it[:ITEM_CHARS]}"
+            for k, it in enumerate(items or ["(none found)"], 1)
+        )
+        if not items:
+            out[-1] = "- (none found)"
+    return "\n".join(out)
 
 
 def summarize(request: ChatRequest) -> ChatResponse:
     """Fill the template headings found in the system prompt from the conversation text."""
-    system = "\n".join(m["content"] for m in request.messages if m["role"] == "system")
-    convo = "\n".join(m["content"] for m in request.messages if m["role"] != "system")
-    lines = [ln.strip() for ln in convo.splitlines() if ln.strip()]
-    tallies = [ln for ln in lines if _TALLY.search(ln)][-3:]
-    errors = [ln for ln in lines if _ERROR.search(ln)][-5:]
-    users = [ln[len("User:") :].strip() for ln in lines if ln.startswith("User:")]
-    paths = sorted(set(_PATH.findall(convo)))[:20]
-    fill = {
-        "goal": users[:1],
-        "constraint": [
-            u for u in users if re.search(r"\b(never|don'?t|do not|must|always|only|keep)\b", u, re.I)
-        ],
-        "progress": tallies,
-        "done": tallies,
-        "error": errors,
-        "decision": [],
-        "next": users[-1:],
-        "context": paths,
-        "file": paths,
-    }
-    out = [LABEL]
-    for h in _template_headings(system):
-        key = next((k for k in fill if k in h.lower()), None)
-        body = fill.get(key, []) if key else []
-        out.append(h)
-        out.extend(f"- {b[:300]}" for b in body or ["(none found)"])
-    text = "\n".join(out)
-    if request.max_tokens:
-        text = text[: request.max_tokens * 4]
+    system = "\n".join(str(m.get("content") or "") for m in request.messages if m.get("role") == "system")
+    body = "\n".join(str(m.get("content") or "") for m in request.messages if m.get("role") != "system")
+    headings = template_headings(system)
+    prev_text = _tag(body, "previous-summary")
+    activity = _tag(body, "new-activity") or _tag(body, "conversation")
+    if activity is None:
+        activity = re.sub(_TAG.format("previous-summary"), "", body, flags=re.S)
+    retained = _tag(body, "retained") or ""
+    lines = parse_transcript(activity)
+    latest_lines = lines + parse_transcript(retained)  # "state after the tail" sections see it too
+    previous = parse_summary(prev_text) if prev_text else {}
+
+    sections: dict[str, list[str]] = {}
+    for i, h in enumerate(headings):
+        low = h.lower()
+        old = previous.get(low, [])
+        rule = next((r for r in RULES if any(k in low for k in r.keywords)), None)
+        if rule is None or _has_subsections(headings, i):
+            sections[h] = old
+            continue
+        new = rule.extract(latest_lines if rule.mode == "latest" else lines)
+        if rule.mode == "keep":
+            items = old or new
+        elif rule.mode == "latest":
+            items = new or old
+        else:
+            items = _dedupe(old + new)
+        sections[h] = items[-rule.cap :]
+
+    budget = length_target(request)
+    text = _render(headings, sections)
+    if budget:
+        limit = budget * 4
+        # Drop the oldest item of the longest section until the summary fits: recent state wins.
+        while len(text) > limit and any(sections.values()):
+            h = max(headings, key=lambda k: (len(sections.get(k, [])), -headings.index(k)))
+            sections[h] = sections[h][1:]
+            text = _render(headings, sections)
+        text = text[: max(limit, len(LABEL))]
     return ChatResponse(text=text, backend="extractive", model=request.model)
 
 
-def _factory(settings: dict):
-    return summarize
+class ExtractiveBackend(Backend):
+    name = key_backend = "extractive"
+    # Cheaper than a cache lookup and deterministic: caching it would only cost disk.
+    cacheable = False
 
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        return summarize(request)
 
-from evalkit.models.backends import BACKENDS  # noqa: E402
 
 BACKENDS.add(
     "extractive",
-    _factory,
+    lambda settings: ExtractiveBackend(),
     "deterministic offline extractive summarizer (a labelled stand-in)",
     offline_standin=True,
 )

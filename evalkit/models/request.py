@@ -7,13 +7,17 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# Bumped when the canonical form changes, so old cache rows can never be mistaken for new ones.
+KEY_VERSION = "evalkit.request/1"
+
 
 @dataclass(frozen=True)
 class ChatRequest:
     """Everything that affects a model's answer. Two equal requests are one call.
 
     ``replicate`` is part of the key so that K samples of the same prompt are K calls
-    (results vary across replicates even at temperature 0).
+    (results vary across replicates even at temperature 0). ``extra`` holds any other sampling
+    parameter sent to the endpoint (``top_p``, ``stop``, ``response_format``...); it is keyed too.
     """
 
     model: str
@@ -24,19 +28,36 @@ class ChatRequest:
     seed: int | None = None
     replicate: int = 0
     purpose: str = "summarize"  # summarize | judge | answer | agent: which role the call plays
+    extra: tuple[tuple[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["messages"] = list(self.messages)
         d["tools"] = list(self.tools)
+        d["extra"] = dict(self.extra)
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChatRequest:
+        """Inverse of :meth:`to_dict` (for cache export and re-scoring)."""
+        d = dict(d)
+        d["messages"] = tuple(d.get("messages", ()))
+        d["tools"] = tuple(d.get("tools", ()))
+        d["extra"] = tuple(sorted((d.get("extra") or {}).items()))
+        return cls(**d)
+
     def canonical(self) -> str:
+        """Key-order- and spacing-independent JSON of the request."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
-    def key(self, backend: str = "") -> str:
-        """Cache key: sha256 over the canonical request and the backend that answers it."""
-        return hashlib.sha256((backend + "\n" + self.canonical()).encode()).hexdigest()
+    def key(self, backend: str = "", base_url: str = "") -> str:
+        """Cache key: sha256 over the canonical request and who answers it (backend + endpoint).
+
+        The endpoint is part of the key (as in Inspect AI): the same model name behind two base
+        URLs may be two different models.
+        """
+        scope = f"{KEY_VERSION}\n{backend}\n{base_url.rstrip('/')}\n"
+        return hashlib.sha256((scope + self.canonical()).encode()).hexdigest()
 
 
 @dataclass
@@ -51,7 +72,17 @@ class ChatResponse:
     latency_s: float = 0.0
     cached: bool = False
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    cost_usd: float | None = None
+    key: str = ""
+    attempts: int = 1
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.text is not None
+        return self.error is None and (bool(self.text) or bool(self.tool_calls))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChatResponse:
+        return cls(**d)

@@ -1,0 +1,214 @@
+"""The persistent model-call cache: one SQLite file, content-addressed by the request key.
+
+Only successful answers are stored: an error is retried by the next run instead of replayed.
+Several processes write the same file (replay runs sessions in a process pool), so the database
+runs in WAL mode with a busy timeout, and every write is its own short transaction: a run killed
+mid-way loses at most the calls that were in flight.
+
+A small ``inflight`` table is the cross-process single-flight guard: the first process to claim a
+key sends the call; others that want the same key wait for its row instead of sending it again.
+A claim whose process is gone (or older than ``stale_s``) is taken over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.models.request import ChatRequest, ChatResponse
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key        TEXT PRIMARY KEY,
+    backend    TEXT NOT NULL,
+    base_url   TEXT NOT NULL,
+    model      TEXT NOT NULL,
+    purpose    TEXT NOT NULL,
+    replicate  INTEGER NOT NULL,
+    request    TEXT NOT NULL,
+    response   TEXT NOT NULL,
+    tokens_in  INTEGER,
+    tokens_out INTEGER,
+    latency_s  REAL,
+    cost_usd   REAL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inflight (
+    key        TEXT PRIMARY KEY,
+    pid        INTEGER NOT NULL,
+    started_at REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    path: str
+    calls: int
+    by_backend_model: list[tuple[str, str, int, int, int, float]]  # backend, model, calls, in, out, cost
+    bytes: int
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class CallCache:
+    """Thread- and process-safe store of model calls. One connection per thread (and per process)."""
+
+    def __init__(self, path: str | os.PathLike, stale_s: float = 600.0):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.stale_s = stale_s
+        self._local = threading.local()
+        with self._conn() as c:
+            c.executescript(SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "pid", None) != os.getpid():
+            # isolation_level=None: autocommit, each statement is its own transaction.
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=30000")
+            self._local.conn, self._local.pid = conn, os.getpid()
+        return conn
+
+    def get(self, key: str) -> ChatResponse | None:
+        row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        resp = ChatResponse.from_dict(json.loads(row[0]))
+        resp.cached = True
+        return resp
+
+    def put(self, key: str, request: ChatRequest, response: ChatResponse, base_url: str = "") -> None:
+        """Store a successful answer (errors are never stored: the next run retries them)."""
+        if not response.ok:
+            return
+        body = response.to_dict()
+        body["cached"] = False
+        self._conn().execute(
+            "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                key,
+                response.backend,
+                base_url,
+                request.model,
+                request.purpose,
+                request.replicate,
+                request.canonical(),
+                json.dumps(body, sort_keys=True, ensure_ascii=False),
+                response.usage.get("prompt_tokens"),
+                response.usage.get("completion_tokens"),
+                response.latency_s,
+                response.cost_usd,
+                time.time(),
+            ),
+        )
+        self.release(key)
+
+    # -- cross-process single-flight -------------------------------------------------------------
+    def claim(self, key: str) -> bool:
+        """True if this process may send the call for ``key`` now; False if another live process
+        claimed it first (then :meth:`wait` for its answer)."""
+        c = self._conn()
+        now = time.time()
+        cur = c.execute("INSERT OR IGNORE INTO inflight VALUES (?,?,?)", (key, os.getpid(), now))
+        if cur.rowcount == 1:
+            return True
+        row = c.execute("SELECT pid, started_at FROM inflight WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return self.claim(key)
+        pid, started = row
+        if pid == os.getpid():
+            return True  # threads of one process are already single-flighted by the client
+        if not _alive(pid) or now - started > self.stale_s:
+            cur = c.execute(
+                "UPDATE inflight SET pid = ?, started_at = ? WHERE key = ? AND pid = ?",
+                (os.getpid(), now, key, pid),
+            )
+            return cur.rowcount == 1 or self.claim(key)
+        return False
+
+    def release(self, key: str) -> None:
+        self._conn().execute("DELETE FROM inflight WHERE key = ? AND pid = ?", (key, os.getpid()))
+
+    def wait(self, key: str, poll_s: float = 0.05) -> ChatResponse | None:
+        """Wait while another process holds the claim; its answer, or None if it gave up."""
+        c = self._conn()
+        while True:
+            hit = self.get(key)
+            if hit is not None:
+                return hit
+            row = c.execute("SELECT pid, started_at FROM inflight WHERE key = ?", (key,)).fetchone()
+            if row is None or not _alive(row[0]) or time.time() - row[1] > self.stale_s:
+                return self.get(key)
+            time.sleep(poll_s)
+
+    # -- maintenance -------------------------------------------------------------------------
+    def stats(self) -> CacheStats:
+        c = self._conn()
+        n = c.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        rows = c.execute(
+            "SELECT backend, model, COUNT(*), COALESCE(SUM(tokens_in),0), COALESCE(SUM(tokens_out),0),"
+            " COALESCE(SUM(cost_usd),0) FROM calls GROUP BY backend, model ORDER BY backend, model"
+        ).fetchall()
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        return CacheStats(str(self.path), n, [tuple(r) for r in rows], size)
+
+    def prune(
+        self, older_than_s: float | None = None, backend: str | None = None, model: str | None = None
+    ) -> int:
+        """Delete the matching calls; returns how many. Stale in-flight claims go too."""
+        where, args = [], []
+        if older_than_s is not None:
+            where.append("created_at < ?")
+            args.append(time.time() - older_than_s)
+        if backend:
+            where.append("backend = ?")
+            args.append(backend)
+        if model:
+            where.append("model = ?")
+            args.append(model)
+        sql = "DELETE FROM calls" + (" WHERE " + " AND ".join(where) if where else "")
+        c = self._conn()
+        n = c.execute(sql, args).rowcount
+        c.execute("DELETE FROM inflight WHERE started_at < ?", (time.time() - self.stale_s,))
+        c.execute("VACUUM")
+        return n
+
+    def export(self) -> Iterator[dict]:
+        """Every call as a plain dict (request and response parsed), oldest first."""
+        cur = self._conn().execute(
+            "SELECT key, backend, base_url, model, purpose, replicate, request, response, created_at"
+            " FROM calls ORDER BY created_at, key"
+        )
+        for key, backend, base_url, model, purpose, rep, req, resp, created in cur:
+            yield {
+                "key": key,
+                "backend": backend,
+                "base_url": base_url,
+                "model": model,
+                "purpose": purpose,
+                "replicate": rep,
+                "created_at": created,
+                "request": json.loads(req),
+                "response": json.loads(resp),
+            }
+
+    def keys(self) -> set[str]:
+        return {r[0] for r in self._conn().execute("SELECT key FROM calls")}

@@ -1,0 +1,154 @@
+"""The model client every stage calls: cache, single-flight, replicates and batching in front of
+a backend.
+
+``client(request)`` is sync and thread-safe. Identical requests in flight at the same time are
+sent once (threads of one process share a future; processes share the cache's claim table), so
+arms whose summarizer input is the same share one call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from evalkit.models.backends import Backend, cache_path, get_backend
+from evalkit.models.cache import CallCache
+from evalkit.models.request import ChatRequest, ChatResponse
+
+POLICIES = ("use", "refresh", "off")
+
+
+class CacheMiss(RuntimeError):
+    """The ``replay`` backend was asked for a call the cache does not hold."""
+
+
+@dataclass
+class ClientStats:
+    """What the client did: calls sent to the backend, cache hits, and joins of an in-flight call."""
+
+    sent: int = 0
+    cache_hits: int = 0
+    shared: int = 0
+    errors: int = 0
+
+
+class ModelClient:
+    """A backend behind the call cache. Use :func:`make_client` to get one."""
+
+    def __init__(self, backend: Backend, cache: CallCache | None, policy: str = "use", replicates: int = 1):
+        if policy not in POLICIES:
+            raise ValueError(f"[model] cache = {policy!r}: expected one of {', '.join(POLICIES)}")
+        self.backend = backend
+        self.cache = cache
+        self.policy = policy
+        self.replicates = max(1, int(replicates))
+        self.stats = ClientStats()
+        self._lock = threading.Lock()
+        self._inflight: dict[str, Future] = {}
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    def key(self, request: ChatRequest) -> str:
+        """The cache key of ``request`` for this client's backend and endpoint."""
+        return request.key(self.backend.key_backend or self.backend.name, self.backend.base_url)
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        key = self.key(request)
+        with self._lock:
+            fut = self._inflight.get(key)
+            owner = fut is None
+            if owner:
+                fut = self._inflight[key] = Future()
+            else:
+                self.stats.shared += 1
+        if not owner:
+            return replace(fut.result(), cached=True)
+        try:
+            resp = self._resolve(key, request)
+            fut.set_result(resp)
+            return resp
+        except BaseException as e:
+            fut.set_exception(e)
+            raise
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+
+    def _resolve(self, key: str, request: ChatRequest) -> ChatResponse:
+        cache = self.cache if self.backend.cacheable or self.backend.cache_only else None
+        if cache is not None and (self.policy == "use" or self.backend.cache_only):
+            hit = cache.get(key)
+            if hit is not None:
+                self.stats.cache_hits += 1
+                return replace(hit, key=key)
+        if self.backend.cache_only:
+            raise CacheMiss(
+                f"replay backend: no cached answer for request {key[:12]} "
+                f"(model {request.model!r}, purpose {request.purpose}, replicate {request.replicate}) "
+                f"in {cache.path if cache else '(no cache file)'}; run once with the real backend first"
+            )
+        if cache is not None and self.policy != "off":
+            while not cache.claim(key):
+                hit = cache.wait(key)
+                if hit is not None:
+                    self.stats.cache_hits += 1
+                    return replace(hit, key=key)
+        try:
+            resp = self.backend(request)
+            resp.key = key
+            with self._lock:
+                self.stats.sent += 1
+                self.stats.errors += 0 if resp.ok else 1
+            if cache is not None and self.policy != "off":
+                cache.put(key, request, resp, self.backend.base_url)
+            return resp
+        finally:
+            if cache is not None and self.policy != "off":
+                cache.release(key)
+
+    def map(self, requests: Iterable[ChatRequest], concurrency: int | None = None) -> list[ChatResponse]:
+        """Answer many independent requests concurrently; results in input order."""
+        reqs = list(requests)
+        n = max(1, min(len(reqs), concurrency or self.backend.concurrency))
+        if n == 1:
+            return [self(r) for r in reqs]
+        with ThreadPoolExecutor(n, thread_name_prefix="evalkit-map") as pool:
+            return list(pool.map(self, reqs))
+
+    def sample(self, request: ChatRequest, k: int | None = None) -> list[ChatResponse]:
+        """``k`` (default ``replicates``) samples of one request, replicate index 0..k-1 in the key."""
+        return self.map([replace(request, replicate=i) for i in range(k or self.replicates)])
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+_CLIENTS: dict[tuple, ModelClient] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def build_client(settings: dict, run_dir=None) -> ModelClient:
+    """A new client for a ``[model]`` table (see :func:`client_for` for the shared one)."""
+    path = cache_path(settings, run_dir)
+    policy = str(settings.get("cache", "use"))
+    backend = get_backend(settings)
+    wants_cache = backend.cacheable or backend.cache_only
+    cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
+    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)))
+
+
+def client_for(settings: dict, run_dir=None) -> ModelClient:
+    """The process's client for these settings: created once, then shared (keyed by pid so a
+    forked worker never reuses its parent's event-loop thread or database connection)."""
+    ident = (os.getpid(), json.dumps(settings, sort_keys=True, default=str), os.fspath(run_dir or ""))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(ident)
+        if client is None:
+            client = _CLIENTS[ident] = build_client(settings, run_dir)
+        return client

@@ -1,0 +1,390 @@
+"""A local fake OpenAI-compatible server for tests and benchmarks: real HTTP on 127.0.0.1.
+
+It speaks ``POST /v1/chat/completions`` (plain and with tools) and ``GET /v1/models``, answers
+from a script (JSON list or JSONL of rules: the first rule whose ``match`` substring or ``regex``
+occurs in the request's message text wins) or else an echo rule, records every request to a JSONL
+log, and injects faults on demand:
+
+=============  ==================================================================
+``latency``    answers after an extra ``fault_latency_s``
+``429``        HTTP 429 with ``Retry-After``
+``500``        HTTP 500
+``drop``       closes the connection without answering
+``timeout``    holds the connection for ``hang_s`` and then closes it
+``malformed``  HTTP 200 whose body is not valid JSON
+``empty``      HTTP 200 with empty content
+``refusal``    HTTP 200 whose message is a refusal (``refusal`` set, content null)
+=============  ==================================================================
+
+Faults are drawn per request with the configured rates. The draw is a hash of (seed, the request's
+key, how many times this key was seen), so a given sequence of attempts meets the same faults on
+every run regardless of thread or process scheduling. A request may force a fault with the header
+``X-Fake-Fault: <name>`` (``none`` forces success). The API key is never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import re
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FAULTS = ("latency", "429", "500", "drop", "timeout", "malformed", "empty", "refusal")
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+
+
+@dataclass
+class FaultPlan:
+    """Fault rates per request and how each fault behaves."""
+
+    rates: dict[str, float] = field(default_factory=dict)
+    latency_s: float = 0.0  # added to every answer
+    fault_latency_s: float = 1.0  # extra, for the ``latency`` fault
+    retry_after: str = "1"
+    hang_s: float = 30.0
+    seed: int = 0
+    #: Attempt ``i`` of every request meets ``sequence[i]`` (then the rates apply): a scripted path
+    #: through several faults, e.g. ``["429", "drop", "empty"]`` before a success.
+    sequence: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        unknown = (set(self.rates) | set(self.sequence)) - set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        if sum(self.rates.values()) > 1.0 + 1e-9:
+            raise ValueError(f"fault rates sum to {sum(self.rates.values()):.2f} > 1")
+
+    def draw(self, key: str, attempt: int) -> str | None:
+        """The fault for this attempt of this request (None: answer normally)."""
+        if attempt < len(self.sequence):
+            return self.sequence[attempt]
+        h = hashlib.sha256(f"{self.seed}:{key}:{attempt}".encode()).digest()
+        u = int.from_bytes(h[:8], "big") / 2**64
+        acc = 0.0
+        for name in FAULTS:
+            acc += self.rates.get(name, 0.0)
+            if u < acc:
+                return name
+        return None
+
+
+@dataclass
+class Rule:
+    reply: str | None = None
+    match: str | None = None
+    regex: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def matches(self, text: str) -> bool:
+        if self.match is not None and self.match not in text:
+            return False
+        return not (self.regex is not None and not re.search(self.regex, text))
+
+
+def load_script(path: str | Path) -> list[Rule]:
+    """Rules from a JSON list or a JSONL file; errors name the file and line."""
+    p = Path(path)
+    raw = p.read_text(encoding="utf-8")
+    try:
+        items = json.loads(raw) if raw.lstrip().startswith("[") else None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}:{e.lineno}: invalid JSON: {e.msg}") from None
+    if items is None:
+        items = []
+        for n, line in enumerate(raw.splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{p}:{n}: invalid JSON: {e.msg}") from None
+    rules = []
+    for n, it in enumerate(items, 1):
+        extra = set(it) - {"reply", "match", "regex", "tool_calls"}
+        if extra:
+            raise ValueError(f"{p}: rule {n}: unknown field(s) {sorted(extra)}")
+        rules.append(Rule(**it))
+    return rules
+
+
+def _text_of(messages: list[dict]) -> str:
+    parts = []
+    for m in messages:
+        c = m.get("content")
+        if isinstance(c, list):
+            parts.extend(str(x.get("text", "")) for x in c if isinstance(x, dict))
+        elif c:
+            parts.append(str(c))
+    return "\n".join(parts)
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    # The listen backlog is set when the socket binds; the default (5) drops the SYNs of 64
+    # clients connecting at once, and each dropped SYN costs a 1 s retransmit.
+    request_queue_size = 512
+    daemon_threads = True
+    block_on_close = False
+
+
+class FakeServer:
+    """The server; ``with FakeServer(...) as s: s.url`` is its ``/v1`` base URL."""
+
+    def __init__(
+        self,
+        plan: FaultPlan | None = None,
+        script: list[Rule] | None = None,
+        log_path: str | Path | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        models: tuple[str, ...] = ("fake-model",),
+        log_bodies: bool = True,
+        echo_chars: int = 400,
+    ):
+        self.plan = plan or FaultPlan()
+        self.script = script or []
+        self.log_path = Path(log_path) if log_path else None
+        self.models = models
+        self.log_bodies = log_bodies
+        self.echo_chars = echo_chars
+        self._seen: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._log_fh = open(self.log_path, "a", encoding="utf-8") if self.log_path else None  # noqa: SIM115
+        self.httpd = _HTTPServer((host, port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> FakeServer:
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, args=(0.05,), name="fake-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        self.httpd.serve_forever()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        if self._log_fh:
+            self._log_fh.close()
+            self._log_fh = None
+
+    def __enter__(self) -> FakeServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- per request ---------------------------------------------------------------------------
+    def attempt_of(self, key: str) -> int:
+        with self._lock:
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+            return n
+
+    def record(self, entry: dict) -> None:
+        if self._log_fh is None:
+            return
+        line = json.dumps(entry, ensure_ascii=False, sort_keys=True)
+        with self._lock:
+            self._log_fh.write(line + "\n")
+            self._log_fh.flush()
+
+    def answer(self, body: dict) -> dict:
+        """The completion for a request body (script rule or echo)."""
+        messages = body.get("messages") or []
+        text = _text_of(messages)
+        rule = next((r for r in self.script if r.matches(text)), None)
+        tools = body.get("tools") or []
+        tool_calls = []
+        if rule is not None:
+            reply, calls = rule.reply, rule.tool_calls
+        else:
+            last_user = next((_text_of([m]) for m in reversed(messages) if m.get("role") == "user"), "")
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            reply = f"[fake-server echo {digest}] {last_user[: self.echo_chars]}"
+            calls = (
+                [{"name": tools[0]["function"]["name"], "arguments": {"echo": last_user[:80]}}]
+                if tools
+                else []
+            )
+        for i, c in enumerate(calls):
+            args = c.get("arguments", {})
+            tool_calls.append(
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+            )
+        if tool_calls and rule is None:
+            reply = None
+        msg: dict[str, Any] = {"role": "assistant", "content": reply}
+        if tool_calls:
+            msg["tool_calls"] = tool_calls
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "fake-model"),
+            "choices": [
+                {"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_calls else "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": math.ceil(len(text) / 4),
+                "completion_tokens": math.ceil(len(reply or "") / 4),
+                "total_tokens": math.ceil(len(text) / 4) + math.ceil(len(reply or "") / 4),
+            },
+        }
+
+
+def _handler(server: FakeServer):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as real endpoints do
+        # Headers and body go out in separate writes; with Nagle on, each answer would wait
+        # for the client's delayed ACK (~40 ms).
+        disable_nagle_algorithm = True
+
+        def log_message(self, *args):  # quiet: the JSONL log is the record
+            pass
+
+        def _send(self, status: int, payload: bytes, headers: dict | None = None) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def _json(self, status: int, obj: dict, headers: dict | None = None) -> None:
+            self._send(status, json.dumps(obj).encode(), headers)
+
+        def _drop(self) -> None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+        def do_GET(self):
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                server.record({"ts": time.time(), "method": "GET", "path": self.path, "status": 200})
+                data = [
+                    {"id": m, "object": "model", "created": 0, "owned_by": "evalkit"} for m in server.models
+                ]
+                return self._json(200, {"object": "list", "data": data})
+            self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+        def do_POST(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(n)
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError:
+                return self._json(
+                    400, {"error": {"message": "request body is not JSON", "type": "invalid_request"}}
+                )
+            body_sha = hashlib.sha256(raw).hexdigest()
+            key = self.headers.get("X-Evalkit-Request-Key") or body_sha
+            attempt = server.attempt_of(key)
+            forced = self.headers.get("X-Fake-Fault")
+            fault = (None if forced == "none" else forced) if forced else server.plan.draw(key, attempt)
+            entry = {
+                "ts": time.time(),
+                "method": "POST",
+                "path": self.path,
+                "key": key,
+                "body_sha": body_sha,
+                "replicate": self.headers.get("X-Evalkit-Replicate"),
+                "purpose": self.headers.get("X-Evalkit-Purpose"),
+                "attempt": attempt,
+                "fault": fault,
+                "model": body.get("model"),
+                "tools": len(body.get("tools") or []),
+                "authorized": bool(self.headers.get("Authorization")),
+            }
+            if server.log_bodies:
+                entry["body"] = body
+            plan = server.plan
+            if plan.latency_s:
+                time.sleep(plan.latency_s)
+            if fault == "latency":
+                time.sleep(plan.fault_latency_s)
+            try:
+                status = self._respond(fault, body, plan)
+            except (BrokenPipeError, ConnectionResetError):
+                status = -1  # the client gave up (its timeout) before the answer was written
+                self.close_connection = True
+            entry["status"] = status
+            server.record(entry)
+
+        def _respond(self, fault: str | None, body: dict, plan: FaultPlan) -> int:
+            """Write the answer (or the fault); returns the HTTP status (0: no answer)."""
+            status = 200
+            if fault == "429":
+                status = 429
+                self._json(
+                    429,
+                    {"error": {"message": "rate limited (fake)", "type": "rate_limit"}},
+                    {"Retry-After": plan.retry_after},
+                )
+            elif fault == "500":
+                status = 500
+                self._json(500, {"error": {"message": "internal error (fake)", "type": "server_error"}})
+            elif fault == "drop":
+                status = 0
+                self._drop()
+            elif fault == "timeout":
+                status = 0
+                time.sleep(plan.hang_s)
+                self._drop()
+            elif fault == "malformed":
+                self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"message": {"content": "tru')
+            else:
+                completion = server.answer(body)
+                msg = completion["choices"][0]["message"]
+                if fault in ("empty", "refusal"):
+                    msg.pop("tool_calls", None)
+                    msg["content"] = "" if fault == "empty" else None
+                    if fault == "refusal":
+                        msg["refusal"] = REFUSAL_TEXT
+                    completion["choices"][0]["finish_reason"] = "stop"
+                self._json(200, completion)
+            return status
+
+    return Handler
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """The fake server's request log."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(ln) for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+def answered(log: list[dict]) -> list[dict]:
+    """The log entries that got a usable answer (no failing fault): one per completed call."""
+    return [
+        e
+        for e in log
+        if e.get("method") == "POST" and e.get("status") == 200 and e.get("fault") in (None, "latency")
+    ]

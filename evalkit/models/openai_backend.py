@@ -1,0 +1,279 @@
+"""Any OpenAI-compatible endpoint through the ``openai`` SDK, plus the cache-only ``replay`` backend.
+
+``AsyncOpenAI`` runs on one background event-loop thread per process; the sync, thread-safe
+``__call__`` hands each request to that loop, so many threads (or ``client.map``) share one
+connection pool, bounded by a semaphore of ``concurrency``. The SDK's own retries are off: this
+module retries 429, 5xx, timeouts, dropped connections, malformed bodies, empty answers and
+refusals with exponential backoff and jitter, honouring ``Retry-After``. What still fails after the
+last attempt is returned as ``ChatResponse(text=None, error=...)``, never as an empty summary.
+
+The API key is read from the environment variable named by ``api_key_env`` (default
+``OPENAI_API_KEY``), never from the config: the resolved config is written into the run folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import re
+import threading
+import time
+from typing import Any
+
+from evalkit.models.backends import BACKENDS, Backend
+from evalkit.models.request import ChatRequest, ChatResponse
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+MAX_RETRY_AFTER_S = 120.0
+# Short answers that open like this are refusals, not summaries.
+_REFUSAL = re.compile(
+    r"^\s*(?:I'?m sorry|I am sorry|Sorry|I apologi[sz]e)?[,.!\s]*(?:but\s+)?I\s*(?:can(?:no|')t|cannot|won'?t|am unable to|'m unable to|am not able to)\b",
+    re.I,
+)
+
+
+def base_url_of(settings: dict) -> str:
+    """The endpoint: ``[model] base_url``, else ``OPENAI_BASE_URL``, else OpenAI's."""
+    url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    return str(url).rstrip("/")
+
+
+def api_key_of(settings: dict) -> str:
+    if "api_key" in settings:
+        raise ValueError(
+            "[model] api_key: keys are not read from the config (it is copied into the run folder); "
+            "set the environment variable named by [model] api_key_env (default OPENAI_API_KEY)"
+        )
+    # A local endpoint (the fake server, vLLM, Ollama) accepts any key; the SDK insists on one.
+    return os.environ.get(str(settings.get("api_key_env") or "OPENAI_API_KEY")) or "sk-no-key"
+
+
+def retry_after_s(headers: Any) -> float | None:
+    """Seconds from ``retry-after-ms`` / ``Retry-After`` (seconds or an HTTP date), if present."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if not ra:
+        return None
+    try:
+        return float(ra)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(ra) if ra else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def is_refusal(text: str) -> bool:
+    """A short answer that declines the task (long texts that merely contain "I can't" are kept)."""
+    return len(text) < 400 and bool(_REFUSAL.match(text))
+
+
+def cost_usd(prices: dict, model: str, usage: dict) -> float | None:
+    """Cost from ``[model.prices.<model>] input/output`` in USD per million tokens; None if unpriced."""
+    p = prices.get(model)
+    if not p:
+        return None
+    return (
+        usage.get("prompt_tokens", 0) * float(p.get("input", 0))
+        + usage.get("completion_tokens", 0) * float(p.get("output", 0))
+    ) / 1e6
+
+
+class _Loop:
+    """One asyncio loop on a daemon thread, per process."""
+
+    _instance: _Loop | None = None
+    _lock = threading.Lock()
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="evalkit-models-loop", daemon=True)
+        self.thread.start()
+
+    @classmethod
+    def get(cls) -> _Loop:
+        with cls._lock:
+            if cls._instance is None or cls._instance.pid != os.getpid():
+                cls._instance = cls()
+            return cls._instance
+
+    def run(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+class Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class OpenAIBackend(Backend):
+    """Chat completions from an OpenAI-compatible endpoint."""
+
+    name = key_backend = "openai"
+
+    def __init__(self, settings: dict):
+        self.base_url = base_url_of(settings)
+        self.concurrency = max(1, int(settings.get("concurrency", 16)))
+        self.timeout = float(settings.get("timeout", 60.0))
+        self.max_retries = max(0, int(settings.get("max_retries", 6)))
+        self.backoff_base = float(settings.get("backoff_base", 0.5))
+        self.backoff_max = float(settings.get("backoff_max", 30.0))
+        self.prices = dict(settings.get("prices") or {})
+        self._api_key = api_key_of(settings)
+        self._loop = _Loop.get()
+        self._client = None
+        self._sem: asyncio.Semaphore | None = None
+        self._rng = random.Random()
+
+    async def _setup(self):
+        # Built inside the loop thread so the client's connection pool belongs to that loop.
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+            )
+            self._sem = asyncio.Semaphore(self.concurrency)
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        return self._loop.run(self.acall(request))
+
+    def _kwargs(self, request: ChatRequest) -> dict:
+        kw: dict[str, Any] = {"model": request.model, "messages": list(request.messages)}
+        if request.tools:
+            kw["tools"] = list(request.tools)
+        kw["temperature"] = request.temperature
+        if request.max_tokens:
+            kw["max_tokens"] = request.max_tokens
+        if request.seed is not None:
+            kw["seed"] = request.seed
+        kw.update(dict(request.extra))
+        # Lets a log (the fake server's, a proxy's) tie each HTTP request to its cache entry.
+        kw["extra_headers"] = {
+            "X-Evalkit-Request-Key": request.key(self.key_backend, self.base_url),
+            "X-Evalkit-Replicate": str(request.replicate),
+            "X-Evalkit-Purpose": request.purpose,
+        }
+        return kw
+
+    async def _once(self, request: ChatRequest) -> ChatResponse:
+        import openai
+
+        t0 = time.perf_counter()
+        try:
+            completion = await self._client.chat.completions.create(**self._kwargs(request))
+        except openai.APIStatusError as e:
+            msg = f"HTTP {e.status_code} from {self.base_url}: {e.message}"[:500]
+            if e.status_code == 429 or e.status_code >= 500 or e.status_code == 408:
+                raise Retryable(msg, retry_after_s(e.response.headers)) from None
+            return ChatResponse(None, self.name, request.model, error=msg)
+        except openai.APITimeoutError:
+            raise Retryable(f"timeout after {self.timeout:g}s from {self.base_url}") from None
+        except openai.APIConnectionError as e:
+            raise Retryable(f"connection error from {self.base_url}: {e.__cause__ or e}") from None
+        except (ValueError, openai.APIResponseValidationError) as e:
+            raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
+        latency = time.perf_counter() - t0
+        choices = getattr(completion, "choices", None)
+        if not choices:
+            raise Retryable(f"malformed response from {self.base_url}: no choices")
+        msg = choices[0].message
+        usage = {}
+        if getattr(completion, "usage", None) is not None:
+            usage = {
+                "prompt_tokens": int(completion.usage.prompt_tokens or 0),
+                "completion_tokens": int(completion.usage.completion_tokens or 0),
+            }
+        tool_calls = [
+            {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+            for tc in (msg.tool_calls or [])
+        ]
+        text = msg.content
+        if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
+            raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
+        if text is not None and is_refusal(text):
+            raise Retryable(f"refusal from the model: {text[:200]}")
+        if not (text or "").strip() and not tool_calls:
+            raise Retryable("empty answer from the model")
+        return ChatResponse(
+            text=text if (text or "").strip() else None,
+            backend=self.name,
+            model=request.model,
+            usage=usage,
+            latency_s=latency,
+            tool_calls=tool_calls,
+            cost_usd=cost_usd(self.prices, request.model, usage),
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
+        cap = min(self.backoff_max, self.backoff_base * 2**attempt)
+        return cap / 2 + self._rng.uniform(0, cap / 2)  # "equal jitter": spread, never near zero
+
+    async def acall(self, request: ChatRequest) -> ChatResponse:
+        """One request with retries; the semaphore is held only while a request is on the wire."""
+        await self._setup()
+        errors: list[str] = []
+        t0 = time.perf_counter()
+        for attempt in range(self.max_retries + 1):
+            async with self._sem:
+                try:
+                    resp = await self._once(request)
+                    resp.attempts = attempt + 1
+                    if resp.error:
+                        resp.error = "; ".join([*errors, resp.error])
+                    return resp
+                except Retryable as e:
+                    errors.append(str(e))
+                    retry_after = e.retry_after
+            if attempt < self.max_retries:
+                await asyncio.sleep(self._delay(attempt, retry_after))
+        return ChatResponse(
+            None,
+            self.name,
+            request.model,
+            error=f"failed after {self.max_retries + 1} attempts: {errors[-1]}",
+            latency_s=time.perf_counter() - t0,
+            attempts=self.max_retries + 1,
+        )
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._loop.run(self._client.close())
+            self._client = None
+
+
+class ReplayBackend(Backend):
+    """Answers only from the cache, under the key the replayed backend used."""
+
+    name = "replay"
+    cache_only = True
+
+    def __init__(self, settings: dict):
+        self.key_backend = str(settings.get("replay_backend") or "openai")
+        self.base_url = base_url_of(settings) if self.key_backend == "openai" else ""
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:  # the client never gets here
+        raise RuntimeError("the replay backend answers from the cache only")
+
+
+BACKENDS.add(
+    "openai",
+    OpenAIBackend,
+    "any OpenAI-compatible endpoint via the openai SDK (base_url, model; key from the environment)",
+)
+BACKENDS.add(
+    "replay",
+    ReplayBackend,
+    "answers only from the call cache, failing clearly on a miss (exact reruns, CI)",
+)
