@@ -156,6 +156,8 @@ def bootstrap_ratio(X: np.ndarray, Y: np.ndarray, resamples: int, seed: int) -> 
     and is ignored by the summaries below.
     """
     G, K = X.shape
+    if G == 0 or K == 0:
+        return np.full((resamples, K), np.nan)
     rng = np.random.default_rng(seed)
     Yu, y_of = np.unique(Y, axis=1, return_inverse=True)
     y_of = np.asarray(y_of).ravel()
@@ -231,6 +233,8 @@ def estimate(
         # Linearised (cluster-robust) SE of a ratio: residuals u_g = X_g − θ·Y_g summed within session.
         u = np.where(present, X - theta * Y, 0.0)
         se = np.sqrt(n / np.maximum(n - 1, 1) * (u**2).sum(axis=0)) / np.where(sy > 0, sy, 1)
+    # Constant differences leave only rounding residue in the SE; call it what it is: zero.
+    se = np.where(se <= 1e-12 * (np.abs(theta) + 1), 0.0, se)
     se = np.where(n >= 2, se, np.nan)
     boot = bootstrap_ratio(X, Y, resamples, seed)
     a = _levels(alpha, n, expanded)
@@ -335,4 +339,5 @@ def sessions_needed(effect, se, n_sessions, alpha: float, power: float) -> np.nd
     """n = (z_{1−α} + z_β)² · ω² / δ², with ω² = G · SE² the variance of per-session differences."""
     omega2 = np.asarray(n_sessions, dtype=float) * np.asarray(se, dtype=float) ** 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.ceil(z_sum(alpha, power) ** 2 * omega2 / np.asarray(effect, dtype=float) ** 2)
+        n = np.ceil(z_sum(alpha, power) ** 2 * omega2 / np.asarray(effect, dtype=float) ** 2)
+    return np.maximum(n, 2)  # a variance needs two sessions, however clear the effect
