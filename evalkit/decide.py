@@ -340,6 +340,9 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
     verdicts: dict[str, Verdict] = {}
     pending: dict[str, tuple] = {}
     for c, (rule, success, guards) in plans.items():
+        if c not in arms_in_table:
+            verdicts[c] = Verdict("untested", f"untested: arm {c} has no rows in the metrics table", None, 0, {})
+            continue
         if rule is None:
             verdicts[c] = Verdict(
                 "untested", f"untested: no ship rule declares success metrics for {c} ({rules.source})", None, 0, {}
@@ -347,9 +350,6 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
             continue
         results = {m: result(c, m) for m in (*success, *guards)}
         n = min((r.n_sessions for r in results.values()), default=0)
-        if c not in arms_in_table:
-            verdicts[c] = Verdict("untested", f"untested: arm {c} has no rows in the metrics table", None, 0, results)
-            continue
         if rules.baseline not in arms_in_table:
             verdicts[c] = Verdict(
                 "untested", f"untested: baseline arm {rules.baseline} has no rows in the metrics table", None, 0, results

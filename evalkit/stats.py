@@ -66,10 +66,15 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
 
     # Replicates are averaged within (session, event) first: they are repeated draws of one unit.
     ok = df[~bad]
-    ev = ok.groupby(["arm", "metric", "session", "event"], sort=False)["value"].mean().reset_index()
+    keys = ["arm", "metric", "session", "event"]
+    if len(ok):
+        ev = ok.groupby(keys, sort=False)["value"].mean().reset_index()
+    else:
+        ev = pd.DataFrame({k: pd.Series(dtype=object) for k in keys} | {"value": pd.Series(dtype=float)})
     base = ev[ev["arm"] == baseline].drop(columns="arm").rename(columns={"value": "b"})
     cand = ev[ev["arm"] != baseline]
-    cand = cand[[(a, m) in col_index for a, m in zip(cand["arm"], cand["metric"], strict=True)]]
+    wanted = np.array([(a, m) in col_index for a, m in zip(cand["arm"], cand["metric"], strict=True)], dtype=bool)
+    cand = cand[wanted]
     pairs = cand.merge(base, on=["metric", "session", "event"], how="inner")
     pairs["d"] = pairs["value"] - pairs["b"]
 
