@@ -184,7 +184,7 @@ def test_rule_errors_name_the_source_and_key(tmp_path):
         read_rules_file(f)
     with pytest.raises(RulesError, match="unknown key"):
         parse_rules({"alpah": 0.05}, "s")
-    with pytest.raises(RulesError, match="has no \\[metrics.zz\\] rule"):
+    with pytest.raises(RulesError, match=r"has no \[metrics\.zz\] rule"):
         parse_rules({"candidates": {"c": {"success": ["zz"]}}}, "s")
     with pytest.raises(RulesError, match="percentage"):
         parse_rules({"metrics": {"m": {"direction": "lower", "margin": "ten%"}}}, "s")
