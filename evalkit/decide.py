@@ -242,16 +242,17 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
 
 def candidate_arms(df: pd.DataFrame, rules: Rules, configured: list[str] | None) -> list[str]:
     """Candidates to judge: the configured arms (even without rows: then untested) and any others in the table."""
-    seen = list(dict.fromkeys([*(configured or []), *sorted(set(df["arm"].astype(str)))]))
+    seen = list(dict.fromkeys([*(configured or []), *sorted(df["arm"].astype(str).unique())]))
     return [a for a in seen if a not in (rules.baseline, rules.aa)]
 
 
 def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dict:
     """Statistics, noise floor and verdicts for every candidate (the decision minus its summary)."""
     df = df.assign(arm=df["arm"].astype(str), metric=df["metric"].astype(str))
-    present = set(zip(df["arm"], df["metric"], strict=True))
-    metrics_in_table = sorted(set(df["metric"]))
-    arms_in_table = set(df["arm"])
+    pairs = df[["arm", "metric"]].drop_duplicates()
+    present = set(zip(pairs["arm"].tolist(), pairs["metric"].tolist(), strict=True))
+    metrics_in_table = sorted(pairs["metric"].unique())
+    arms_in_table = set(pairs["arm"].unique())
     cands = candidate_arms(df, rules, arms)
     plans: dict[str, tuple] = {}
     columns: list[tuple[str, str]] = []

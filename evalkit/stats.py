@@ -59,38 +59,45 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     arms = {a for a, _ in columns}
     metrics = {m for _, m in columns}
     df = df[df["metric"].isin(metrics) & df["arm"].isin(arms | {baseline})]
-    df = df.assign(arm=df["arm"].astype(str), metric=df["metric"].astype(str), session=df["session"].astype(str))
+    # Integer codes instead of strings for the joins and groupbys below: 1–2 orders of magnitude faster.
+    df = df.assign(
+        arm=df["arm"].astype(str).astype("category"),
+        metric=df["metric"].astype(str).astype("category"),
+        session=df["session"].astype(str).astype("category"),
+    )
     bad = df["value"].isna() | df["error"].notna()
-    per_arm_rows = df.groupby(["arm", "metric"]).size()
-    per_arm_errors = df[bad].groupby(["arm", "metric"]).size()
+    per_arm_rows = df.groupby(["arm", "metric"], observed=True).size()
+    per_arm_errors = df[bad].groupby(["arm", "metric"], observed=True).size()
 
     # Replicates are averaged within (session, event) first: they are repeated draws of one unit.
     ok = df[~bad]
     keys = ["arm", "metric", "session", "event"]
     if len(ok):
-        ev = ok.groupby(keys, sort=False)["value"].mean().reset_index()
+        ev = ok.groupby(keys, sort=False, observed=True)["value"].mean().reset_index()
     else:
         ev = pd.DataFrame({k: pd.Series(dtype=object) for k in keys} | {"value": pd.Series(dtype=float)})
     base = ev[ev["arm"] == baseline].drop(columns="arm").rename(columns={"value": "b"})
     cand = ev[ev["arm"] != baseline]
-    wanted = np.array([(a, m) in col_index for a, m in zip(cand["arm"], cand["metric"], strict=True)], dtype=bool)
-    cand = cand[wanted]
+    # Attaching the column index by merge keeps Python loops off the (large) row axis.
+    col_frame = pd.DataFrame(columns, columns=["arm", "metric"]).assign(k=np.arange(K))
+    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(df["metric"].cat.categories)
+    col_frame = col_frame[known].astype({"arm": cand["arm"].dtype, "metric": cand["metric"].dtype})
+    cand = cand.merge(col_frame, on=["arm", "metric"], how="inner")
     pairs = cand.merge(base, on=["metric", "session", "event"], how="inner")
     pairs["d"] = pairs["value"] - pairs["b"]
 
-    sessions = np.array(sorted(set(df["session"])), dtype=object)
+    sessions = np.array(sorted(df["session"].unique()), dtype=object)
     G = len(sessions)
-    s_code = {s: i for i, s in enumerate(sessions)}
     shape = (G, K)
     diff_sum, count, base_sum, cand_sum = (np.zeros(shape) for _ in range(4))
     if len(pairs):
         per_s = (
-            pairs.groupby(["arm", "metric", "session"], sort=False)
+            pairs.groupby(["k", "session"], sort=False, observed=True)
             .agg(d=("d", "sum"), n=("d", "size"), b=("b", "sum"), c=("value", "sum"))
             .reset_index()
         )
-        gi = per_s["session"].map(s_code).to_numpy()
-        ki = np.array([col_index[(a, m)] for a, m in zip(per_s["arm"], per_s["metric"], strict=True)])
+        gi = pd.Categorical(per_s["session"], categories=sessions).codes
+        ki = per_s["k"].to_numpy()
         diff_sum[gi, ki] = per_s["d"].to_numpy()
         count[gi, ki] = per_s["n"].to_numpy()
         base_sum[gi, ki] = per_s["b"].to_numpy()
@@ -102,12 +109,12 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     def per_metric(series_by_metric):
         return np.array([series_by_metric.get(m, 0) for _, m in columns])
 
-    keys_c = per_col(cand.groupby(["arm", "metric"]).size())
-    keys_b = per_metric(base.groupby("metric").size())
-    matched = per_col(pairs.groupby(["arm", "metric"]).size())
-    sess_c = per_col(cand.groupby(["arm", "metric"])["session"].nunique())
-    sess_b = per_metric(base.groupby("metric")["session"].nunique())
-    sess_m = per_col(pairs.groupby(["arm", "metric"])["session"].nunique())
+    keys_c = per_col(cand.groupby(["arm", "metric"], observed=True).size())
+    keys_b = per_metric(base.groupby("metric", observed=True).size())
+    matched = per_col(pairs.groupby(["arm", "metric"], observed=True).size())
+    sess_c = per_col(cand.groupby(["arm", "metric"], observed=True)["session"].nunique())
+    sess_b = per_metric(base.groupby("metric", observed=True)["session"].nunique())
+    sess_m = per_col(pairs.groupby(["arm", "metric"], observed=True)["session"].nunique())
 
     errors = np.array(
         [per_arm_errors.get(c, 0) + per_arm_errors.get((baseline, c[1]), 0) for c in columns], dtype=int
@@ -115,7 +122,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     rows = np.array([per_arm_rows.get(c, 0) + per_arm_rows.get((baseline, c[1]), 0) for c in columns], dtype=int)
     degenerate = np.zeros(K, dtype=bool)
     if len(pairs):
-        rng = pairs.groupby(["arm", "metric"]).agg(
+        rng = pairs.groupby(["arm", "metric"], observed=True).agg(
             lo=("value", "min"), hi=("value", "max"), blo=("b", "min"), bhi=("b", "max")
         )
         flat = rng[(rng["lo"] == rng["hi"]) & (rng["blo"] == rng["bhi"]) & (rng["lo"] == rng["blo"])]
