@@ -32,6 +32,7 @@ MODULES = [
     "probes",
     "report",
     "models",
+    "stats",
 ]
 
 

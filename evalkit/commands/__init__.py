@@ -24,6 +24,7 @@ MODULES = [
     "probes",
     "report",
     "models",
+    "gate",
 ]
 
 

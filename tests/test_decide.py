@@ -1,0 +1,202 @@
+"""Ship rules and verdicts: every path of untested → drop → ship → inconclusive, on constructed tables."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalkit.decide import decide
+from evalkit.metrics import COLUMNS, normalize
+from evalkit.rules import RulesError, parse_rules, read_rules_file, resolve_rules
+
+RULES = {
+    "alpha": 0.025,
+    "resamples": 2000,
+    "min_sessions": 20,
+    "guardrails": ["constraints_kept"],
+    "metrics": {
+        "tally_present": {"direction": "higher", "min_effect": 0.05, "margin": 0.02},
+        "constraints_kept": {"direction": "higher", "min_effect": 0.05, "margin": 0.02},
+        "summary_tokens": {"direction": "lower", "min_effect": "10%", "margin": "20%"},
+        "refail_30": {"direction": "lower", "min_effect": 0.02, "margin": 0.02},
+    },
+    "candidates": {
+        "win": {"success": ["tally_present"]},
+        "lose": {"success": ["tally_present"]},
+        "breaks-guard": {"success": ["tally_present"]},
+        "noisy-guard": {"success": ["tally_present"]},
+        "flat": {"success": ["tally_present"]},
+        "short": {"success": ["summary_tokens"], "guardrails": ["tally_present"]},
+        "continuation": {"success": ["refail_30"]},
+    },
+}
+
+# (tally_present shift, constraints_kept shift, constraints noise sd, summary_tokens factor)
+ARMS = {
+    "baseline": (0.0, 0.0, 0.0, 1.0),
+    "aa": (0.0, 0.0, 0.0, 1.0),
+    "win": (0.25, 0.0, 0.0, 1.0),
+    "lose": (-0.2, 0.0, 0.0, 1.0),
+    "breaks-guard": (0.25, -0.3, 0.0, 1.0),
+    "noisy-guard": (0.25, 0.0, 0.4, 1.0),
+    "flat": (0.0, 0.0, 0.0, 1.0),
+    "short": (0.0, 0.0, 0.0, 0.5),
+}
+
+
+def table(sessions: int = 40, arms=ARMS, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for s in range(sessions):
+        u = rng.normal(0, 0.1)
+        for e in range(1 + s % 3):
+            tally = float(np.clip(0.4 + u + rng.normal(0, 0.1), 0, 1))
+            tokens = 1500 + 300 * u + rng.normal(0, 50)
+            for arm, (dt, dc, sd, f) in arms.items():
+                noise = rng.normal(0, 0.03) if arm not in ("baseline", "aa") else 0.0
+                rows.append(("r", arm, f"s{s:02d}", e, e, 0, "tally_present", tally + dt + noise, None))
+                rows.append(("r", arm, f"s{s:02d}", e, e, 0, "constraints_kept", 0.8 + dc + rng.normal(0, sd or 1e-9) * (sd > 0), None))
+                rows.append(("r", arm, f"s{s:02d}", e, e, 0, "summary_tokens", tokens * f, None))
+    return normalize(pd.DataFrame(rows, columns=COLUMNS))
+
+
+@pytest.fixture(scope="module")
+def decision():
+    arms = {**ARMS, "continuation": ARMS["flat"]}
+    return decide(table(arms=arms), parse_rules(RULES, "test rules"), [*arms, "ghost"])
+
+
+def test_every_verdict_path(decision):
+    v = {c: d["verdict"] for c, d in decision["verdicts"].items()}
+    assert v == {
+        "win": "ship",
+        "lose": "drop",
+        "breaks-guard": "drop",
+        "noisy-guard": "inconclusive",
+        "flat": "inconclusive",
+        "short": "ship",
+        "continuation": "untested",
+        "ghost": "untested",
+    }
+
+
+def test_reasons_carry_the_rule_and_the_numbers(decision):
+    d = decision["verdicts"]
+    win = d["win"]
+    assert win["deciding_metric"] == "tally_present"
+    m = win["metrics"]["tally_present"]
+    assert win["reason"].startswith(f"ship: tally_present +{m['estimate']:.3g} [")
+    assert "p_holm" in win["reason"] and "beyond min effect +0.05" in win["reason"]
+    assert m["ci"][0] > 0.05 and m["p_holm"] < 0.025 and m["role"] == "success" and m["threshold"] == 0.05
+    assert "constraints_kept" in win["metrics"] and win["metrics"]["constraints_kept"]["role"] == "guardrail"
+    assert "success metric tally_present" in d["lose"]["reason"] and "significantly worse" in d["lose"]["reason"]
+    assert d["breaks-guard"]["deciding_metric"] == "constraints_kept"
+    assert "guardrail constraints_kept" in d["breaks-guard"]["reason"] and "margin -0.02" in d["breaks-guard"]["reason"]
+    assert "not shown within its margin" in d["noisy-guard"]["reason"]
+    assert "no success metric significantly beyond its min effect" in d["flat"]["reason"]
+    assert "MDE" in d["flat"]["reason"] and "needed" in d["flat"]["reason"]
+    # a relative min effect is resolved against the baseline mean and said so
+    st = d["short"]["metrics"]["summary_tokens"]
+    assert st["direction"] == "lower" and st["threshold"] == pytest.approx(-0.1 * st["baseline_mean"])
+    assert st["estimate"] == pytest.approx(-0.5 * st["baseline_mean"], rel=1e-9)
+    assert "metric refail_30 missing" in d["continuation"]["reason"]
+    assert d["continuation"]["deciding_metric"] == "refail_30"
+    assert "arm ghost has no rows" in d["ghost"]["reason"]
+
+
+def test_holm_is_applied_across_candidates_and_success_metrics(decision):
+    judged = [
+        m for d in decision["verdicts"].values() if d["verdict"] != "untested"
+        for m in d["metrics"].values() if m["role"] == "success"
+    ]
+    assert len(judged) == 6
+    assert all(m["p_holm"] >= m["p_value"] for m in judged)
+    assert max(m["p_holm"] / m["p_value"] for m in judged) == pytest.approx(6, rel=0.01) or any(
+        m["p_holm"] == 1.0 for m in judged
+    )
+    for d in decision["verdicts"].values():
+        for m in d["metrics"].values():
+            if m["role"] == "guardrail":
+                assert m["p_holm"] is None
+
+
+def test_stats_block_noise_floor_and_no_nan(decision):
+    st = decision["stats"]
+    assert st["resamples"] == 2000 and st["seed"] == 20261130 and st["alpha"] == 0.025 and st["unit"] == "session"
+    assert st["estimand"] == "mean of session means" and st["method"].startswith("cluster bootstrap")
+    nf = decision["noise_floor"]
+    assert set(nf) == {"tally_present", "constraints_kept", "summary_tokens"}
+    assert all(v["exactly_zero"] and v["aa_estimate"] == 0 and v["ci"] == [0, 0] for v in nf.values())
+    assert "exactly zero" in decision["noise_note"] and "deterministic" in decision["noise_note"]
+
+    def walk(x):
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, float):
+            assert math.isfinite(x)
+
+    walk(decision)
+
+
+def test_too_few_sessions_errors_and_degenerate_data_are_untested():
+    rules = parse_rules(RULES, "test rules")
+    few = decide(table(sessions=10, arms={"baseline": ARMS["baseline"], "win": ARMS["win"]}), rules)
+    assert few["verdicts"]["win"]["verdict"] == "untested"
+    assert "< min_sessions 20" in few["verdicts"]["win"]["reason"]
+
+    df = table(arms={"baseline": ARMS["baseline"], "win": ARMS["win"]})
+    hit = (df["arm"] == "win") & (df["metric"] == "tally_present")
+    idx = df.index[hit][: int(hit.sum() * 0.2)]
+    df.loc[idx, "value"] = np.nan
+    df.loc[idx, "error"] = "scorer crashed"
+    err = decide(df, rules)["verdicts"]["win"]
+    assert err["verdict"] == "untested" and "scorer errors" in err["reason"] and "> max_error_share 5%" in err["reason"]
+    assert err["metrics"]["tally_present"]["errors"] == len(idx)
+
+    flat = table(arms={"baseline": ARMS["baseline"], "win": ARMS["win"]})
+    flat.loc[flat["metric"] == "tally_present", "value"] = 1.0
+    deg = decide(flat, rules)["verdicts"]["win"]
+    assert deg["verdict"] == "untested" and "degenerate" in deg["reason"]
+
+
+def test_combination_candidates_claim_their_parts_evidence_and_unknown_ones_are_untested():
+    raw = {**RULES, "candidates": {**RULES["candidates"], "other": {"success": ["summary_tokens"]}}}
+    rules = parse_rules(raw, "test")
+    combo = rules.for_candidate("win+other")
+    assert combo.success == ("tally_present", "summary_tokens") and combo.guardrails == ("constraints_kept",)
+    assert rules.for_candidate("win+nope") is None
+    d = decide(table(arms={"baseline": ARMS["baseline"], "mystery": ARMS["win"]}), rules)
+    assert d["verdicts"]["mystery"]["verdict"] == "untested"
+    assert "no ship rule" in d["verdicts"]["mystery"]["reason"]
+
+
+def test_rule_errors_name_the_source_and_key(tmp_path):
+    with pytest.raises(RulesError, match=r"x\.toml: metrics\.m\.direction"):
+        f = tmp_path / "x.toml"
+        f.write_text('[metrics.m]\ndirection = "up"\n')
+        read_rules_file(f)
+    with pytest.raises(RulesError, match="unknown key"):
+        parse_rules({"alpah": 0.05}, "s")
+    with pytest.raises(RulesError, match=r"has no \[metrics\.zz\] rule"):
+        parse_rules({"candidates": {"c": {"success": ["zz"]}}}, "s")
+    with pytest.raises(RulesError, match="percentage"):
+        parse_rules({"metrics": {"m": {"direction": "lower", "margin": "ten%"}}}, "s")
+
+
+def test_default_rules_encode_each_seed_candidates_evidence():
+    r = resolve_rules({})
+    assert "pyproject.toml" in r.source
+    claims = {c: r.candidates[c].success for c in r.candidates}
+    assert claims["head-tail"] == ("tally_present",)
+    assert claims["carry-all"] == ("constraints_kept",)
+    assert claims["bridge"] == ("refail_30", "redo_30")
+    assert claims["no-stack"] == claims["digest-cap"] == ("growth_ratio",)
+    assert r.metrics["summary_tokens"].direction == "lower" and r.metrics["summary_tokens"].min_effect.relative
+    assert 1 - 2 * r.alpha == pytest.approx(0.95)
