@@ -23,13 +23,24 @@ def _template_headings(system: str) -> list[str]:
     return _HEADING.findall(system) or ["## Goal", "## Progress", "## Next Steps"]
 
 
+def _last_matching(pattern: re.Pattern, lines: list[str], n: int) -> list[str]:
+    """The last ``n`` lines matching, in order; scans from the end (replay calls this a lot)."""
+    found: list[str] = []
+    for ln in reversed(lines):
+        if pattern.search(ln):
+            found.append(ln)
+            if len(found) == n:
+                break
+    return found[::-1]
+
+
 def summarize(request: ChatRequest) -> ChatResponse:
     """Fill the template headings found in the system prompt from the conversation text."""
     system = "\n".join(m["content"] for m in request.messages if m["role"] == "system")
     convo = "\n".join(m["content"] for m in request.messages if m["role"] != "system")
     lines = [ln.strip() for ln in convo.splitlines() if ln.strip()]
-    tallies = [ln for ln in lines if _TALLY.search(ln)][-3:]
-    errors = [ln for ln in lines if _ERROR.search(ln)][-5:]
+    tallies = _last_matching(_TALLY, lines, 3)
+    errors = _last_matching(_ERROR, lines, 5)
     users = [ln[len("User:") :].strip() for ln in lines if ln.startswith("User:")]
     paths = sorted(set(_PATH.findall(convo)))[:20]
     fill = {
