@@ -41,6 +41,7 @@ UPDATE_PROMPT = "Update the summary with the new activity; preserve all existing
 # Meta keys on the messages the compactor makes (none of them is a recorded message).
 SUMMARY_META = "evalkit_summary"  # the summary text alone, what the next summarizer sees
 USERS_META = "evalkit_users"  # user texts carried verbatim
+UNSEEN_META = "evalkit_users_unseen"  # per carried text: chars of it no summarizer saw in full
 FILES_META = "evalkit_files"  # {"read": [...], "modified": [...]} carried deterministically
 CARRY_FILES_META = "evalkit_carry_files"  # plugin-carry texts by file name (seed 002)
 MIN_STUB = len(STUB_MARKER) + 16  # seed 003: a stub "succeeds" once its wrapper and marker fit
@@ -99,6 +100,7 @@ class Outcome:
     accounting: dict[str, tuple[int, int]] = field(default_factory=dict)
     source_chars: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    deferred_lost: int = 0  # unseen chars of carried texts that left the carry in this compaction
 
 
 @dataclass
@@ -380,7 +382,9 @@ def run_pipeline(job: Job, policy: Policy) -> Outcome | None:
     p = Pass(job, policy, cut)
     split_head(p)
     policy.source(p)
-    if not p.taken or not policy.gate(p):
+    # A head holding only the previous summary is still compacted (the summary re-summarized,
+    # first-kept message unchanged): seed 004's redundant compaction, which skip-redundant skips.
+    if (not p.taken and p.previous is None) or not policy.gate(p):
         return None
     prompt = policy.prompt(p)
     request = ChatRequest(
@@ -426,16 +430,24 @@ def splice_and_carry(p: Pass, request: ChatRequest, prompt: PromptBuilder) -> Ou
             {SUMMARY_META: p.summary, FILES_META: files, CARRY_FILES_META: p.plugin_texts, **provenance},
         )
     ]
-    prev_users = [u for m in p.leaving_made for u in m.meta.get(USERS_META, [])]
-    new_users = [m.text for m, _, _ in p.taken if m.is_genuine_user()]
-    users = pol.carry_users(prev_users, new_users)
+    # Each carried text remembers how much of its message no summarizer saw in full (a seed-003
+    # stub): that part is lost only when the text later drops out of the carry.
+    prev = [
+        (u, n)
+        for m in p.leaving_made
+        for u, n in zip(m.meta.get(USERS_META, []), m.meta.get(UNSEEN_META, []), strict=False)
+    ]
+    new = [(m.text, message_chars(m) - r.shown - r.elided) for m, r, _ in p.taken if m.is_genuine_user()]
+    users = pol.carry_users([u for u, _ in prev], [u for u, _ in new])
+    unseen = [next((n for t, n in [*prev, *new] if t.startswith(u)), 0) for u in users]
+    deferred = sum(n for t, n in prev if not any(t.startswith(u) for u in users))
     if users:
         made.append(
             Message(
                 f"evalkit:r{job.round}:users",
                 "user",
                 [Text("<user-requests>\n" + "\n\n".join(users) + "\n</user-requests>")],
-                {USERS_META: users},
+                {USERS_META: users, UNSEEN_META: unseen},
             )
         )
     carried = [*plugin, *users]
@@ -457,6 +469,7 @@ def splice_and_carry(p: Pass, request: ChatRequest, prompt: PromptBuilder) -> Ou
         accounting,
         p.source_chars,
         {"provenance": provenance} if provenance else {},
+        deferred_lost=deferred,
     )
 
 

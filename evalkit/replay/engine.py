@@ -24,6 +24,7 @@ from evalkit.replay.compactor import (
     CARRY_FILES_META,
     FILES_META,
     SUMMARY_META,
+    UNSEEN_META,
     USERS_META,
     Job,
     Outcome,
@@ -154,7 +155,7 @@ def replay_session(
     return events
 
 
-_BULKY = (SUMMARY_META, USERS_META, FILES_META, CARRY_FILES_META)
+_BULKY = (SUMMARY_META, USERS_META, UNSEEN_META, FILES_META, CARRY_FILES_META)
 
 
 def _made_entry(m: Message) -> dict:
@@ -170,7 +171,7 @@ def _made_entry(m: Message) -> dict:
 def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, counter) -> Event:
     new_ids = {m.id for m in o.new_context}
     removed = [m for m in context if m.id not in new_ids and m.id in cache.recorded]
-    lost = truncated = 0
+    lost, truncated = o.deferred_lost, 0
     for m in removed:
         shown, elided = o.accounting.get(m.id, (0, 0))
         lost += max(0, cache.chars(m) - shown - elided)
