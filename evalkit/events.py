@@ -14,11 +14,11 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.session import Message, message_from_dict, message_to_dict
+from evalkit.session import Message, ToolResult, message_from_dict, message_to_dict
 
 EVENT_SCHEMA = "evalkit.event/1"
 
@@ -82,12 +82,28 @@ def context_entry(msg: Message, recorded: bool) -> dict[str, Any]:
     return {"ref": msg.id} if recorded else {"message": message_to_dict(msg)}
 
 
+MASKED_OUTPUT = "[tool output omitted: {n} characters]"
+
+
+def mask_outputs(msg: Message) -> Message:
+    """A recorded message with every tool output replaced by a placeholder (observation masking).
+
+    Events store such a copy as ``{"ref": id, "mask": "outputs"}`` rather than in full.
+    """
+    blocks = [
+        replace(b, output=MASKED_OUTPUT.format(n=len(b.output))) if isinstance(b, ToolResult) else b
+        for b in msg.blocks
+    ]
+    return Message(f"{msg.id}#masked", msg.role, blocks, {"evalkit_masked": msg.id})
+
+
 def resolve_context(event: Event, by_id: dict[str, Message]) -> list[Message]:
     """The event's model-visible context as messages (references looked up in the session)."""
     out = []
     for i, entry in enumerate(event.new_context):
         if "ref" in entry:
-            out.append(by_id[entry["ref"]])
+            msg = by_id[entry["ref"]]
+            out.append(mask_outputs(msg) if entry.get("mask") == "outputs" else msg)
         else:
             out.append(message_from_dict(entry["message"], f"new_context[{i}]"))
     return out

@@ -315,3 +315,14 @@ def test_compositions_and_unknown_names():
     assert pol.renderer == "head-tail" and len(pol.postprocess) == 1 and pol.name == "head-tail+validate"
     with pytest.raises(KeyError, match="unknown candidate 'nope'"):
         policy_for("baseline+nope")
+
+
+def test_candidates_command_lists_every_arm_with_its_evidence(capsys):
+    from evalkit.cli import main
+
+    assert main(["candidates"]) == 0
+    out = capsys.readouterr().out
+    for e in ARMS:
+        assert e.name in out and e.description in out
+        if e.info["evidence"] != "-":
+            assert f"evidence: {e.info['evidence']}" in out

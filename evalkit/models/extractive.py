@@ -23,9 +23,37 @@ def _template_headings(system: str) -> list[str]:
     return _HEADING.findall(system) or ["## Goal", "## Progress", "## Next Steps"]
 
 
-def _last_matching(pattern: re.Pattern, lines: list[str], n: int) -> list[str]:
-    """The last ``n`` lines matching, in order; scans from the end (replay calls this a lot)."""
-    found: list[str] = []
+# Every alternative of _TALLY / _ERROR contains one of these (case-folded), so a line that
+# holds none of them cannot match: substring scans find the few candidate lines cheaply.
+_OTHER_BREAKS = re.compile("[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_NEEDLES = {
+    "tally": ("passed", "failed", "passing", "failing", "test result:", "tests:", "ran "),
+    "error": ("error", "exception", "traceback", "fatal", "failed"),
+}
+
+
+def _last_matching(pattern: re.Pattern, lines: list[str], n: int, convo: str = "", kind: str = "") -> list[str]:
+    """The last ``n`` stripped lines matching, in order (same result as testing every line)."""
+    low = convo.lower()
+    # The fast path splits on "\n" only; splitlines() also splits on these, so fall back then.
+    if kind and len(low) == len(convo) and not _OTHER_BREAKS.search(convo):
+        starts: set[int] = set()
+        for needle in _NEEDLES[kind]:
+            i = low.find(needle)
+            while i >= 0:
+                starts.add(low.rfind("\n", 0, i) + 1)
+                end = low.find("\n", i)
+                i = low.find(needle, end) if end >= 0 else -1
+        found: list[str] = []
+        for start in sorted(starts, reverse=True):
+            end = convo.find("\n", start)
+            ln = convo[start : end if end >= 0 else len(convo)].strip()
+            if ln and pattern.search(ln):
+                found.append(ln)
+                if len(found) == n:
+                    break
+        return found[::-1]
+    found = []
     for ln in reversed(lines):
         if pattern.search(ln):
             found.append(ln)
@@ -39,8 +67,8 @@ def summarize(request: ChatRequest) -> ChatResponse:
     system = "\n".join(m["content"] for m in request.messages if m["role"] == "system")
     convo = "\n".join(m["content"] for m in request.messages if m["role"] != "system")
     lines = [ln.strip() for ln in convo.splitlines() if ln.strip()]
-    tallies = _last_matching(_TALLY, lines, 3)
-    errors = _last_matching(_ERROR, lines, 5)
+    tallies = _last_matching(_TALLY, lines, 3, convo, "tally")
+    errors = _last_matching(_ERROR, lines, 5, convo, "error")
     users = [ln[len("User:") :].strip() for ln in lines if ln.startswith("User:")]
     paths = sorted(set(_PATH.findall(convo)))[:20]
     fill = {

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import reduce
 
+from evalkit.events import mask_outputs
 from evalkit.facts.extract import constraint_lines
 from evalkit.facts.tallies import find_tally
 from evalkit.registry import Registry
@@ -28,7 +29,7 @@ from evalkit.replay.compactor import (
     snap_to_assistant,
     stub_if_empty,
 )
-from evalkit.session import Message, ToolResult, message_chars
+from evalkit.session import message_chars
 from evalkit.tokens import get_counter
 
 Candidate = Callable[[Policy], Policy]
@@ -347,6 +348,7 @@ def hard_trim(p: Pass, o: Outcome) -> Outcome:
         o.request,
         o.recipe,
         source_chars=o.source_chars,
+        request_key=o.request_key,
         meta={"fallback": "hard-trim", "failed_summary_chars": len(o.summary), "failed_tokens_after": after},
     )
 
@@ -381,25 +383,19 @@ def skip_redundant(p: Policy) -> Policy:
 
 # --------------------------------------------------------------------------- observation masking
 
-MASK = "[tool output omitted: {n} characters]"
-
 
 def mask_observations(job, policy: Policy) -> Outcome | None:
     """No summary: tool outputs before the keep-recent cut become a placeholder."""
     cut = policy.cut(job)
     if cut is None:
         return None
-    head, new_head, accounting = job.context[:cut], [], {}
-    for m in head:
+    new_head, accounting = [], {}
+    for m in job.context[:cut]:
         results = m.tool_results()
         if not results or m.meta.get("evalkit_masked"):
             new_head.append(m)
             continue
-        blocks = [
-            replace(b, output=MASK.format(n=len(b.output))) if isinstance(b, ToolResult) else b
-            for b in m.blocks
-        ]
-        new_head.append(Message(f"{m.id}#masked", m.role, blocks, {"evalkit_masked": m.id}))
+        new_head.append(mask_outputs(m))
         elided = sum(len(r.output) for r in results)
         accounting[m.id] = (max(0, message_chars(m) - elided), elided)
     if not accounting:

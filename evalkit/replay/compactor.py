@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.facts.commands import files_of
 from evalkit.models import Backend, ChatRequest, ChatResponse
 from evalkit.replay.render import STUB_MARKER, RenderCache, Rendered, stub
 from evalkit.replay.settings import ReplaySettings
@@ -101,6 +100,7 @@ class Outcome:
     source_chars: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
     deferred_lost: int = 0  # unseen chars of carried texts that left the carry in this compaction
+    request_key: str | None = None
 
 
 @dataclass
@@ -322,10 +322,9 @@ def carry_files(p: Pass) -> dict[str, list[str]]:
         for k, v in m.meta.get(FILES_META, {}).items():
             (read if k == "read" else modified).update(dict.fromkeys(v))
     for m, _, _ in p.taken:
-        for call in m.tool_calls():
-            r, w = files_of(call)
-            read.update(dict.fromkeys(r))
-            modified.update(dict.fromkeys(w))
+        r, w = p.job.renders.files(m)
+        read.update(dict.fromkeys(r))
+        modified.update(dict.fromkeys(w))
     return {"read": [f for f in read if f not in modified], "modified": list(modified)}
 
 
@@ -365,9 +364,8 @@ class Policy:
     compact: Callable[[Job, Policy], Outcome | None] | None = None  # replaces the whole pipeline
 
 
-def call_summarizer(job: Job, request: ChatRequest) -> ChatResponse:
+def call_summarizer(job: Job, request: ChatRequest, key: str) -> ChatResponse:
     """Through the model client; equal requests within a session are one call."""
-    key = request.key(job.backend_name)
     resp = job.memo.get(key)
     if resp is None:
         resp = job.memo[key] = job.client(request)
@@ -399,17 +397,22 @@ def run_pipeline(job: Job, policy: Policy) -> Outcome | None:
         max_tokens=job.settings.summary_max_tokens,
         replicate=job.replicate,
     )
-    response = call_summarizer(job, request)
+    key = request.key(job.backend_name)
+    response = call_summarizer(job, request, key)
     error = response.error if not response.ok else None
     if error is None and not (response.text or "").strip():
         error = "empty summary"  # seed 003: an empty reply is not a summary
     if error is not None:
-        return Outcome(list(job.context), "", error, request, prompt.parts, source_chars=p.source_chars)
+        return Outcome(
+            list(job.context), "", error, request, prompt.parts, source_chars=p.source_chars, request_key=key
+        )
     summary = response.text or ""
     for step in policy.postprocess:
         summary = step(p, summary)
     p.summary = summary
-    return policy.accept(p, splice_and_carry(p, request, prompt))
+    outcome = splice_and_carry(p, request, prompt)
+    outcome.request_key = key
+    return policy.accept(p, outcome)
 
 
 def splice_and_carry(p: Pass, request: ChatRequest, prompt: PromptBuilder) -> Outcome:

@@ -110,7 +110,10 @@ def replay_session(
     tokens = 0
     events: list[Event] = []
     msgs = session.messages
+    broken = False
     for i, msg in enumerate(msgs):
+        if broken:
+            break
         if _is_recorded_compaction(msg):
             fire = settings.trigger == "recorded"
         else:
@@ -142,7 +145,10 @@ def replay_session(
         try:
             outcome = compact(job, policy)
         except CompactorError as e:
-            outcome = Outcome(list(context), summary_error=str(e))
+            # A compactor that crashed or timed out would only do so again at every later turn:
+            # record the error once and stop compacting this session under this arm.
+            outcome = Outcome(list(context), summary_error=str(e), meta={"stopped": True})
+            broken = True
         if outcome is None:
             continue
         event = _event(session, arm, settings, cache, context, tokens, i, job, outcome, counter)
@@ -156,6 +162,15 @@ def replay_session(
 
 
 _BULKY = (SUMMARY_META, USERS_META, UNSEEN_META, FILES_META, CARRY_FILES_META)
+
+
+def _entry(m: Message, recorded: set[str]) -> dict:
+    """A new-context entry: recorded messages (and their masked copies) by reference."""
+    if m.id in recorded:
+        return {"ref": m.id}
+    if m.meta.get("evalkit_masked") in recorded:
+        return {"ref": m.meta["evalkit_masked"], "mask": "outputs"}
+    return _made_entry(m)
 
 
 def _made_entry(m: Message) -> dict:
@@ -195,10 +210,10 @@ def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, 
         removed_ids=[m.id for m in removed],
         summary=o.summary,
         summary_error=o.summary_error,
-        request_key=o.request.key(job.backend_name) if o.request else None,
+        request_key=o.request_key or (o.request.key(job.backend_name) if o.request else None),
         request=request_record(o.request, o.recipe) if o.request else None,
         carried=o.carried,
-        new_context=[{"ref": m.id} if m.id in cache.recorded else _made_entry(m) for m in o.new_context],
+        new_context=[_entry(m, cache.recorded) for m in o.new_context],
         invariants=Invariants(
             tool_pairs_valid=tool_pairs_valid(o.new_context),
             lost_chars=lost,

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evalkit.facts.commands import files_of
 from evalkit.session import Message, Text, Thinking, ToolCall, ToolResult, message_chars
 
 TOOL_RESULT_CHARS = 2_000
@@ -164,10 +165,24 @@ def stub(rendered: Rendered, room: int) -> Rendered:
 
 
 class RenderCache:
-    """Renders of recorded messages by (id, variant), shared by every arm of one session."""
+    """Renders of recorded messages by (id, variant), and the files each one's tool calls read
+    and modified, shared by every arm of one session."""
 
     def __init__(self) -> None:
         self._cache: dict[tuple[str, str], Rendered] = {}
+        self._files: dict[str, tuple[list[str], list[str]]] = {}
+
+    def files(self, msg: Message) -> tuple[list[str], list[str]]:
+        f = self._files.get(msg.id)
+        if f is None:
+            read: list[str] = []
+            modified: list[str] = []
+            for call in msg.tool_calls():
+                r, w = files_of(call)
+                read += r
+                modified += w
+            f = self._files[msg.id] = (read, modified)
+        return f
 
     def get(self, msg: Message, variant: str = "default") -> Rendered:
         key = (msg.id, variant)
