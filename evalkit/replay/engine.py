@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -259,6 +260,18 @@ def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> list[li
     return [[e.to_json() for e in evs] for evs in per_arm]
 
 
+def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator[list[list[str]]]:
+    """``pool.map`` in order, but with at most ``window`` sessions in flight: ``Executor.map``
+    reads the whole corpus (~3 MB a session) into memory before the first result."""
+    pending: deque = deque()
+    for job in jobs:
+        pending.append(pool.submit(_replay_line, job))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 def _session_lines(corpus_dir: Path) -> Iterator[str]:
     with open(corpus_dir / "sessions.jsonl", encoding="utf-8") as fh:
         for line in fh:
@@ -296,7 +309,7 @@ def replay_corpus(
             pool = None
         else:
             pool = ProcessPoolExecutor(max_workers=workers)
-            results = pool.map(_replay_line, jobs, chunksize=1)
+            results = _bounded_map(pool, jobs, 2 * workers)
         try:
             for per_arm in track(results, "replay", total=n_sessions, unit="sessions"):
                 for a, lines in zip(arms, per_arm, strict=True):
