@@ -32,6 +32,9 @@ DEFAULTS: dict[str, Any] = {
         "trigger": "tokens",
         "max_messages": 40,
         "workers": 0,
+        "keep_messages": 0,
+        "summary_source_chars": 65_536,
+        "external_timeout": 60.0,
     },
     "model": {
         "backend": "extractive",

@@ -9,14 +9,16 @@ arm: ``events/<arm>.jsonl``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.session import Message, message_from_dict, message_to_dict
+from evalkit.session import Message, ToolResult, message_from_dict, message_to_dict
 
 EVENT_SCHEMA = "evalkit.event/1"
 
@@ -56,10 +58,17 @@ class Event:
     model: str = ""
     replicate: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
+    # Added by replay (defaults keep older event files readable):
+    truncated_chars: int = 0  # chars of messages leaving the view that the arm's render policy cut on purpose
+    source_chars: int = 0  # size of the rendered head handed to the summarizer (seed 003's source)
+    summary_tokens: int = 0  # the summary's size under the run's tokenizer (seed 004: surface it)
     schema: str = EVENT_SCHEMA
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=True, separators=(",", ":"))
+        # A shallow dict: asdict() deep-copies every nested value, which dominated replay time.
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["invariants"] = asdict(self.invariants)
+        return json.dumps(d, ensure_ascii=True, separators=(",", ":"))
 
     @classmethod
     def from_dict(cls, d: dict) -> Event:
@@ -73,19 +82,47 @@ def context_entry(msg: Message, recorded: bool) -> dict[str, Any]:
     return {"ref": msg.id} if recorded else {"message": message_to_dict(msg)}
 
 
+MASKED_OUTPUT = "[tool output omitted: {n} characters]"
+
+
+def mask_outputs(msg: Message) -> Message:
+    """A recorded message with every tool output replaced by a placeholder (observation masking).
+
+    Events store such a copy as ``{"ref": id, "mask": "outputs"}`` rather than in full.
+    """
+    blocks = [
+        replace(b, output=MASKED_OUTPUT.format(n=len(b.output))) if isinstance(b, ToolResult) else b
+        for b in msg.blocks
+    ]
+    return Message(f"{msg.id}#masked", msg.role, blocks, {"evalkit_masked": msg.id})
+
+
 def resolve_context(event: Event, by_id: dict[str, Message]) -> list[Message]:
     """The event's model-visible context as messages (references looked up in the session)."""
     out = []
     for i, entry in enumerate(event.new_context):
         if "ref" in entry:
-            out.append(by_id[entry["ref"]])
+            msg = by_id[entry["ref"]]
+            out.append(mask_outputs(msg) if entry.get("mask") == "outputs" else msg)
         else:
             out.append(message_from_dict(entry["message"], f"new_context[{i}]"))
     return out
 
 
+_SAFE = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def arm_filename(arm: str) -> str:
+    """A file-name-safe form of an arm name: itself when safe (``head-tail+validate``), else
+    the unsafe characters replaced and a short hash added (``external:python x.py``)."""
+    if not _SAFE.search(arm) and arm not in (".", ".."):
+        return arm
+    return _SAFE.sub("_", arm)[:60] + "-" + hashlib.sha256(arm.encode()).hexdigest()[:8]
+
+
 def events_path(run_dir: str | os.PathLike, arm: str) -> Path:
-    return Path(run_dir) / "events" / f"{arm}.jsonl"
+    """Where one arm's events live; readers should use this rather than build the name."""
+    return Path(run_dir) / "events" / f"{arm_filename(arm)}.jsonl"
 
 
 def read_events(path: str | os.PathLike) -> Iterator[Event]:

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from evalkit.corpus import write_sessions
-from evalkit.models import ChatRequest
 from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log
 from evalkit.models.openai_backend import is_refusal
+from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
-from evalkit.replay.compactor import baseline
+from evalkit.replay.compactor import cut_keep_recent
 from evalkit.session import tool_pairs_valid
 from evalkit.synth import generate_session
 from evalkit.tokens import message_tokens
@@ -32,23 +32,25 @@ SECRET = "sk-evalkit-test-SECRET-0123456789"
 REPLAY = {"window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 2}
 
 
-def _twin(inp):
+def _twin(policy):
     """The baseline compactor under another name: identical summarizer input, so every one of
     its calls must be answered by the baseline arm's call (cache or single-flight), never re-sent."""
-    return baseline(inp)
+    return policy
 
 
-def _short_tail(inp):
+def _short_tail(policy):
     """The baseline with a shorter kept tail: different input, so its own calls."""
-    return baseline(replace(inp, settings=replace(inp.settings, keep_recent=3_000)))
+    return replace(
+        policy,
+        cut=lambda job: cut_keep_recent(replace(job, settings=replace(job.settings, keep_recent=3_000))),
+    )
 
 
-def _register_test_arms() -> list[str]:
-    # Test-only arms; registered here (not at import) so other tests never see them. Workers are
-    # forked, so they inherit the registration.
+def _register_test_arms(monkeypatch) -> list[str]:
+    # Test-only arms, registered for this test alone (monkeypatch removes them afterwards, so the
+    # registry other tests list is untouched). Workers are forked, so they inherit them.
     for name, fn in (("test-twin", _twin), ("test-short-tail", _short_tail)):
-        if name not in ARMS:
-            ARMS.add(name, fn, f"test-only: {fn.__doc__.split(':')[0]}")
+        monkeypatch.setitem(ARMS._entries, name, Entry(name, fn, f"test-only: {fn.__doc__.split(':')[0]}"))
     return ["baseline", "test-twin", "test-short-tail"]
 
 
@@ -91,7 +93,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
         *[a for f in FAULTS for a in ("--fault", f"{f}=0.1")],
         *("--fault-latency", "0.05", "--retry-after", "0.01", "--hang", "0.5", "--no-bodies"),
     )
-    arms = _register_test_arms()
+    arms = _register_test_arms(monkeypatch)
     corpus = _prefix_corpus(tmp_path / "corpus", 20)
     model = {
         "backend": "openai",
@@ -111,7 +113,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
 
     events = {a: _events(run1, a) for a in arms}
     keys = {
-        a: [ChatRequest.from_dict(e["request"]).key("openai", url) for e in evs] for a, evs in events.items()
+        a: [e["request_key"] for e in evs] for a, evs in events.items()
     }
     for evs in events.values():
         for e in evs:
@@ -237,7 +239,7 @@ suite = "{suite}"
     assert events and all(e["summary_error"] is None and e["summary"] for e in events)
     # The score stage's judge probes add answer/judge calls to the same cache; the summaries are
     # exactly the summarize calls.
-    assert {ChatRequest.from_dict(e["request"]).key("openai", url) for e in events} == _cache_keys(
+    assert {e["request_key"] for e in events} == _cache_keys(
         cache, "summarize"
     )
     _assert_secret_absent(run_dir, log_path, texts=(done.stdout, done.stderr, out1.decode(), err1.decode()))

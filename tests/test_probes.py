@@ -10,8 +10,10 @@ from evalkit.events import Invariants
 from evalkit.facts import TallyFact, compute_facts
 from evalkit.probes import PROBES, SessionView, Suite, score_events
 from evalkit.probes.tallymatch import found_in, mentions
-from evalkit.replay.compactor import TEMPLATE
+from evalkit.replay.compactor import TEMPLATE as _HEADINGS
 from tests.probe_helpers import Builder, event, run_probe
+
+TEMPLATE = "\n".join(_HEADINGS)
 
 
 def pytest_out(passed: int, failed: int, pad: int = 0) -> str:
@@ -221,8 +223,8 @@ def test_invariant_probes_read_replay_and_optional_fields():
         "x",
         tokens=(250_000, 210_000),
         invariants=Invariants(tool_pairs_valid=False, lost_chars=1234, over_limit=False),
-        meta={"truncated_chars": 99},
     )
+    ev.truncated_chars = 99
     assert run_probe("over_limit", ev, s) == {"over_limit": 1.0}  # tokens_after > window
     assert run_probe("lost_chars", ev, s) == {"lost_chars": 1234.0, "truncated_chars": 99.0}
     assert run_probe("tool_pairs_valid", ev, s) == {"tool_pairs_valid": 0.0}

@@ -34,7 +34,9 @@ def _is_nasty(line: str) -> bool:
     return any(n in line for n in NASTY)
 
 
-def _derive_arm(run: Path, name: str, compound: bool, dead_session: str | None) -> None:
+def _derive_arm(
+    run: Path, name: str, compound: bool, dead_session: str | None, nasty_session: str = ""
+) -> None:
     """events/<name>.jsonl from the baseline's. With ``compound`` each round re-embeds the previous
     summary and carries every text carried before (the seed-004 shape, which also keeps the quoted
     first user message to the end); otherwise the quoted lines are dropped."""
@@ -43,6 +45,8 @@ def _derive_arm(run: Path, name: str, compound: bool, dead_session: str | None) 
         e = json.loads(raw)
         e["arm"] = name
         if compound:
+            if e["session"] == nasty_session:
+                e["carried"] = ["\n".join(NASTY), *e["carried"]]
             carried = prev_carried.get(e["session"], []) + [
                 c for c in e["carried"] if c not in prev_carried.get(e["session"], [])
             ]
@@ -85,12 +89,13 @@ def _metric(m: dict, role: str, est: float, ci: list[float], **kw) -> dict:
 def run_dir(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("report")
     assert main(["synth", "--sessions", "4", "--out", str(tmp / "src")]) == 0
-    # The transcript to quote: the first user message (carried verbatim, its first line summarized)
-    # opens with HTML, Markdown table syntax, back-ticks and a fake API key.
+    # The transcript to quote: a user message opens with HTML, Markdown table syntax, back-ticks
+    # and a fake API key; the `compound` arm below carries it verbatim to the end (as a plugin
+    # carry would) while the baseline does not, so the evidence section quotes it.
     lines = (tmp / "src/sessions.jsonl").read_text().splitlines()
     s = json.loads(lines[0])
-    first_user = next(m for m in s["messages"] if m["role"] == "user")
-    first_user["blocks"][0]["text"] = "\n".join(NASTY) + "\n" + first_user["blocks"][0]["text"]
+    second_user = [m for m in s["messages"] if m["role"] == "user"][1]
+    second_user["blocks"][0]["text"] = "\n".join(NASTY) + "\n" + second_user["blocks"][0]["text"]
     lines[0] = json.dumps(s)
     (tmp / "src/sessions.jsonl").write_text("\n".join(lines) + "\n")
     cfg = tmp / "exp.toml"
@@ -100,7 +105,7 @@ def run_dir(tmp_path_factory) -> Path:
     run = tmp / "run"
     assert main(["run", "--config", str(cfg), "--run-dir", str(run)]) == 0
     nasty_session = s["id"]
-    _derive_arm(run, "compound", compound=True, dead_session=nasty_session)
+    _derive_arm(run, "compound", compound=True, dead_session=nasty_session, nasty_session=nasty_session)
     _derive_arm(run, "lean", compound=False, dead_session=None)
 
     # Metrics for the derived arms: the compound arm loses constraints on the quoted session.

@@ -33,6 +33,7 @@ MODULES = [
     "report",
     "models",
     "stats",
+    "replay",
 ]
 
 

@@ -69,7 +69,6 @@ def _duplicates(d: Path) -> list[Figure]:
     import json
 
     from evalkit.corpus import build_corpus
-    from evalkit.models import ChatRequest
     from evalkit.models.fakeserver import answered, read_log
     from evalkit.replay import ARMS, replay_corpus
 
@@ -93,7 +92,7 @@ def _duplicates(d: Path) -> list[Figure]:
         for line in (d / "run" / "events" / f"{a}.jsonl").read_text().splitlines():
             e = json.loads(line)
             if e["request"]:
-                keys.add(ChatRequest.from_dict(e["request"]).key("openai", url))
+                keys.add(e["request_key"])
     sent = len(answered(read_log(d / "dup.jsonl")))
     return [
         Figure(

@@ -295,18 +295,13 @@ def over_limit(inp: ProbeInput) -> list[ProbeValue]:
     needs_summary=False,
 )
 def lost_chars(inp: ProbeInput) -> list[ProbeValue]:
-    """Replay's ``lost_chars`` invariant; ``truncated_chars`` (chars the summarizer's re-render cut)
-    when the event records it (an optional field, read if present)."""
+    """Replay's ``lost_chars`` invariant, and ``truncated_chars``: characters the summarizer's
+    re-render cut by policy (the 2,000-character tool-output cut), which are not lost content."""
     ev = inp.event
-    out = [ProbeValue("lost_chars", float(ev.invariants.lost_chars))]
-    trunc = getattr(ev, "truncated_chars", None)
-    if trunc is None:
-        trunc = getattr(ev.invariants, "truncated_chars", None)
-    if trunc is None:
-        trunc = ev.meta.get("truncated_chars") if isinstance(ev.meta, dict) else None
-    if isinstance(trunc, int | float):
-        out.append(ProbeValue("truncated_chars", float(trunc)))
-    return out
+    return [
+        ProbeValue("lost_chars", float(ev.invariants.lost_chars)),
+        ProbeValue("truncated_chars", float(ev.truncated_chars)),
+    ]
 
 
 @probe(
@@ -321,17 +316,18 @@ def tool_pairs_valid(inp: ProbeInput) -> list[ProbeValue]:
     return [ProbeValue("tool_pairs_valid", float(inp.event.invariants.tool_pairs_valid))]
 
 
-def request_text(request: dict | None) -> str:
-    """All message text of a stored summarizer request (string or content-part messages)."""
-    if not request:
-        return ""
+def request_text(event, session) -> str:
+    """All message text of an event's summarizer request. Replay stores a request's user prompt as
+    a recipe (literal parts and spans of session messages); it is rebuilt from the session here."""
+    from evalkit.replay.requests import assemble
+
     parts: list[str] = []
-    for m in request.get("messages", []):
+    for m in (event.request or {}).get("messages", []):
         c = m.get("content") if isinstance(m, dict) else None
         if isinstance(c, str):
             parts.append(c)
-        elif isinstance(c, list):
-            parts.extend(p.get("text", "") for p in c if isinstance(p, dict))
+        elif isinstance(c, dict) and "parts" in c:
+            parts.append(assemble(c["parts"], session))
     return "\n".join(parts)
 
 
@@ -356,7 +352,7 @@ def carry_once(inp: ProbeInput) -> list[ProbeValue]:
     visible = inp.visible_text()
     arm = inp.event.arm
     later = [
-        inp.view.memo(("request_text", arm, e.event, e.replicate), lambda e=e: request_text(e.request))
+        inp.view.memo(("request_text", arm, e.event, e.replicate), lambda e=e: request_text(e, inp.view.session))
         for e in inp.later
     ]
     counts = [visible.count(t) for t in texts]
@@ -397,7 +393,7 @@ def template_headings(request: dict | None, template: str = "") -> list[str]:
             return found
     from evalkit.replay.compactor import TEMPLATE
 
-    return [h.strip() for h in _HEADING.findall(TEMPLATE)]
+    return list(TEMPLATE)
 
 
 def sections_in_order(summary: str, headings: list[str]) -> int:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.events import Event
+from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.metrics import SESSION_LEVEL, MetricRow, to_frame, write_metrics
 from evalkit.probes.base import PROBES, ProbeInput, SessionView
@@ -180,7 +180,7 @@ def score_run(
     ctx = ScoreContext(str(run), _model_section(run))
     corpus = run / "corpus" / "sessions.jsonl"
     sessions = _index(corpus, _ID_KEY)
-    ev_index = {a: _index(run / "events" / f"{a}.jsonl", _SESSION_KEY) for a in arms}
+    ev_index = {a: _index(events_path(run, a), _SESSION_KEY) for a in arms}
     for a, idx in ev_index.items():
         for sid in idx.keys() - sessions.keys():
             stats.skipped.append(
@@ -198,7 +198,7 @@ def score_run(
     questions = _load_questions(run) if wants_questions else None
     jobs = []
     for sid, locs in sessions.items():
-        ev_locs = [(a, str(run / "events" / f"{a}.jsonl"), ev_index[a].get(sid, [])) for a in arms]
+        ev_locs = [(a, str(events_path(run, a)), ev_index[a].get(sid, [])) for a in arms]
         if not any(loc for _, _, loc in ev_locs):
             continue
         q = (questions is not None, None if questions is None else questions.get(sid))

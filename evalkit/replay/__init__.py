@@ -1,7 +1,23 @@
 """Replay: walk sessions through a context window under each arm's compactor, emitting events."""
 
-from evalkit.replay.compactor import ARMS, CompactionInput, CompactionResult
-from evalkit.replay.engine import replay_corpus, replay_session
+from evalkit.replay.candidates import ARMS, check_arm, policy_for
+from evalkit.replay.compactor import Job, Outcome, Pass, Policy
+from evalkit.replay.engine import SessionCache, replay_corpus, replay_session, replay_session_arms
+from evalkit.replay.requests import resolve_request
 from evalkit.replay.settings import ReplaySettings
 
-__all__ = ["ARMS", "CompactionInput", "CompactionResult", "ReplaySettings", "replay_corpus", "replay_session"]
+__all__ = [
+    "ARMS",
+    "Job",
+    "Outcome",
+    "Pass",
+    "Policy",
+    "ReplaySettings",
+    "SessionCache",
+    "check_arm",
+    "policy_for",
+    "replay_corpus",
+    "replay_session",
+    "replay_session_arms",
+    "resolve_request",
+]

@@ -3,107 +3,273 @@
 For each (session, arm): append the recorded messages one by one; at a turn boundary (the next
 message is the assistant's, so a request would be sent) check the trigger; if it fires, hand
 the context to the arm's compactor and continue from what it returns. Every compaction is an
-:class:`~evalkit.events.Event`.
+:class:`~evalkit.events.Event`. All arms of one session run in one worker and share its caches
+(token counts and renders of recorded messages, summarizer answers by request key), which is
+what keeps replay of many arms cheap.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from evalkit.events import Event, Invariants, context_entry, events_path
-from evalkit.models import make_client
+from evalkit.events import Event, Invariants, events_path
+from evalkit.models import Backend, ChatResponse, make_client
 from evalkit.progress import track
-from evalkit.replay.compactor import ARMS, CompactionInput
+from evalkit.replay.candidates import check_arm, policy_for
+from evalkit.replay.compactor import (
+    CARRY_FILES_META,
+    FILES_META,
+    SUMMARY_META,
+    UNSEEN_META,
+    USERS_META,
+    Job,
+    Outcome,
+    compact,
+    is_made,
+)
+from evalkit.replay.external import CompactorError
+from evalkit.replay.render import RenderCache
+from evalkit.replay.requests import request_record
 from evalkit.replay.settings import ReplaySettings
-from evalkit.session import Message, Session, message_chars, tool_pairs_valid
-from evalkit.tokens import message_tokens
+from evalkit.session import (
+    Compaction,
+    Message,
+    Session,
+    message_chars,
+    message_to_dict,
+    session_from_dict,
+    tool_pairs_valid,
+)
+from evalkit.tokens import get_counter, message_tokens
 
 
-def _should_fire(settings: ReplaySettings, tokens: int, n_messages: int) -> bool:
-    if settings.trigger == "messages":
-        return n_messages > settings.max_messages
-    return tokens > settings.threshold
+class SessionCache:
+    """Per-session values every arm reuses: token and char counts of recorded messages (by id),
+    their renders, and summarizer answers by request key (equal requests are one call)."""
+
+    def __init__(self, session: Session, tokenizer: str):
+        self.session = session
+        self.tokenizer = tokenizer
+        # Recorded compaction markers never enter a replayed context, so they take no index.
+        kept = [m for m in session.messages if not _is_recorded_compaction(m)]
+        self.order = {m.id: i for i, m in enumerate(kept)}
+        self.recorded = {m.id for m in session.messages}
+        self.renders = RenderCache()
+        self.memo: dict[str, ChatResponse] = {}
+        self._tokens: dict[str, int] = {}
+        self._chars: dict[str, int] = {}
+
+    def tokens(self, m: Message) -> int:
+        t = self._tokens.get(m.id)
+        if t is None:
+            t = message_tokens(m, self.tokenizer)
+            # Summary and carry messages differ between arms under one id, so only recorded
+            # messages (and their deterministic masked copies) are cached.
+            if m.id in self.recorded or not is_made(m):
+                self._tokens[m.id] = t
+        return t
+
+    def chars(self, m: Message) -> int:
+        c = self._chars.get(m.id)
+        if c is None:
+            c = self._chars[m.id] = message_chars(m)
+        return c
+
+
+def _is_recorded_compaction(msg: Message) -> bool:
+    return any(isinstance(b, Compaction) for b in msg.blocks)
 
 
 def replay_session(
-    session: Session, arm: str, settings: ReplaySettings, model: dict, client=None
+    session: Session,
+    arm: str,
+    settings: ReplaySettings,
+    model: dict,
+    client: Backend | None = None,
+    cache: SessionCache | None = None,
+    replicate: int = 0,
 ) -> list[Event]:
-    """All compaction events of one session under one arm."""
-    compactor = ARMS.get(arm)
+    """All compaction events of one session under one arm (one replicate).
+
+    Recorded compaction messages (the recording harness's own summaries) never enter the
+    replayed context; with ``trigger = "recorded"`` they are where compaction fires.
+    """
+    policy = policy_for(arm)
+    cache = cache or SessionCache(session, settings.tokenizer)
     backend = client or make_client(model)
+    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    rep = replicate + policy.replicate_offset * n_reps
+    counter = get_counter(settings.tokenizer)
+    backend_name = str(model.get("backend", ""))
+    state: dict = {}
     context: list[Message] = []
     tokens = 0
     events: list[Event] = []
-    recorded = {m.id for m in session.messages}
     msgs = session.messages
+    broken = False
     for i, msg in enumerate(msgs):
-        context.append(msg)
-        tokens += message_tokens(msg, settings.tokenizer)
-        at_boundary = i + 1 < len(msgs) and msgs[i + 1].role == "assistant"
-        if not at_boundary or not _should_fire(settings, tokens, len(context)):
+        if broken:
+            break
+        if _is_recorded_compaction(msg):
+            fire = settings.trigger == "recorded"
+        else:
+            context.append(msg)
+            tokens += cache.tokens(msg)
+            at_boundary = i + 1 < len(msgs) and msgs[i + 1].role == "assistant"
+            if settings.trigger == "messages":
+                fire = at_boundary and len(context) > settings.max_messages
+            else:
+                fire = at_boundary and settings.trigger == "tokens" and tokens > settings.threshold
+        if not fire:
             continue
-        rnd = len(events) + 1
-        result = compactor(
-            CompactionInput(
-                context, rnd, settings, backend, model.get("model", ""), int(model.get("replicate", 0))
-            )
+        job = Job(
+            context,
+            len(events) + 1,
+            settings,
+            backend,
+            str(model.get("model", "")),
+            rep,
+            backend_name,
+            session.id,
+            session.meta,
+            cache.renders,
+            cache.tokens,
+            cache.memo,
+            cache.order,
+            state,
         )
-        if result is None:
+        try:
+            outcome = compact(job, policy)
+        except CompactorError as e:
+            # A compactor that crashed or timed out would only do so again at every later turn:
+            # record the error once and stop compacting this session under this arm.
+            outcome = Outcome(list(context), summary_error=str(e), meta={"stopped": True})
+            broken = True
+        if outcome is None:
             continue
-        new_tokens = sum(message_tokens(m, settings.tokenizer) for m in result.new_context)
-        removed_recorded = [m for m in result.removed if m.id in recorded]
-        kept_ids = {m.id for m in result.new_context}
-        kept_first = next((m.id for m in result.new_context if m.id in recorded and m.role != "system"), None)
-        events.append(
-            Event(
-                arm=arm,
-                session=session.id,
-                event=len(events),
-                round=rnd,
-                trigger=settings.trigger,
-                at_message=i,
-                tokens_before=tokens,
-                tokens_after=new_tokens,
-                window=settings.window,
-                first_kept_id=kept_first,
-                removed_ids=[m.id for m in removed_recorded],
-                summary=result.summary,
-                summary_error=result.summary_error,
-                request_key=result.request.key(model.get("backend", "")) if result.request else None,
-                request=result.request.to_dict() if result.request else None,
-                carried=result.carried,
-                new_context=[context_entry(m, m.id in recorded) for m in result.new_context],
-                invariants=Invariants(
-                    tool_pairs_valid=tool_pairs_valid(result.new_context),
-                    # Skeleton compactor renders every removed message, so nothing leaves unseen.
-                    lost_chars=sum(
-                        message_chars(m)
-                        for m in removed_recorded
-                        if m.id not in kept_ids and result.request is None
-                    ),
-                    over_limit=new_tokens > settings.window,
-                ),
-                backend=model.get("backend", ""),
-                model=model.get("model", ""),
-            )
-        )
-        context = list(result.new_context)
-        tokens = new_tokens
+        event = _event(session, arm, settings, cache, context, tokens, i, job, outcome, counter)
+        event.backend, event.model, event.replicate = backend_name, job.model, rep
+        events.append(event)
+        if event.removed_ids or outcome.summary_error is None:
+            state["first_kept"] = event.first_kept_id
+        context = list(outcome.new_context)
+        tokens = event.tokens_after
     return events
 
 
-def _replay_all_arms(args: tuple[str, list[str], dict, dict]) -> list[list[str]]:
-    line, arms, settings, model = args
-    import json
+_BULKY = (SUMMARY_META, USERS_META, UNSEEN_META, FILES_META, CARRY_FILES_META)
 
-    from evalkit.session import session_from_dict
 
+def _entry(m: Message, recorded: set[str]) -> dict:
+    """A new-context entry: recorded messages (and their masked copies) by reference."""
+    if m.id in recorded:
+        return {"ref": m.id}
+    if m.meta.get("evalkit_masked") in recorded:
+        return {"ref": m.meta["evalkit_masked"], "mask": "outputs"}
+    return _made_entry(m)
+
+
+def _made_entry(m: Message) -> dict:
+    """A message the compactor made, for the event: in full, but without the meta that only
+    repeats its text (the summary is the event's ``summary``); ``evalkit_made`` names its kind."""
+    kind = "summary" if SUMMARY_META in m.meta else "users" if USERS_META in m.meta else "other"
+    slim = Message(
+        m.id, m.role, m.blocks, {"evalkit_made": kind, **{k: v for k, v in m.meta.items() if k not in _BULKY}}
+    )
+    return {"message": message_to_dict(slim)}
+
+
+def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, counter) -> Event:
+    new_ids = {m.id for m in o.new_context}
+    removed = [m for m in context if m.id not in new_ids and m.id in cache.recorded]
+    lost, truncated = o.deferred_lost, 0
+    for m in removed:
+        shown, elided = o.accounting.get(m.id, (0, 0))
+        lost += max(0, cache.chars(m) - shown - elided)
+        truncated += elided
+    new_tokens = sum(cache.tokens(m) for m in o.new_context)
+    first_kept = next(
+        (m.id for m in o.new_context if m.id in cache.recorded and m.role != "system"),
+        None,
+    )
+    return Event(
+        arm=arm,
+        session=session.id,
+        event=job.round - 1,
+        round=job.round,
+        trigger=settings.trigger,
+        at_message=at,
+        tokens_before=tokens,
+        tokens_after=new_tokens,
+        window=settings.window,
+        first_kept_id=first_kept,
+        removed_ids=[m.id for m in removed],
+        summary=o.summary,
+        summary_error=o.summary_error,
+        request_key=o.request_key or (o.request.key(job.backend_name) if o.request else None),
+        request=request_record(o.request, o.recipe) if o.request else None,
+        carried=o.carried,
+        new_context=[_entry(m, cache.recorded) for m in o.new_context],
+        invariants=Invariants(
+            tool_pairs_valid=tool_pairs_valid(o.new_context),
+            lost_chars=lost,
+            over_limit=new_tokens > settings.window,
+        ),
+        meta=o.meta,
+        truncated_chars=truncated,
+        source_chars=o.source_chars,
+        summary_tokens=counter(o.summary) if o.summary else 0,
+    )
+
+
+# --------------------------------------------------------------------------- corpus, in parallel
+
+_CLIENTS: dict[str, Backend] = {}
+
+
+def _worker_client(model: dict, run_dir: str | None) -> Backend:
+    """One model client per worker process (it may hold a cache connection)."""
+    key = json.dumps([model, run_dir], sort_keys=True)
+    if key not in _CLIENTS:
+        _CLIENTS[key] = make_client(model, run_dir)
+    return _CLIENTS[key]
+
+
+def replay_session_arms(
+    session: Session, arms: list[str], settings: ReplaySettings, model: dict, client: Backend
+) -> list[list[Event]]:
+    """Every arm (and replicate) of one session, sharing the session's caches."""
+    cache = SessionCache(session, settings.tokenizer)
+    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    return [
+        [e for r in range(n_reps) for e in replay_session(session, a, settings, model, client, cache, r)]
+        for a in arms
+    ]
+
+
+def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> list[list[str]]:
+    line, arms, section, model, run_dir = args
     session = session_from_dict(json.loads(line))
-    rs = ReplaySettings.from_section(settings)
-    return [[e.to_json() for e in replay_session(session, arm, rs, model)] for arm in arms]
+    settings = ReplaySettings.from_section(section)
+    per_arm = replay_session_arms(session, arms, settings, model, _worker_client(model, run_dir))
+    return [[e.to_json() for e in evs] for evs in per_arm]
+
+
+def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator[list[list[str]]]:
+    """``pool.map`` in order, but with at most ``window`` sessions in flight: ``Executor.map``
+    reads the whole corpus (~3 MB a session) into memory before the first result."""
+    pending: deque = deque()
+    for job in jobs:
+        pending.append(pool.submit(_replay_line, job))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _session_lines(corpus_dir: Path) -> Iterator[str]:
@@ -120,10 +286,15 @@ def replay_corpus(
     model: dict,
     n_sessions: int | None = None,
 ) -> dict[str, int]:
-    """Replay every session under every arm; writes ``events/<arm>.jsonl``. Returns events per arm."""
+    """Replay every session under every arm; writes ``events/<arm>.jsonl``. Returns events per arm.
+
+    Sessions are spread over worker processes (all arms of a session in one worker); results
+    come back in corpus order, so the files are byte-identical run to run.
+    """
     arms = list(replay.get("arms", ["baseline"]))
+    ReplaySettings.from_section(replay)  # a bad trigger fails here, before any work
     for a in arms:
-        ARMS.entry(a)  # fail before any work on an unknown arm
+        check_arm(a)  # fail before any work on an unknown arm
     workers = int(replay.get("workers") or 0) or os.cpu_count() or 1
     out = {a: events_path(run_dir, a) for a in arms}
     for p in out.values():
@@ -131,16 +302,23 @@ def replay_corpus(
     # One open file per arm for the whole replay; closed in the finally below.
     fhs = {a: open(str(p) + ".tmp", "w", encoding="utf-8") for a, p in out.items()}  # noqa: SIM115
     counts = dict.fromkeys(arms, 0)
+    jobs = ((line, arms, replay, model, str(run_dir)) for line in _session_lines(Path(corpus_dir)))
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            jobs = ((line, arms, replay, model) for line in _session_lines(Path(corpus_dir)))
-            for per_arm in track(
-                pool.map(_replay_all_arms, jobs, chunksize=2), "replay", total=n_sessions, unit="sessions"
-            ):
+        if workers == 1:
+            results: Iterator[list[list[str]]] = map(_replay_line, jobs)
+            pool = None
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers)
+            results = _bounded_map(pool, jobs, 2 * workers)
+        try:
+            for per_arm in track(results, "replay", total=n_sessions, unit="sessions"):
                 for a, lines in zip(arms, per_arm, strict=True):
                     for ln in lines:
                         fhs[a].write(ln + "\n")
                     counts[a] += len(lines)
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
     finally:
         for fh in fhs.values():
             fh.close()

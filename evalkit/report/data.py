@@ -15,6 +15,8 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.events import events_path
+
 # The per-event fields the report uses; the rest (the summarizer request above all, ~90% of an
 # event's bytes) is never parsed.
 EVENT_FIELDS = [
@@ -123,7 +125,7 @@ def read_event_table(events_dir: Path, arms: list[str] | None = None) -> pd.Data
 
 def read_event(run_dir: Path, arm: str, line: int) -> dict[str, Any]:
     """The full event at ``line`` (1-based) of ``events/<arm>.jsonl``."""
-    with open(run_dir / "events" / f"{arm}.jsonl", "rb") as fh:
+    with open(events_path(run_dir, arm), "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if n == line:
                 return json.loads(raw)

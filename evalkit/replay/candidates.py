@@ -1,0 +1,416 @@
+"""Every arm: the baseline, the A/A arm, and the candidates from the seeds, registered by name.
+
+A candidate is a function ``Policy -> Policy`` that replaces a few steps of the reference
+pipeline (``evalkit.replay.compactor``); ``+`` joins names and applies them left to right
+(``head-tail+validate``). Each entry carries a one-line description and the evidence from
+its seed text that it answers. Third-party candidates come in through the ``evalkit.candidate``
+entry-point group (same signature) or as ``external:CMD`` (``evalkit.replay.external``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from functools import reduce
+
+from evalkit.events import mask_outputs
+from evalkit.facts.extract import constraint_lines
+from evalkit.facts.tallies import find_tally
+from evalkit.registry import Registry
+from evalkit.replay.compactor import (
+    CARRY_FILES_META,
+    SUMMARY_META,
+    TEMPLATE,
+    Outcome,
+    Pass,
+    Policy,
+    is_made,
+    snap_to_assistant,
+    stub_if_empty,
+)
+from evalkit.session import message_chars
+from evalkit.tokens import get_counter
+
+Candidate = Callable[[Policy], Policy]
+ARMS: Registry[Candidate] = Registry("candidate")
+
+
+def arm(name: str, description: str, evidence: str, seed: str):
+    return ARMS.register(name, description, evidence=evidence, seed=seed)
+
+
+def policy_for(name: str) -> Policy:
+    """The policy of an arm: ``baseline``, a candidate, ``a+b`` compositions or ``external:CMD``."""
+    if name.startswith("external:"):
+        from evalkit.replay.external import external_policy
+
+        return external_policy(name[len("external:") :])
+    parts = [p.strip() for p in name.split("+")]
+    if not all(parts):
+        raise ValueError(f"arm {name!r}: empty name in a '+' composition")
+    transforms = [ARMS.get(p) for p in parts]
+    return replace(reduce(lambda pol, t: t(pol), transforms, Policy()), name=name)
+
+
+def check_arm(name: str) -> None:
+    """Raise early (before any replay work) for an arm that cannot be built."""
+    policy_for(name)
+
+
+@arm("baseline", "the reference compactor (REFERENCES.md §1.A, 64 KiB summary source of seed 003)", "-", "-")
+def baseline(p: Policy) -> Policy:
+    return p
+
+
+@arm(
+    "aa",
+    "the baseline again under replicate index 1: the A/A arm that measures the noise floor",
+    "results vary up to 14x across replicates at temperature 0 (REFERENCES.md §2): replicates are mandatory",
+    "-",
+)
+def aa(p: Policy) -> Policy:
+    return replace(p, replicate_offset=p.replicate_offset + 1)
+
+
+# --------------------------------------------------------------------------- seed 000
+
+
+@arm(
+    "head-tail",
+    "re-render keeps a long tool result's first 500 + last 1,500 chars and up to 30 tally/error lines from the middle",
+    "66% of long test results had their pass/fail tally only after character 2,000",
+    "000",
+)
+def head_tail(p: Policy) -> Policy:
+    return replace(p, renderer="head-tail")
+
+
+BRIDGE = (
+    "Checkpoint of earlier work. Messages after it are newer and win where they differ. Work listed as "
+    "Done is on disk: don't redo or re-verify it unless something newer contradicts it."
+)
+
+
+def splice_bridge(p: Pass, summary: str, tokens_before: int) -> tuple[str, dict]:
+    """The bridge sentence replaces the token banner; the count moves to the provenance."""
+    return BRIDGE + "\n\n" + summary, {"tokens_before": tokens_before}
+
+
+@arm(
+    "bridge",
+    "the summary message opens with a sentence saying how the checkpoint relates to the newer messages",
+    "nothing told the model how the checkpoint relates to the verbatim messages after it",
+    "000",
+)
+def bridge(p: Policy) -> Policy:
+    # The next summarizer reads meta["evalkit_summary"], which holds no bridge: it never stacks.
+    return replace(p, splice=splice_bridge)
+
+
+STATE_TEMPLATE = (
+    *TEMPLATE[:6],
+    "## Tests & Errors (latest)",
+    "## Failed approaches / don't retry",
+    "## Key Decisions",
+    "## Next Step",
+    "## Critical Context",
+)
+
+
+@arm(
+    "state-sections",
+    "adds Tests & Errors (latest) and Failed approaches sections; one Next Step that follows from the state",
+    "only 55% of summaries mention a tally; 20% re-fail the same command within 30 calls; agents fail to stop",
+    "000",
+)
+def state_sections(p: Policy) -> Policy:
+    return replace(
+        p,
+        template=STATE_TEMPLATE,
+        guidance=(
+            "Write exactly one Next Step, and it must follow from the state above "
+            '("Verify and finish" is allowed). Be specific: keep file paths, commands, test results and '
+            "error messages."
+        ),
+    )
+
+
+SHORT = (
+    "Target about 700 words in all. Caps per section: Goal 2 sentences; Constraints & Preferences 8 "
+    "bullets; each Progress subsection 6 bullets; Key Decisions 5 bullets; Next Steps 3 items; "
+    "Critical Context 8 bullets."
+)
+
+
+@arm(
+    "short",
+    "a ~700-word target with per-section caps in the summarizer instructions",
+    "median summary length grew 771 -> 2,167 words by round five; the evidence on length disagrees",
+    "000",
+)
+def short(p: Policy) -> Policy:
+    return replace(p, instructions=(*p.instructions, SHORT))
+
+
+USER_CAP, USERS_CAP = 8_000, 32_000
+
+
+def carry_all_users(previous: list[str], new: list[str]) -> list[str]:
+    """Every user message (each <= 8,000 chars); over 32,000 in all, the first plus the most recent."""
+    users = [u[:USER_CAP] for u in previous + new]
+    if sum(map(len, users)) <= USERS_CAP:
+        return users
+    keep, total = [], len(users[0])
+    for u in reversed(users[1:]):
+        if total + len(u) > USERS_CAP:
+            break
+        keep.append(u)
+        total += len(u)
+    return [users[0], *reversed(keep)]
+
+
+@arm(
+    "carry-all",
+    "every genuine user message rides <user-requests> (each <= 8,000 chars, <= 32,000 in all)",
+    "summaries keep ~17% of user constraints against 93-99.7% when the user's words are re-appended verbatim",
+    "000",
+)
+def carry_all(p: Policy) -> Policy:
+    return replace(p, carry_users=carry_all_users)
+
+
+def validate_summary(p: Pass, summary: str) -> str:
+    """Deterministically append what the summary lacks: the latest tally and its command (when
+    the kept tail shows none), the user's constraint lines, and a next step."""
+    add: list[str] = []
+    if not any(find_tally(r.output) for m in p.tail for r in m.tool_results()):
+        latest = _latest_tally(p)
+        if latest and latest[1] not in summary:
+            add.append(f"## Latest test result\n- `{latest[0]}`: {latest[1]}")
+    users = [m for m, _, _ in p.taken if m.is_genuine_user()]
+    missing = [ln for m in users for ln, _ in constraint_lines(m.text) if ln not in summary]
+    if missing:
+        add.append("## User constraints (verbatim)\n" + "\n".join(f"- {ln}" for ln in dict.fromkeys(missing)))
+    if not re.search(r"^## Next Steps?\s*\n+\s*(?:\d+\.|-)\s*\S", summary, re.M):
+        ask = users[-1].text.strip().splitlines()[0][:300] if users else "Verify and finish."
+        add.append(f"## Next Step\n1. {ask}")
+    return summary + ("\n\n" + "\n\n".join(add) if add else "")
+
+
+def _latest_tally(p: Pass) -> tuple[str, str] | None:
+    calls = {c.id: c for m, _, _ in p.taken for c in m.tool_calls()}
+    for m, _, _ in reversed(p.taken):
+        for r in reversed(m.tool_results()):
+            t = find_tally(r.output)
+            if t:
+                call = calls.get(r.call_id)
+                cmd = str(call.args.get("command", call.name)) if call else "?"
+                return cmd, t.line
+    return None
+
+
+@arm(
+    "validate",
+    "after the summary: append the latest tally + command, the user's constraint lines and a next step if missing",
+    "a cheap deterministic version of judge-based summary repair (+2.6 to +8.8 points in the literature)",
+    "000",
+)
+def validate(p: Policy) -> Policy:
+    return replace(p, postprocess=(*p.postprocess, validate_summary))
+
+
+# --------------------------------------------------------------------------- seed 002
+
+
+def carry_plugin_files(p: Pass) -> list[str]:
+    """The carry hook of seed 002's DocuMentor plugin: the latest contents of the session's
+    carry files (``meta["carry_files"]``), from Read results or earlier carries leaving the view.
+
+    Earlier compaction messages leaving the view are handed to the hook, so their carried texts
+    ride on; one still in view is not, so nothing is carried twice.
+    """
+    names = list(p.job.session_meta.get("carry_files") or [])
+    latest: dict[str, str] = {}
+    calls: dict[str, str] = {}
+    for m in p.leaving:
+        if is_made(m):
+            latest.update({k: v for k, v in m.meta.get(CARRY_FILES_META, {}).items() if k in names})
+            continue
+        for c in m.tool_calls():
+            path = str(c.args.get("file_path") or c.args.get("path") or "")
+            base = path.rsplit("/", 1)[-1]
+            if base in names:
+                calls[c.id] = base
+        for r in m.tool_results():
+            if r.call_id in calls and not r.is_error:
+                latest[calls[r.call_id]] = r.output
+    p.plugin_texts = {n: latest[n] for n in names if n in latest}
+    return list(p.plugin_texts.values())
+
+
+@arm(
+    "plugin-carry",
+    "a carry hook's texts (the session's PROJECT.md / MEMORY.md) ride verbatim on the compaction message",
+    "a compacted chat lost its project files; carried texts are never paraphrased, carried exactly once",
+    "002",
+)
+def plugin_carry(p: Policy) -> Policy:
+    return replace(p, carry_hook=carry_plugin_files)
+
+
+@arm(
+    "retained",
+    "the summarizer also sees the kept tail in <retained> (not to summarize) so state describes after it",
+    "a summary contradicted the messages after it: two helper results and a retry landed in the tail",
+    "002",
+)
+def retained(p: Policy) -> Policy:
+    return replace(p, retained=True)
+
+
+# --------------------------------------------------------------------------- seed 003
+
+
+@arm(
+    "empty-source-stub",
+    "stub a message that can never fit the 64 KiB summary source only when the source is empty",
+    "an oversized message was cut to the source's leftover bytes and deleted unseen by any summarizer",
+    "003",
+)
+def empty_source_stub(p: Policy) -> Policy:
+    return replace(p, stub_rule=stub_if_empty)
+
+
+# --------------------------------------------------------------------------- seed 004
+
+
+def previous_as_marker(p: Pass) -> str | None:
+    """The earlier summary projected as a short marker, not in full."""
+    if p.previous is None:
+        return None
+    n = get_counter(p.job.settings.tokenizer)(p.previous.meta[SUMMARY_META])
+    return f"[prior summary, {n} tokens]"
+
+
+@arm(
+    "no-stack",
+    "prior summaries reach the summarizer as a short marker, not in full",
+    "each summary embedded the previous ones: 3 KB -> 1.1 MB over 7 compactions, then every request 400",
+    "004",
+)
+def no_stack(p: Policy) -> Policy:
+    return replace(p, previous=previous_as_marker)
+
+
+def cap_digest(p: Pass, summary: str) -> str:
+    """Cap the summary at ``summary_max_tokens`` (chars/4), keeping its first third and last two
+    thirds (the compaction guard keeps the first 2,000 + last 4,000 chars)."""
+    limit = p.job.settings.summary_max_tokens * 4
+    if len(summary) <= limit:
+        return summary
+    marker = f"\n[… {len(summary) - limit} chars cut by the digest cap …]\n"
+    head = (limit - len(marker)) // 3
+    return summary[:head] + marker + summary[-(limit - len(marker) - head) :]
+
+
+@arm(
+    "digest-cap",
+    "the summary is capped to the summary token budget after the call (head + tail kept)",
+    "nothing capped the digest: new_summary = old_summary + new material, every time",
+    "004",
+)
+def digest_cap(p: Policy) -> Policy:
+    return replace(p, postprocess=(*p.postprocess, cap_digest))
+
+
+FALLBACK_RATIO = 0.75
+
+
+def hard_trim(p: Pass, o: Outcome) -> Outcome:
+    """A compaction leaving the context above 75% of the window failed: drop the summary and
+    keep only system messages and the keep-recent tail (what left unseen is loss)."""
+    job = p.job
+    after = sum(job.tokens(m) for m in o.new_context)
+    if after <= FALLBACK_RATIO * job.settings.window:
+        return o
+    ctx = job.context
+    covered, i = 0, len(ctx)
+    while i > 0 and covered < job.settings.keep_recent:
+        i -= 1
+        covered += job.tokens(ctx[i])
+    cut = snap_to_assistant(ctx, i) or p.cut
+    kept = [m for m in ctx[:cut] if m.role == "system"] + ctx[cut:]
+    return Outcome(
+        kept,
+        "",
+        None,
+        o.request,
+        o.recipe,
+        source_chars=o.source_chars,
+        request_key=o.request_key,
+        meta={"fallback": "hard-trim", "failed_summary_chars": len(o.summary), "failed_tokens_after": after},
+    )
+
+
+@arm(
+    "fallback-trim",
+    "a compaction leaving the context above 75% of the window counts as failed and falls back to a hard trim",
+    "compaction #7 left the meter at 648.8K/256K and passed the yield gate; the session then 400ed to death",
+    "004",
+)
+def fallback_trim(p: Policy) -> Policy:
+    inner = p.accept
+    return replace(p, accept=lambda ps, o: hard_trim(ps, inner(ps, o)))
+
+
+def not_redundant(p: Pass) -> bool:
+    """Skip a compaction whose first-kept message equals the previous compaction's."""
+    first = next((m.id for m in p.tail if not is_made(m)), None)
+    return first is None or first != p.job.state.get("first_kept")
+
+
+@arm(
+    "skip-redundant",
+    "no compaction whose first-kept message equals the previous one's",
+    "compactions 2/3 and 6/7 shared a firstKeptEntryId: the second re-summarized the same range",
+    "004",
+)
+def skip_redundant(p: Policy) -> Policy:
+    inner = p.gate
+    return replace(p, gate=lambda ps: inner(ps) and not_redundant(ps))
+
+
+# --------------------------------------------------------------------------- observation masking
+
+
+def mask_observations(job, policy: Policy) -> Outcome | None:
+    """No summary: tool outputs before the keep-recent cut become a placeholder."""
+    cut = policy.cut(job)
+    if cut is None:
+        return None
+    new_head, accounting = [], {}
+    for m in job.context[:cut]:
+        results = m.tool_results()
+        if not results or m.meta.get("evalkit_masked"):
+            new_head.append(m)
+            continue
+        new_head.append(mask_outputs(m))
+        elided = sum(len(r.output) for r in results)
+        accounting[m.id] = (max(0, message_chars(m) - elided), elided)
+    if not accounting:
+        return None
+    return Outcome(new_head + job.context[cut:], accounting=accounting)
+
+
+@arm(
+    "masking",
+    "observation masking: no summary, tool outputs before the keep-recent cut replaced by a placeholder",
+    "masking old tool outputs matched LLM summarization at half the cost on SWE-bench Verified (Complexity Trap)",
+    "-",
+)
+def masking(p: Policy) -> Policy:
+    return replace(p, compact=mask_observations)
+
+
+__all__ = ["ARMS", "Candidate", "check_arm", "policy_for"]

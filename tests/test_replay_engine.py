@@ -1,0 +1,95 @@
+"""Replay end to end: a synthetic corpus through every arm, invariants on every event."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evalkit.corpus import build_corpus
+from evalkit.events import events_path, read_events, resolve_context
+from evalkit.replay import ARMS, replay_corpus, resolve_request
+from evalkit.session import session_from_dict, tool_pairs_valid
+from evalkit.tokens import context_tokens
+
+ALL = ["baseline", "aa", *[n for n in ARMS.names() if n not in ("baseline", "aa")]]
+# A smaller window than the default forces 4-12 compactions per synthetic session.
+REPLAY = {"window": 80_000, "reserve": 8_000, "keep_recent": 10_000, "workers": 2}
+MODEL = {"backend": "extractive", "model": "extractive-v1", "replicates": 1}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    build_corpus({"kind": "synth", "sessions": 2}, 20261130, d)
+    return d
+
+
+@pytest.fixture(scope="module")
+def full_run(corpus, tmp_path_factory):
+    run = tmp_path_factory.mktemp("run_all")
+    counts = replay_corpus(corpus, run, {**REPLAY, "arms": ALL}, MODEL, 2)
+    return run, counts
+
+
+def test_every_event_of_every_arm_keeps_the_invariants(corpus, full_run):
+    run, counts = full_run
+    assert len(ALL) >= 16 and all(counts[a] >= 2 * 2 for a in ALL), counts  # multi-round, every arm
+    sessions = {}
+    with open(corpus / "sessions.jsonl") as fh:
+        for line in fh:
+            s = session_from_dict(json.loads(line))
+            sessions[s.id] = (s, {m.id: m for m in s.messages})
+    for arm in ALL:
+        per_session: dict[str, list] = {}
+        for ev in read_events(events_path(run, arm)):
+            per_session.setdefault(ev.session, []).append(ev)
+            s, by_id = sessions[ev.session]
+            ctx = resolve_context(ev, by_id)
+            assert ev.invariants.tool_pairs_valid and tool_pairs_valid(ctx), (arm, ev.round)
+            assert not ev.invariants.over_limit, (arm, ev.round)
+            assert ev.summary_error is None and ev.invariants.lost_chars >= 0 and ev.truncated_chars >= 0
+            assert context_tokens(ctx) == ev.tokens_after < ev.tokens_before
+            assert len(ev.to_json()) < 64_000  # events stay small: messages by reference
+            if ev.request is not None:
+                assert resolve_request(ev, s).key("extractive") == ev.request_key
+                assert ev.source_chars <= 65_536
+        assert all(len(evs) >= 2 for evs in per_session.values()), arm
+        assert [e.round for evs in per_session.values() for e in evs] == [
+            k + 1 for evs in per_session.values() for k in range(len(evs))
+        ]
+    masking = list(read_events(events_path(run, "masking")))
+    assert all(e.invariants.lost_chars == 0 and e.request is None for e in masking)
+
+
+def test_replay_is_byte_identical_and_baseline_does_not_depend_on_other_arms(corpus, full_run, tmp_path):
+    run, _ = full_run
+    again = tmp_path / "again"
+    replay_corpus(corpus, again, {**REPLAY, "arms": ALL, "workers": 1}, MODEL, 2)
+    for arm in ALL:
+        assert events_path(run, arm).read_bytes() == events_path(again, arm).read_bytes(), arm
+    alone = tmp_path / "alone"
+    replay_corpus(corpus, alone, {**REPLAY, "arms": ["baseline"]}, MODEL, 2)
+    assert events_path(alone, "baseline").read_bytes() == events_path(run, "baseline").read_bytes()
+
+
+def test_aa_differs_from_baseline_only_in_arm_and_replicate(full_run):
+    run, _ = full_run
+
+    def norm(line: str) -> dict:
+        d = json.loads(line)
+        for k in ("arm", "replicate", "request_key"):
+            d.pop(k)
+        d["request"].pop("replicate")
+        return d
+
+    base = events_path(run, "baseline").read_text().splitlines()
+    aa = events_path(run, "aa").read_text().splitlines()
+    assert len(base) == len(aa) > 0
+    assert [norm(x) for x in base] == [norm(x) for x in aa]
+
+
+def test_unknown_arm_fails_before_any_work(corpus, tmp_path):
+    with pytest.raises(KeyError, match="unknown candidate 'head-tial'"):
+        replay_corpus(corpus, tmp_path, {**REPLAY, "arms": ["baseline", "head-tial"]}, MODEL, 2)
+    assert not (tmp_path / "events").exists()
