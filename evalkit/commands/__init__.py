@@ -18,7 +18,7 @@ class Command:
 COMMANDS: Registry[Command] = Registry("command")
 
 # One module per stage or concern; add a module here to add its verbs.
-MODULES = ["core"]
+MODULES = ["core", "continuation"]
 
 
 def command(name: str, description: str):
