@@ -31,6 +31,15 @@ def render_report(run_dir: str | os.PathLike) -> str:
             "(extractive, deterministic), not from a language model.",
             "",
         ]
+    cont = run / "continuation" / "manifest.json"
+    if cont.exists():
+        c = json.loads(cont.read_text())
+        if c.get("proxy"):
+            out += [
+                f"> Continuation metrics ({', '.join(c['metrics'])}) come from the `{c['agent']}` agent: "
+                "a proxy for information availability, not a model's behaviour.",
+                "",
+            ]
     out += [
         "## Run facts",
         "",
