@@ -26,7 +26,7 @@ Benchmark = Callable[[], list[Figure]]
 BENCHMARKS: Registry[Benchmark] = Registry("benchmark")
 
 # One module per stage; add yours here.
-MODULES = ["corpus"]
+MODULES = ["corpus", "continuation"]
 
 
 def benchmark(name: str, description: str):

@@ -15,7 +15,7 @@ from evalkit.continuation.environment import Answer, ReplayEnvironment
 from evalkit.continuation.recording import Action, Op, SessionRecord
 from evalkit.events import Event, resolve_context
 from evalkit.registry import Registry
-from evalkit.render import block_plain_text, context_plain_text
+from evalkit.render import block_plain_text, context_plain_text, message_plain_text
 from evalkit.session import Message, ToolCall
 
 
@@ -47,19 +47,37 @@ class ContinuationInput:
     kept_ids: frozenset[str]  # recorded messages the context holds verbatim
     max_calls: int = 30
     replicate: int = 0
+    texts: dict[str, str] | None = None  # plain text per recorded message id, shared across events
     _visible: str | None = None
 
     @classmethod
     def from_event(
-        cls, event: Event, record: SessionRecord, by_id: dict[str, Message], max_calls: int = 30
+        cls,
+        event: Event,
+        record: SessionRecord,
+        by_id: dict[str, Message],
+        max_calls: int = 30,
+        texts: dict[str, str] | None = None,
     ) -> ContinuationInput:
         kept = frozenset(e["ref"] for e in event.new_context if "ref" in e)
-        return cls(record, event.at_message, resolve_context(event, by_id), kept, max_calls, event.replicate)
+        context = resolve_context(event, by_id)
+        return cls(record, event.at_message, context, kept, max_calls, event.replicate, texts)
 
     def visible_text(self) -> str:
-        """Everything the model sees after the compaction, as plain text."""
+        """Everything the model sees after the compaction, as plain text (same as the probes' view)."""
         if self._visible is None:
-            self._visible = context_plain_text(self.context)
+            if self.texts is None:
+                self._visible = context_plain_text(self.context)
+            else:
+                parts = []
+                for m in self.context:
+                    if m.id in self.kept_ids:
+                        if m.id not in self.texts:
+                            self.texts[m.id] = message_plain_text(m)
+                        parts.append(self.texts[m.id])
+                    else:
+                        parts.append(message_plain_text(m))
+                self._visible = "\n\n".join(parts)
         return self._visible
 
     def shows(self, action: Action) -> bool:
