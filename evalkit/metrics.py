@@ -82,3 +82,14 @@ def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
 
 def read_metrics(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_parquet(path)
+
+
+def replace_rows(path: str | os.PathLike, table: pd.DataFrame, owned) -> None:
+    """Write ``table`` into the metrics file in place of the rows whose metric ``owned(metric)``
+    claims, keeping every other stage's rows (probes and continuation share one table)."""
+    p = Path(path)
+    if p.exists():
+        old = read_metrics(p)
+        keep = old[~old["metric"].map(owned).astype(bool)]
+        table = pd.concat([normalize(keep[COLUMNS]), normalize(table[COLUMNS])], ignore_index=True)
+    write_metrics(table, p)

@@ -102,6 +102,18 @@ def stage_score(exp: Experiment, paths: RunPaths) -> int:
     )
 
 
+def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.continuation import run_continuation
+
+    return run_continuation(
+        paths.root,
+        list(exp.section("replay")["arms"]),
+        exp.section("continuation"),
+        exp.section("model"),
+        run_id=f"{exp.name}-{exp.hash[:8]}",
+    )
+
+
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
 
@@ -153,9 +165,16 @@ def run_experiment(
     if not (resume and all((paths.events / f"{a}.jsonl").exists() for a in arms)):
         counts = timed("replay", stage_replay, exp, paths, n)
         log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
-    if not (resume and paths.metrics.exists()):
+    scored = not (resume and paths.metrics.exists())
+    if scored:
         rows = timed("score", stage_score, exp, paths)
         log(f"score: {rows} metric rows")
+    # Part of scoring: continuation rows are merged into metrics.parquet, so they follow a re-score.
+    if exp.section("continuation").get("enabled", True) and (
+        scored or not (paths.root / "continuation" / "manifest.json").exists()
+    ):
+        cont = timed("continuation", stage_continuation, exp, paths)
+        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)

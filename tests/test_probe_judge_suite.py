@@ -149,7 +149,11 @@ def test_score_cli_rescores_with_a_suite_and_prints_the_table(tmp_path, capsys):
     assert "suite two: tally_present, growth" in out and "| baseline |" in out
     import pandas as pd
 
+    from evalkit.continuation.metrics import is_continuation_metric
+
     m = pd.read_parquet(run / "metrics.parquet")
+    assert m.metric.map(is_continuation_metric).any()  # continuation rows survive a re-score
+    m = m[~m.metric.map(is_continuation_metric)]
     assert set(m.metric) <= {
         "tally_present",
         "tally_in_summary",

@@ -34,6 +34,7 @@ MODULES = [
     "models",
     "stats",
     "replay",
+    "continuation",
 ]
 
 

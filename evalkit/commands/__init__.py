@@ -25,6 +25,7 @@ MODULES = [
     "report",
     "models",
     "gate",
+    "continuation",
 ]
 
 

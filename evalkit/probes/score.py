@@ -20,7 +20,7 @@ from typing import Any
 
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
-from evalkit.metrics import SESSION_LEVEL, MetricRow, to_frame, write_metrics
+from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, to_frame
 from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
@@ -231,7 +231,10 @@ def score_run(
                 fh.write(json.dumps(j, ensure_ascii=True) + "\n")
     for s in stats.skipped:
         log(f"score: skipped {s}")
-    write_metrics(to_frame(rows), run / "metrics.parquet")
+    # Continuation rows share the table; re-scoring replaces probe rows only.
+    from evalkit.continuation.metrics import is_continuation_metric
+
+    replace_rows(run / "metrics.parquet", to_frame(rows), lambda m: not is_continuation_metric(m))
     stats.rows = len(rows)
     return len(rows)
 

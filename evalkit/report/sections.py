@@ -6,6 +6,7 @@ missing says which file or key is missing and what would fill it, instead of dis
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -60,6 +61,14 @@ def preamble(data: ReportData, titles: list[str]) -> list[str]:
             f"> **Offline stand-in.** Summaries come from the `{model.get('backend')}` backend, a "
             "deterministic extractive summarizer, not a language model. Use these numbers to check the "
             "pipeline, not to judge a compactor.",
+            "",
+        ]
+    cont = _continuation_manifest(data)
+    if cont.get("proxy"):
+        out += [
+            f"> **Proxy agent.** Continuation metrics come from the `{cont.get('agent')}` agent: a proxy "
+            "for information availability (does the compacted context still show what the next steps "
+            "need?), not a model's behaviour.",
             "",
         ]
     out += [
@@ -672,15 +681,13 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
 # --- 7. caveats -------------------------------------------------------------------------------
 
 
-def _find_key(obj: Any, words: tuple[str, ...]) -> list[str]:
-    """Config values whose key mentions one of ``words`` (how the proxy agent is labelled may vary)."""
-    out: list[str] = []
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if any(w in str(k).lower() for w in words) and isinstance(v, str | bool) and v:
-                out.append(f"{k} = {v}")
-            out += _find_key(v, words)
-    return out
+def _continuation_manifest(data: ReportData) -> dict:
+    """``continuation/manifest.json`` (agent, proxy flag, metrics), or {} when the run has none."""
+    p = Path(data.run_dir) / "continuation" / "manifest.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
 
 
 def caveats(data: ReportData) -> list[str]:
@@ -744,13 +751,18 @@ def caveats(data: ReportData) -> list[str]:
                 + " of continuation probes could not be answered from the context; continuation metrics rest "
                 "on the answerable ones."
             )
-        if "refail_30" in set(data.metrics["metric"]) or _find_key(cfg, ("agent", "proxy")):
-            label = _find_key(cfg, ("agent", "proxy"))
+        cont = _continuation_manifest(data)
+        if cont.get("proxy"):
             out.append(
-                "**Proxy agent**: continuation metrics (e.g. `refail_30`) come from a model acting as the "
-                "agent, not from the agent that produced the sessions"
-                + (f" ({escape_inline('; '.join(label))})" if label else "")
-                + "."
+                f"**Proxy agent**: continuation metrics ({escape_inline(', '.join(cont.get('metrics', [])))}) "
+                f"come from the {code(cont.get('agent', 'heuristic'))} agent, a deterministic stand-in that "
+                "follows the recorded actions and measures whether the compacted context still shows what "
+                "it needs (information availability), not how a model behaves."
+            )
+        elif cont:
+            out.append(
+                f"**Model agent**: continuation metrics come from {code(cont.get('agent', '?'))} acting in a "
+                "replay environment built from the recording, not from the agent that produced the sessions."
             )
     untested = [c for c, v in data.verdicts.items() if v.get("verdict") == "untested"]
     if untested:

@@ -1,0 +1,119 @@
+"""Continuation agents, registered by name: each acts from a compacted context in the replay environment.
+
+An agent is built by its registry entry's factory ``factory(settings, run_dir=None, client=None)``
+and called as ``agent(inp, env) -> Transcript``. Entries say in ``info["proxy"]`` whether their
+output measures a model's behaviour (False) or only what information the context holds (True);
+every output of a proxy agent carries that label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from evalkit.continuation.environment import Answer, ReplayEnvironment
+from evalkit.continuation.recording import Action, Op, SessionRecord
+from evalkit.events import Event, resolve_context
+from evalkit.registry import Registry
+from evalkit.render import block_plain_text, context_plain_text, message_plain_text
+from evalkit.session import Message, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One call the agent made and the environment's answer."""
+
+    call: ToolCall
+    op: Op
+    answer: Answer
+
+
+@dataclass
+class Transcript:
+    """What an agent did: its calls in order, whether it ended on its own, or the error that stopped it."""
+
+    steps: list[Step] = field(default_factory=list)
+    stopped: bool = False
+    error: str | None = None
+
+
+@dataclass
+class ContinuationInput:
+    """One continuation: a compacted context at message index ``at`` of a recorded session."""
+
+    record: SessionRecord
+    at: int
+    context: list[Message]
+    kept_ids: frozenset[str]  # recorded messages the context holds verbatim
+    max_calls: int = 30
+    replicate: int = 0
+    texts: dict[str, str] | None = None  # plain text per recorded message id, shared across events
+    _visible: str | None = None
+
+    @classmethod
+    def from_event(
+        cls,
+        event: Event,
+        record: SessionRecord,
+        by_id: dict[str, Message],
+        max_calls: int = 30,
+        texts: dict[str, str] | None = None,
+    ) -> ContinuationInput:
+        kept = frozenset(e["ref"] for e in event.new_context if "ref" in e)
+        context = resolve_context(event, by_id)
+        return cls(record, event.at_message, context, kept, max_calls, event.replicate, texts)
+
+    def visible_text(self) -> str:
+        """Everything the model sees after the compaction, as plain text (same as the probes' view)."""
+        if self._visible is None:
+            if self.texts is None:
+                self._visible = context_plain_text(self.context)
+            else:
+                parts = []
+                for m in self.context:
+                    if m.id in self.kept_ids:
+                        if m.id not in self.texts:
+                            self.texts[m.id] = message_plain_text(m)
+                        parts.append(self.texts[m.id])
+                    else:
+                        parts.append(message_plain_text(m))
+                self._visible = "\n\n".join(parts)
+        return self._visible
+
+    def shows(self, action: Action) -> bool:
+        """Whether the context shows this recorded action's outcome.
+
+        Kept verbatim (its call or result message is in view) always counts. Otherwise: a command's
+        key line (the error line of a failure, see :func:`evalkit.facts.extract.error_line`) is
+        visible; a read's whole content is visible; an edit's call is visible as text.
+        """
+        if action.call_message in self.kept_ids or (action.result_message or "") in self.kept_ids:
+            return True
+        op = action.op
+        if op.kind == "read":
+            content = action.result.output.strip() if action.result else ""
+            return bool(content) and content in self.visible_text()
+        if op.kind in ("modify", "other"):
+            return block_plain_text(action.call) in self.visible_text()
+        line = action.key_line()
+        return bool(line) and line in self.visible_text()
+
+
+Agent = Callable[[ContinuationInput, ReplayEnvironment], Transcript]
+AgentFactory = Callable[..., Agent]
+AGENTS: Registry[AgentFactory] = Registry("agent")
+
+
+def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
+    """Build the agent registered as ``name`` (``client`` replaces the model client, for tests)."""
+    return AGENTS.get(name)(settings, run_dir=run_dir, client=client)
+
+
+def is_proxy(name: str) -> bool:
+    """True for agents whose numbers measure information availability, not a model's behaviour."""
+    return bool(AGENTS.entry(name).info.get("proxy"))
+
+
+# Importing registers the built-in agents.
+from evalkit.continuation.agents import heuristic as _heuristic  # noqa: E402, F401
+from evalkit.continuation.agents import model_agent as _model_agent  # noqa: E402, F401

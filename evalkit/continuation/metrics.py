@@ -1,0 +1,105 @@
+"""Continuation metrics: what an agent did in its first N calls after a compaction, judged by the recording.
+
+- ``refail_N``: 1 when, within N calls, the agent re-ran a command whose latest run before the
+  compaction failed, with no file modified since that failure (neither in the recording up to the
+  point nor by the agent before the re-run), and it failed again; else 0.
+- ``redo_N``: 1 when, within N calls, the agent repeated work the recording shows done before the
+  point: re-read a file already read and not modified since, or re-applied an identical edit.
+- ``stops``: only where the recording ends within N calls after the point (fewer than N recorded
+  calls remain): 1 when the agent ended on its own within N calls, 0 when it kept going.
+- ``first_action_match``: 1 when the agent's first action is the recorded next action (same
+  normalized command, same file read, same files modified, or the identical call); stopping at
+  once matches a recording with no further calls.
+- ``calls_used``: calls the agent made (at most N).
+- ``unanswerable_share``: share of its calls the replay environment could not answer (no row when
+  it made none).
+
+An agent error makes every metric of that continuation NaN with the error text, never a zero.
+The same refail/redo/calls rules score the real agent's recorded calls after a real compaction
+(:mod:`evalkit.continuation.observational`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from evalkit.continuation.agents import Step, Transcript
+from evalkit.continuation.recording import SessionRecord
+
+BEHAVIOUR = ("refail", "redo", "stops", "first_action_match", "calls_used", "unanswerable_share")
+_METRIC = re.compile(r"^(?:refail|redo)_\d+$|^(?:stops|first_action_match|calls_used|unanswerable_share)$")
+# Direction of each metric for readers of the table ("lower" is better for refail/redo).
+DIRECTIONS = {
+    "refail": "lower",
+    "redo": "lower",
+    "stops": "higher",
+    "first_action_match": "higher",
+    "calls_used": "-",
+    "unanswerable_share": "lower",
+}
+
+
+def metric_names(n: int) -> list[str]:
+    """The metric names for a budget of ``n`` calls (``refail_30`` for the default)."""
+    return [f"{m}_{n}" if m in ("refail", "redo") else m for m in BEHAVIOUR]
+
+
+def is_continuation_metric(name: str) -> bool:
+    """Whether a metrics-table name is one this stage writes (used to replace earlier rows)."""
+    return bool(_METRIC.match(name))
+
+
+def refail_redo(rec: SessionRecord, at: int, steps: list[Step]) -> tuple[int, int]:
+    """Counts of re-fails and redos among ``steps`` (already cut to N) after point ``at``."""
+    open_failures = {a.op.command: a for a in rec.open_failures(at)}
+    pre_edits = {a.op.signature for a in rec.before(at) if a.op.kind == "modify"}
+    touched_any, touched = False, set()
+    refails = redos = 0
+    for s in steps:
+        op = s.op
+        failure = open_failures.get(op.command) if op.command is not None else None
+        if (
+            failure is not None
+            and s.answer.failed
+            and not touched_any
+            and not rec.modified_between(failure.index, at)
+        ):
+            refails += 1
+        if op.kind == "modify":
+            redos += op.signature in pre_edits
+        else:
+            for p in op.reads:
+                last = rec.last_read(p, at)
+                if last is not None and p not in touched and not rec.modified_between(last.index, at, p):
+                    redos += 1
+                    break
+        if op.kind == "modify" or op.modifies:
+            touched_any = True
+            touched.update(op.modifies)
+    return refails, redos
+
+
+def continuation_metrics(
+    rec: SessionRecord, at: int, transcript: Transcript, n: int
+) -> list[tuple[str, float, str | None]]:
+    """(metric, value, error) rows for one continuation; see the module docstring for definitions."""
+    names = metric_names(n)
+    if transcript.error:
+        return [(m, float("nan"), transcript.error) for m in names]
+    steps = transcript.steps[:n]
+    refails, redos = refail_redo(rec, at, steps)
+    future = rec.after(at)
+    out: list[tuple[str, float, str | None]] = [
+        (f"refail_{n}", float(refails > 0), None),
+        (f"redo_{n}", float(redos > 0), None),
+    ]
+    if len(future) < n:
+        out.append(("stops", float(transcript.stopped and len(transcript.steps) <= n), None))
+    recorded_next = future[0].op.key() if future else None
+    first = steps[0].op.key() if steps else None
+    out.append(("first_action_match", float(first == recorded_next), None))
+    out.append(("calls_used", float(len(steps)), None))
+    if steps:
+        unanswered = sum(not s.answer.answered for s in steps)
+        out.append(("unanswerable_share", unanswered / len(steps), None))
+    return out

@@ -1,0 +1,216 @@
+"""What the recording shows: every tool call of a session with its result, indexed for continuation.
+
+A continuation starts at a compaction point (the index of the last recorded message in view) and
+asks, again and again, "what did the recording show for this command / this file, before or
+after the point?". :class:`SessionRecord` answers from indexes built in one pass, so the replay
+environment, the heuristic agent, the metrics and the observational baseline share one view of
+the recording. Which calls run commands, read files or modify them is decided by
+:mod:`evalkit.facts.commands` (the one place that knows tool names).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import posixpath
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from evalkit.facts.commands import EDIT_TOOLS, WRITE_TOOLS, command_of, files_of, normalize_command
+from evalkit.facts.extract import error_line
+from evalkit.session import Session, ToolCall, ToolResult
+
+# Sessions run the same few commands over and over; shlex-splitting each once pays off.
+_normalize = lru_cache(maxsize=1 << 16)(normalize_command)
+
+
+def norm_path(path: str) -> str:
+    """``./src/a.py`` and ``src//a.py`` are one file; absolute and relative paths stay distinct."""
+    return posixpath.normpath(path.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """What one tool call does, as continuation reasons about it.
+
+    ``kind`` is ``shell`` (a command; it may also read or write files), ``read``, ``modify`` or
+    ``other``. ``signature`` identifies the call exactly (tool name folded, args canonical), so an
+    identical edit or an identical unknown tool call can be recognised.
+    """
+
+    kind: str
+    command: str | None
+    reads: tuple[str, ...]
+    modifies: tuple[str, ...]
+    signature: str
+
+    def key(self) -> tuple:
+        """The action's identity for 'is this the same next step?' comparisons."""
+        if self.kind == "shell":
+            return ("shell", self.command)
+        if self.kind == "read":
+            return ("read", self.reads)
+        if self.kind == "modify":
+            return ("modify", self.modifies)
+        return ("other", self.signature)
+
+
+def classify(call: ToolCall) -> Op:
+    """The :class:`Op` of a tool call."""
+    name = call.name.lower()
+    reads, modifies = files_of(call)
+    reads_t = tuple(norm_path(p) for p in reads)
+    mods_t = tuple(norm_path(p) for p in modifies)
+    signature = name + " " + json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+    cmd = command_of(call)
+    if cmd is not None:
+        return Op("shell", _normalize(cmd), reads_t, mods_t, signature)
+    if mods_t or name in EDIT_TOOLS or name in WRITE_TOOLS:
+        return Op("modify", None, reads_t, mods_t, signature)
+    if reads_t:
+        return Op("read", None, reads_t, mods_t, signature)
+    return Op("other", None, reads_t, mods_t, signature)
+
+
+def result_failed(result: ToolResult | None) -> bool:
+    """A result is a failure when the tool flagged an error or the command exited non-zero."""
+    return result is not None and (result.is_error or result.exit_code not in (None, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One recorded tool call and its result. ``index`` is the result's message index."""
+
+    index: int
+    call: ToolCall
+    op: Op
+    result: ToolResult | None
+    call_message: str
+    result_message: str | None
+
+    @property
+    def failed(self) -> bool:
+        return result_failed(self.result)
+
+    def key_line(self) -> str:
+        """The line of the result a reader would quote (the error line of a failure)."""
+        return error_line(self.result.output) if self.result else ""
+
+
+@dataclass(frozen=True, slots=True)
+class FileView:
+    """The content of a file as the recording shows it at ``index`` (a read result or a write)."""
+
+    index: int
+    content: str
+    message_id: str
+
+
+@dataclass
+class SessionRecord:
+    """Indexes over one session's tool traffic, built once and shared by every continuation of it."""
+
+    session: Session
+    actions: list[Action] = field(default_factory=list)
+    by_command: dict[str, list[Action]] = field(default_factory=dict)
+    by_signature: dict[str, list[Action]] = field(default_factory=dict)
+    files: dict[str, list[FileView]] = field(default_factory=dict)
+    reads: dict[str, list[Action]] = field(default_factory=dict)  # path -> actions that read it
+    mods: dict[str, list[int]] = field(default_factory=dict)  # path -> indices of modifications
+    mod_indices: list[int] = field(default_factory=list)  # every modification, any path
+    _positions: list[int] = field(default_factory=list)
+    _open: dict[int, list[Action]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, session: Session) -> SessionRecord:
+        rec = cls(session)
+        pending: dict[str, tuple[int, ToolCall, str]] = {}
+        order: list[str] = []
+        results: dict[str, tuple[int, ToolResult, str]] = {}
+        for i, msg in enumerate(session.messages):
+            for call in msg.tool_calls():
+                pending[call.id] = (i, call, msg.id)
+                order.append(call.id)
+            for res in msg.tool_results():
+                if res.call_id in pending and res.call_id not in results:
+                    results[res.call_id] = (i, res, msg.id)
+        for cid in order:
+            ci, call, cmid = pending[cid]
+            ri, res, rmid = results.get(cid, (ci, None, None))
+            rec._add(Action(ri, call, classify(call), res, cmid, rmid))
+        rec.actions.sort(key=lambda a: a.index)  # stable: calls of one turn keep their order
+        rec._positions = [a.index for a in rec.actions]
+        rec.mod_indices.sort()
+        return rec
+
+    def _add(self, a: Action) -> None:
+        self.actions.append(a)
+        op = a.op
+        if op.command is not None:
+            self.by_command.setdefault(op.command, []).append(a)
+        self.by_signature.setdefault(op.signature, []).append(a)
+        ok = a.result is not None and not a.failed
+        for p in op.reads:
+            self.reads.setdefault(p, []).append(a)
+            if ok and op.kind in ("read", "shell") and a.result_message:
+                self.files.setdefault(p, []).append(FileView(a.index, a.result.output, a.result_message))
+        for p in op.modifies:
+            self.mods.setdefault(p, []).append(a.index)
+            self.mod_indices.append(a.index)
+            content = a.call.args.get("content")
+            if op.kind == "modify" and isinstance(content, str):
+                # A whole-file write shows the file's content as well as a read does.
+                self.files.setdefault(p, []).append(FileView(a.index, content, a.call_message))
+
+    # ------------------------------------------------------------------ queries at a point
+
+    def before(self, at: int) -> list[Action]:
+        """Actions whose result was in view at the compaction point ``at`` (index <= at)."""
+        return self.actions[: bisect.bisect_right(self._positions, at)]
+
+    def after(self, at: int) -> list[Action]:
+        """The recorded future: actions after the compaction point, in order."""
+        return self.actions[bisect.bisect_right(self._positions, at) :]
+
+    def open_failures(self, at: int) -> list[Action]:
+        """Commands whose latest run at or before ``at`` failed, oldest first."""
+        if at not in self._open:
+            latest: dict[str, Action] = {}
+            for a in self.before(at):
+                if a.op.command is not None and a.result is not None:
+                    latest[a.op.command] = a
+            self._open[at] = sorted((a for a in latest.values() if a.failed), key=lambda a: a.index)
+        return self._open[at]
+
+    def latest_run(self, command: str, at: int) -> Action | None:
+        """The latest recorded run of a normalized command at or before ``at``."""
+        return _latest(self.by_command.get(command, ()), at)
+
+    def modified_between(self, lo: int, hi: int, path: str | None = None) -> bool:
+        """Whether the recording modifies ``path`` (any file when None) at an index in (lo, hi]."""
+        idx = self.mod_indices if path is None else self.mods.get(path, ())
+        k = bisect.bisect_right(idx, lo)
+        return k < len(idx) and idx[k] <= hi
+
+    def last_read(self, path: str, at: int) -> Action | None:
+        """The latest recorded read of ``path`` at or before ``at``."""
+        return _latest(self.reads.get(path, ()), at)
+
+    def identical_before(self, op: Op, at: int) -> Action | None:
+        """The latest recorded call identical to ``op`` at or before ``at``."""
+        return _latest(self.by_signature.get(op.signature, ()), at)
+
+
+def _latest(items, at: int):
+    """The last item with ``index <= at`` (items are in index order)."""
+    k = bisect.bisect_right(items, at, key=_index)
+    return items[k - 1] if k else None
+
+
+def _index(item) -> int:
+    return item.index
+
+
+def pick(items, at: int):
+    """The replay rule: the latest item at or before ``at``, else the first after it, else None."""
+    return _latest(items, at) or (items[0] if items else None)

@@ -1,0 +1,271 @@
+"""The continuation stage: one continuation per stored compaction event, plus the observational baseline.
+
+Reads ``corpus/`` and ``events/<arm>.jsonl``; writes into the run folder:
+
+- ``continuation/metrics.parquet``: the continuation rows alone (metrics-table columns);
+- ``metrics.parquet``: the same rows merged in (earlier continuation rows replaced), so the
+  statistics stage reads one tidy table;
+- ``continuation/log.jsonl``: per continuation, every call with how the environment answered it;
+- ``continuation/manifest.json``: agent, whether it is a proxy, budget, counts and timing.
+
+Sessions are independent, so a proxy agent runs on a process pool (``workers``, 0 = all cores);
+an agent that calls a model runs in this process, through the one client the model layer gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from evalkit.config import merge
+from evalkit.continuation.agents import AGENTS, Agent, ContinuationInput, Transcript, is_proxy, make_agent
+from evalkit.continuation.environment import ReplayEnvironment
+from evalkit.continuation.metrics import continuation_metrics, is_continuation_metric, metric_names
+from evalkit.continuation.observational import ARM as OBSERVED
+from evalkit.continuation.observational import compaction_points, observed_metrics
+from evalkit.continuation.recording import SessionRecord
+from evalkit.corpus import write_json
+from evalkit.events import Event
+from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
+from evalkit.progress import track
+from evalkit.session import session_from_dict
+
+DEFAULTS = {
+    "enabled": True,
+    "agent": "heuristic",
+    "max_calls": 30,
+    "model": {},
+    "max_tokens": None,
+    "workers": 0,
+}
+COUNTS = ("continuations", "errors", "calls", "unanswered", "observed_compactions")
+
+
+def settings_from(section: dict | None) -> dict:
+    """The ``[continuation]`` section with defaults, validated (errors name the key)."""
+    s = {**DEFAULTS, **(section or {})}
+    if not isinstance(s["max_calls"], int) or isinstance(s["max_calls"], bool) or s["max_calls"] < 1:
+        raise ValueError(f"continuation.max_calls: expected a positive integer, got {s['max_calls']!r}")
+    AGENTS.entry(s["agent"])  # an unknown agent fails before any work
+    if not isinstance(s["model"], dict):
+        raise ValueError("continuation.model: expected a table (overrides of [model])")
+    return s
+
+
+# --------------------------------------------------------------------------- reading events
+
+_SESSION = re.compile(r'"session":\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _strip_request(line: str) -> str:
+    """The event line without its summarizer request (most of its bytes; continuation never reads it).
+
+    Cut textually so the big object is never parsed: a raw ``,"carried":`` cannot occur inside a JSON
+    string (quotes there are escaped), so the text between ``"request":`` and it is that one value.
+    When the layout is not the expected one the line is returned whole (parsed in full later).
+    """
+    start = line.find('"request":{')
+    end = line.find(',"carried":', start)
+    if start < 0 or end < 0:
+        return line
+    return line[:start] + '"request":null' + line[end:]
+
+
+def _event_lines(run: Path, arms: list[str]) -> dict[str, dict[str, list[str]]]:
+    """Per session, per arm, the arm's event lines (requests cut out)."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for arm in arms:
+        path = run / "events" / f"{arm}.jsonl"
+        if not path.exists():
+            continue
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if not line.strip():
+                    continue
+                small = _strip_request(line)
+                m = _SESSION.search(small)
+                sid = json.loads(f'"{m.group(1)}"') if m else Event.from_dict(json.loads(small)).session
+                out.setdefault(sid, {}).setdefault(arm, []).append(small)
+    return out
+
+
+def _parse_event(line: str) -> Event:
+    return Event.from_dict(json.loads(line))
+
+
+# --------------------------------------------------------------------------- one session
+
+
+@dataclass
+class SessionResult:
+    rows: list[tuple] = field(default_factory=list)  # MetricRow fields
+    log: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0))
+
+
+def _log_line(ev: Event, agent: str, t: Transcript) -> str:
+    calls = []
+    for s in t.steps:
+        target = s.op.command or ",".join(s.op.reads + s.op.modifies)
+        calls.append([s.call.name, s.op.kind, target, s.answer.source, s.answer.failed])
+    record = {
+        "arm": ev.arm,
+        "session": ev.session,
+        "event": ev.event,
+        "at_message": ev.at_message,
+        "agent": agent,
+        "stopped": t.stopped,
+        "error": t.error,
+        "calls": calls,
+    }
+    return json.dumps(record, ensure_ascii=True)
+
+
+def continue_session(
+    session_line: str, events: dict[str, list[str]], agent: Agent, name: str, n: int, run_id: str
+) -> SessionResult:
+    """Every continuation of one session (all arms) and its observational rows."""
+    out = SessionResult()
+    session = session_from_dict(json.loads(session_line))
+    points = compaction_points(session)
+    if not events and not points:
+        return out
+    rec = SessionRecord.build(session)
+    by_id = {m.id: m for m in session.messages}
+    texts: dict[str, str] = {}  # every arm keeps mostly the same recorded messages: render each once
+    for arm, lines in events.items():
+        for ev in map(_parse_event, lines):
+            inp = ContinuationInput.from_event(ev, rec, by_id, n, texts)
+            try:
+                transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
+            except Exception as e:  # an agent bug is an error row for this event, never a zero
+                transcript = Transcript(error=f"{type(e).__name__}: {e}")
+            c = out.counts
+            c["continuations"] += 1
+            c["errors"] += transcript.error is not None
+            c["calls"] += len(transcript.steps)
+            c["unanswered"] += sum(not st.answer.answered for st in transcript.steps)
+            out.log.append(_log_line(ev, name, transcript))
+            for metric, value, error in continuation_metrics(rec, ev.at_message, transcript, n):
+                out.rows.append(
+                    (run_id, arm, session.id, ev.event, ev.round, ev.replicate, metric, value, error)
+                )
+    for k, metric, value in observed_metrics(session, n, rec) if points else ():
+        out.counts["observed_compactions"] += metric == "calls_used"
+        out.rows.append((run_id, OBSERVED, session.id, k, k + 1, 0, metric, value, None))
+    return out
+
+
+_WORKER_AGENTS: dict[str, Agent] = {}
+
+
+def _continue_in_worker(args: tuple) -> SessionResult:
+    session_line, events, name, settings, run_dir, n, run_id = args
+    if name not in _WORKER_AGENTS:
+        _WORKER_AGENTS[name] = make_agent(name, settings, run_dir)
+    return continue_session(session_line, events, _WORKER_AGENTS[name], name, n, run_id)
+
+
+def _session_lines(run: Path) -> Iterator[str]:
+    with open(run / "corpus" / "sessions.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield line
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+def run_continuation(
+    run_dir: str | os.PathLike,
+    arms: list[str],
+    section: dict | None = None,
+    model: dict | None = None,
+    run_id: str = "",
+    client=None,
+) -> dict:
+    """Run the configured agent from every event of every arm; returns the manifest it writes.
+
+    ``client`` replaces the model client (``client(ChatRequest) -> ChatResponse``), as in tests.
+    """
+    run = Path(run_dir)
+    s = settings_from(section)
+    n, name = s["max_calls"], s["agent"]
+    settings = {**s, "model": merge(model or {}, s["model"])}
+    t0 = time.perf_counter()
+    events = _event_lines(run, arms)
+    workers = int(s["workers"] or 0) or os.cpu_count() or 1
+    parallel = is_proxy(name) and client is None and workers > 1
+    if parallel:
+        pool = ProcessPoolExecutor(max_workers=workers)
+        jobs = (
+            (line, events.get(_sid(line), {}), name, settings, run, n, run_id) for line in _session_lines(run)
+        )
+        results = pool.map(_continue_in_worker, jobs, chunksize=2)
+    else:
+        pool = None
+        agent = make_agent(name, settings, run, client)
+        results = (
+            continue_session(line, events.get(_sid(line), {}), agent, name, n, run_id)
+            for line in _session_lines(run)
+        )
+    out_dir = run / "continuation"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[MetricRow] = []
+    counts = dict.fromkeys(COUNTS, 0)
+    try:
+        with open(out_dir / "log.jsonl.tmp", "w", encoding="utf-8") as log:
+            for res in track(results, "continuation", total=None, unit="sessions"):
+                rows.extend(MetricRow(*r) for r in res.rows)
+                log.writelines(x + "\n" for x in res.log)
+                for k, v in res.counts.items():
+                    counts[k] += v
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    os.replace(out_dir / "log.jsonl.tmp", out_dir / "log.jsonl")
+    table = to_frame(rows)
+    write_metrics(table, out_dir / "metrics.parquet")
+    merge_into_metrics(run / "metrics.parquet", table)
+    entry = AGENTS.entry(name)
+    manifest = {
+        "agent": name,
+        "proxy": is_proxy(name),
+        "label": entry.info.get("label", name),
+        "description": entry.description,
+        "max_calls": n,
+        "metrics": metric_names(n),
+        "arms": arms,
+        "observed_arm": OBSERVED,
+        "counts": counts,
+        "rows": len(table),
+        "workers": workers if parallel else 1,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
+    write_json(out_dir / "manifest.json", manifest)
+    return manifest
+
+
+_LEADING_ID = re.compile(r'^\{"schema":"[^"]*","id":"((?:[^"\\]|\\.)*)"')
+
+
+def _sid(session_line: str) -> str:
+    """A session line's id; read off the front when the writer's key order holds, else parsed."""
+    m = _LEADING_ID.match(session_line)
+    return json.loads(f'"{m.group(1)}"') if m else session_from_dict(json.loads(session_line)).id
+
+
+def merge_into_metrics(path: Path, table: pd.DataFrame) -> None:
+    """Replace earlier continuation rows of ``metrics.parquet`` with ``table`` (the file is created if absent)."""
+    replace_rows(path, table, is_continuation_metric)
+
+
+__all__ = ["DEFAULTS", "continue_session", "merge_into_metrics", "run_continuation", "settings_from"]
