@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.request import ChatRequest, ChatResponse
@@ -50,6 +51,25 @@ _DECISION = re.compile(
 _TARGET = re.compile(
     r"\b(?:at most|under|no more than|within|max(?:imum)?)\s+(\d[\d,]*)\s+(tokens|words)\b", re.I
 )
+
+
+# The same lines recur in every arm's and every round's summarizer input within a session, so
+# per-line pattern results are memoized (replay of the default corpus spends most of its time here).
+@lru_cache(maxsize=1 << 17)
+def _is_tally(text: str) -> bool:
+    return _TALLY.search(text) is not None
+
+
+@lru_cache(maxsize=1 << 17)
+def _is_error(text: str) -> bool:
+    return _ERROR.search(text) is not None
+
+
+@lru_cache(maxsize=1 << 17)
+def _paths(text: str) -> tuple[str, ...]:
+    return tuple(_PATH.findall(text))
+
+
 _PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\[tool error\]):?\s?")
 
 
@@ -60,28 +80,36 @@ class Line:
     block: int = 0  # which message/tool output the line belongs to
 
 
+_SPEAKERS = {
+    "User": "user",
+    "Assistant": "assistant",
+    "Assistant (thinking)": "thinking",
+    "[tool result]": "result",
+    "[tool error]": "error",
+}
+
+
+@lru_cache(maxsize=1 << 18)
+def _classify(raw: str) -> tuple[str | None, str]:
+    """(speaker if the line opens a new message, else None; the stripped body)."""
+    m = _PREFIX.match(raw)
+    if not m:
+        return None, raw.strip()
+    tag, body = m.group(1), raw[m.end() :]
+    if tag == "Assistant" and body.startswith("[tool call]"):
+        return "call", body[len("[tool call]") :].strip()
+    return _SPEAKERS[tag], body.strip()
+
+
 def parse_transcript(text: str) -> list[Line]:
     """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker."""
     out: list[Line] = []
     speaker, block = "user", 0
     for raw in text.splitlines():
-        m = _PREFIX.match(raw)
-        if m:
+        opened, body = _classify(raw)
+        if opened is not None:
             block += 1
-            tag, body = m.group(1), raw[m.end() :]
-            if tag == "Assistant" and body.startswith("[tool call]"):
-                speaker, body = "call", body[len("[tool call]") :].strip()
-            else:
-                speaker = {
-                    "User": "user",
-                    "Assistant": "assistant",
-                    "Assistant (thinking)": "thinking",
-                    "[tool result]": "result",
-                    "[tool error]": "error",
-                }[tag]
-        else:
-            body = raw
-        body = body.strip()
+            speaker = opened
         if body:
             out.append(Line(speaker, body, block))
     return out
@@ -130,17 +158,17 @@ def _clean(text: str) -> str:
 
 
 def tallies(lines):
-    found = [_clean(ln.text) for ln in lines if ln.speaker in ("result", "error") and _TALLY.search(ln.text)]
+    found = [_clean(ln.text) for ln in lines if ln.speaker in ("result", "error") and _is_tally(ln.text)]
     return _dedupe(found)[-3:]
 
 
 def errors(lines):
-    return _dedupe([_clean(ln.text) for ln in lines if ln.speaker == "error" and _ERROR.search(ln.text)])[-4:]
+    return _dedupe([_clean(ln.text) for ln in lines if ln.speaker == "error" and _is_error(ln.text)])[-4:]
 
 
 def tests_and_errors(lines):
     """The latest tally and only the errors of its run or later (older ones are stale)."""
-    runs = [ln for ln in lines if ln.speaker in ("result", "error") and _TALLY.search(ln.text)]
+    runs = [ln for ln in lines if ln.speaker in ("result", "error") and _is_tally(ln.text)]
     since = runs[-1].block if runs else 0
     return tallies(lines)[-1:] + errors([ln for ln in lines if ln.block >= since])[-3:]
 
@@ -183,7 +211,7 @@ def next_step(lines):
 
 
 def files(lines):
-    seen = _dedupe([m for ln in lines for m in _PATH.findall(ln.text)])
+    seen = _dedupe([m for ln in lines for m in _paths(ln.text)])
     return seen[-15:]
 
 
@@ -251,18 +279,33 @@ def parse_summary(text: str) -> dict[str, list[str]]:
 
 
 def length_target(request: ChatRequest) -> int | None:
-    """The token budget: ``max_tokens``, tightened by an "at most N tokens/words" instruction."""
-    texts = " ".join(str(m.get("content") or "") for m in request.messages)
+    """The token budget: ``max_tokens``, tightened by an "at most N tokens/words" instruction.
+
+    Only instructions count: the system prompt and what follows the quoted conversation in the
+    user prompt; a user in the transcript asking for "at most 100 words" is not talking to us."""
+    texts = []
+    for m in request.messages:
+        c = str(m.get("content") or "")
+        texts.append(c if m.get("role") == "system" else c[c.rfind("</") :] if "</" in c else c)
     budgets = [request.max_tokens] if request.max_tokens else []
-    for n, unit in _TARGET.findall(texts):
+    for n, unit in _TARGET.findall(" ".join(texts)):
         v = int(n.replace(",", ""))
         budgets.append(v if unit.lower() == "tokens" else int(v * 4 / 3))
     return min(budgets) if budgets else None
 
 
 def _tag(text: str, name: str) -> str | None:
-    m = re.search(_TAG.format(re.escape(name)), text, re.S)
-    return m.group(1) if m else None
+    """The text inside ``<name>…</name>`` (one optional newline trimmed at each end), or None."""
+    open_, close = f"<{name}>", f"</{name}>"
+    i = text.find(open_)
+    if i < 0:
+        return None
+    j = text.find(close, i + len(open_))
+    if j < 0:
+        return None
+    body = text[i + len(open_) : j]
+    body = body[1:] if body.startswith("\n") else body
+    return body[:-1] if body.endswith("\n") else body
 
 
 def _has_subsections(headings: list[str], i: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 # Bumped when the canonical form changes, so old cache rows can never be mistaken for new ones.
@@ -46,9 +47,15 @@ class ChatRequest:
         d["extra"] = tuple(sorted((d.get("extra") or {}).items()))
         return cls(**d)
 
+    @cached_property
+    def _canonical(self) -> str:
+        # Requests are immutable and keyed several times each (cache, memo, event), so the
+        # ~100 KB serialisation is done once.
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
     def canonical(self) -> str:
         """Key-order- and spacing-independent JSON of the request."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return self._canonical
 
     def key(self, backend: str = "", base_url: str = "") -> str:
         """Cache key: sha256 over the canonical request and who answers it (backend + endpoint).

@@ -14,7 +14,6 @@ from evalkit.events import Event
 from evalkit.facts import TallyFact
 from evalkit.probes import tallymatch
 from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, normalize, probe
-from evalkit.render import message_plain_text
 from evalkit.tokens import get_counter
 
 # --------------------------------------------------------------------------- shared helpers
@@ -41,22 +40,26 @@ def _verbatim_tally(line: str, folded_text: str) -> bool:
     return len(line) >= 8 and any(c.isdigit() for c in line) and line in folded_text
 
 
-def visible_mentions(inp: ProbeInput) -> list[tallymatch.Counts]:
-    """Count mentions of every context message (cached per recorded message across arms)."""
-
-    def compute():
-        out: list = []
-        for m, rec in inp.context_entries():
-            out.extend(
-                inp.view.cached(m, "mentions", lambda x: tallymatch.mentions(message_plain_text(x)), rec)
-            )
-        return out
-
-    return inp.memo("mentions", compute)
-
-
 def tally_visible(inp: ProbeInput, t: TallyFact) -> bool:
-    return tallymatch.found_in(visible_mentions(inp), t) or _verbatim_tally(t.line, inp.visible_folded())
+    """Is tally ``t`` stated anywhere in the new context?
+
+    A mention that satisfies ``t`` states every non-zero failed/error count, and the passed count
+    or the total (:func:`tallymatch.satisfies`), so a message lacking those numbers is skipped
+    without tokenizing it (most kept tool output); mentions of the others are computed once per
+    recorded message and shared across arms and events."""
+    must = [str(n) for n in (t.failed, t.errors) if n]
+    either = [str(t.passed), str(t.passed + t.failed + t.errors + t.skipped)] if t.passed else []
+
+    def may_state(text: str) -> bool:
+        return all(n in text for n in must) and (not either or any(n in text for n in either))
+
+    for (m, rec), text in zip(inp.context_entries(), inp.message_texts(), strict=True):
+        if not may_state(text):
+            continue
+        found = inp.view.cached(m, "mentions", lambda _x, text=text: tallymatch.mentions(text), rec)
+        if tallymatch.found_in(found, t):
+            return True
+    return _verbatim_tally(t.line, inp.visible_folded())
 
 
 def tally_in_text(text: str, t: TallyFact) -> bool:
@@ -316,18 +319,20 @@ def tool_pairs_valid(inp: ProbeInput) -> list[ProbeValue]:
     return [ProbeValue("tool_pairs_valid", float(inp.event.invariants.tool_pairs_valid))]
 
 
-def request_text(event, session) -> str:
-    """All message text of an event's summarizer request. Replay stores a request's user prompt as
-    a recipe (literal parts and spans of session messages); it is rebuilt from the session here."""
-    from evalkit.replay.requests import assemble
+def request_text(event) -> str:
+    """The literal text of an event's summarizer request: system prompt and the literal parts of
+    the user prompt (previous summary, earlier carried blocks, instructions).
 
+    Replay stores the rest of the prompt as spans of recorded messages. Carried texts are made
+    by compactors from messages that already left the view, so they can only reach a later
+    summarizer through the literal parts; the spans need not be re-rendered to check them."""
     parts: list[str] = []
     for m in (event.request or {}).get("messages", []):
         c = m.get("content") if isinstance(m, dict) else None
         if isinstance(c, str):
             parts.append(c)
-        elif isinstance(c, dict) and "parts" in c:
-            parts.append(assemble(c["parts"], session))
+        elif isinstance(c, dict):
+            parts.extend(p for p in c.get("parts", []) if isinstance(p, str))
     return "\n".join(parts)
 
 
@@ -352,7 +357,7 @@ def carry_once(inp: ProbeInput) -> list[ProbeValue]:
     visible = inp.visible_text()
     arm = inp.event.arm
     later = [
-        inp.view.memo(("request_text", arm, e.event, e.replicate), lambda e=e: request_text(e, inp.view.session))
+        inp.view.memo(("request_text", arm, e.event, e.replicate), lambda e=e: request_text(e))
         for e in inp.later
     ]
     counts = [visible.count(t) for t in texts]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 from evalkit.facts import Facts, TallyFact
@@ -172,8 +173,27 @@ def expected_found(q: dict[str, Any], text: str) -> list[bool]:
     return [normalize(e) in norm for e in q["expected"]]
 
 
+@lru_cache(maxsize=4096)
+def _needles(pattern: str) -> tuple[str, ...] | None:
+    """Lower-case literals one of which every match of ``pattern`` contains, or None when the
+    pattern is not a plain alternation of (escaped) literals. Lets most messages skip the regex."""
+    needles = []
+    for alt in re.split(r"(?<!\\)\|", pattern):
+        for cue in re.split(r"(?<!\\)\|", alt.removeprefix("(?:").removesuffix(")")):
+            lit = re.sub(r"\\(.)", r"\1", cue)
+            if not cue or re.search(r"(?<!\\)[.^$*+?{}\[\]()]", cue) or re.search(r"\\[A-Za-z]", cue):
+                return None
+            needles.append(lit.lower())
+    return tuple(needles)
+
+
 def cue_lines(text: str, pattern: str) -> list[str]:
     """The lines of ``text`` matching ``pattern`` (case-insensitive), each once, in order."""
+    needles = _needles(pattern)
+    if needles is not None:
+        low = text.lower()
+        if not any(n in low for n in needles):
+            return []
     out, end = [], -1
     for m in re.finditer(pattern, text, re.I):
         if m.start() < end:
