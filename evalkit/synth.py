@@ -212,7 +212,9 @@ def _code(rng: random.Random, module: str, target_chars: int, pool: list[str]) -
     return head + "".join(rng.choices(pool, k=max(1, round(target_chars / avg))))
 
 
-def _pytest_output(rng: random.Random, module: str, passed: int, failed: int, late: bool) -> str:
+def _pytest_output(
+    rng: random.Random, module: str, passed: int, failed: int, late: bool, src: str = ""
+) -> str:
     """pytest output; ``late`` puts enough tracebacks before the tally to push it past char 2,000."""
     head = (
         "============================= test session starts ==============================\n"
@@ -234,7 +236,7 @@ def _pytest_output(rng: random.Random, module: str, passed: int, failed: int, la
                     f"    def test_{v}_{n}_{i}():\n        items = make_{n}s({f + 3})\n"
                     f">       assert {v}_{n}(items) == expected_{n}s\n"
                     f"E       AssertionError: assert [{{'{n}': {f}}}] == [{{'{n}': {f + 1}}}]\n"
-                    f"src/{module}/core.py:{40 + 7 * f}: in {v}_{n}\n"
+                    f"{src or f'src/{module}/core.py'}:{40 + 7 * f}: in {v}_{n}\n"
                 )
             tb += f"tests/test_{module}.py:{20 + i}: AssertionError\n"
         tb += "=========================== short test summary info ============================\n"
@@ -273,26 +275,41 @@ _BUILD_ERRORS = [
         "src/{m}/index.ts:{k}:7 - error TS2339: Property '{n}' does not exist on type 'Options'.\n"
         "\nFound 1 error in src/{m}/index.ts:{k}\n",
         2,
+        "src/{m}/index.ts",
     ),
     (
         "python scripts/migrate_{n}.py",
         'Traceback (most recent call last):\n  File "scripts/migrate_{n}.py", line {k},'
         " in <module>\n    from {m}.models import {N}\nImportError: cannot import name '{N}' from '{m}.models'\n",
         1,
+        "scripts/migrate_{n}.py",
     ),
     (
         "cargo build",
         "error[E0425]: cannot find value `{n}` in this scope\n --> src/{m}.rs:{k}:9\n"
         "error: could not compile `{m}` due to 1 previous error\n",
         101,
+        "src/{m}.rs",
     ),
     (
         "make docs",
         "sphinx-build -W docs _build\nWarning, treated as error:\ndocs/{m}.rst:{k}: ERROR: Unknown target "
         'name: "{n}".\nmake: *** [Makefile:12: docs] Error 2\n',
         2,
+        "docs/{m}.rst",
     ),
 ]
+
+
+def _fix(b: _Builder, rng: random.Random, path: str) -> None:
+    """An edit to ``path``: the fix attempt that precedes a retry."""
+    v, n = rng.choice(VERBS), rng.choice(NOUNS)
+    b.tool(
+        "Edit",
+        {"file_path": path, "old_string": f"return {n}", "new_string": f"return {v}({n})"},
+        f"The file {path} has been updated successfully.",
+        say=f"Fixing {path}.",
+    )
 
 
 def generate_session(seed: int, index: int) -> Session:
@@ -326,11 +343,15 @@ def generate_session(seed: int, index: int) -> Session:
     b.tool("Read", {"file_path": "MEMORY.md"}, memory_md)
 
     test_cmd = f"pytest -q tests/test_{module}.py"
-    failing: list[tuple[str, str, int]] = []  # open build failures, to fix or retry later
+    failing: list[tuple[str, str, int, str]] = []  # open build failures: cmd, output, exit, file named
+    last_fail_src = ""  # the file the latest failing test run points at
     failed_tests = rng.randint(1, 6)
     user_turns = 0
     pasted = rng.random() < 0.2
     files = [f"src/{module}/{n}.py" for n in rng.sample(NOUNS, 6)]
+    # Failing tests point into the two "hot" files, and most edits go there: an edit after a
+    # failure usually touches the file the failure names, as in a real fix loop.
+    hot = files[:2]
 
     while b.tokens < target:
         r = rng.random()
@@ -338,7 +359,7 @@ def generate_session(seed: int, index: int) -> Session:
             path = rng.choice(files)
             b.tool("Read", {"file_path": path}, _code(rng, module, rng.randint(6_000, 40_000), pool))
         elif r < 0.45:
-            path = rng.choice(files)
+            path = rng.choice(hot) if rng.random() < 0.7 else rng.choice(files)
             v, n = rng.choice(VERBS), rng.choice(NOUNS)
             b.tool(
                 "Edit",
@@ -359,6 +380,11 @@ def generate_session(seed: int, index: int) -> Session:
                 f"File created successfully at: {path}",
             )
         elif r < 0.68:
+            if last_fail_src and rng.random() < 0.8:
+                # A fix attempt on the file the last failure named before running the tests again;
+                # the rest of the time the agent re-runs without one (a genuine re-fail).
+                _fix(b, rng, last_fail_src)
+                failed_tests = max(0, failed_tests - rng.randint(0, 2))
             passed = rng.randint(20, 180)
             kind = rng.random()
             if kind < 0.35:  # short output, tally well inside 2,000 chars
@@ -367,7 +393,9 @@ def generate_session(seed: int, index: int) -> Session:
                 failed, late, cmd = max(failed_tests, 1), True, test_cmd
             else:  # long, tally early: tests, then a long type-check report
                 failed, late, cmd = min(failed_tests, 1), False, "make check"
-            out = _pytest_output(rng, module, passed, failed, late)
+            src = rng.choice(hot)
+            out = _pytest_output(rng, module, passed, failed, late, src)
+            last_fail_src = src if failed else ""
             if cmd == "make check":
                 out += _lint_tail(rng, module)
             b.tool(
@@ -379,25 +407,23 @@ def generate_session(seed: int, index: int) -> Session:
                 say="Running the tests.",
             )
         elif r < 0.76:
-            if failing and rng.random() < 0.5:
-                cmd, _, _ = failing.pop(0)
-                if rng.random() < 0.6:  # fixed since
+            if failing and rng.random() < 0.7:
+                # Retry the oldest open build failure: usually after a fix to the file its error
+                # names; sometimes unchanged, failing the same way again (a genuine re-fail), and
+                # then it stays open.
+                cmd, text, code, named = failing.pop(0)
+                if rng.random() < 0.75:
+                    _fix(b, rng, named)
                     b.tool("Bash", {"command": cmd}, "done\n", exit_code=0, say="Retrying after the fix.")
-                else:  # the same failure again (what a summary that lost it provokes)
-                    _, text, code = next(e for e in _BUILD_ERRORS if e[0].split()[0] == cmd.split()[0])
-                    b.tool(
-                        "Bash",
-                        {"command": cmd},
-                        text.format(m=module, n="x", N="X", k=7),
-                        exit_code=code,
-                        is_error=True,
-                    )
+                else:
+                    b.tool("Bash", {"command": cmd}, text, exit_code=code, is_error=True)
+                    failing.append((cmd, text, code, named))
             else:
                 tmpl = rng.choice(_BUILD_ERRORS)
                 n = rng.choice(NOUNS)
                 cmd = tmpl[0].format(n=n)
                 text = tmpl[1].format(m=module, n=n, N=n.capitalize(), k=rng.randint(10, 300))
-                failing.append((cmd, text, tmpl[2]))
+                failing.append((cmd, text, tmpl[2], tmpl[3].format(m=module, n=n)))
                 b.tool("Bash", {"command": cmd}, text, exit_code=tmpl[2], is_error=True)
         elif r < 0.88:
             cmd = rng.choice(

@@ -194,9 +194,9 @@ def test_default_rules_encode_each_seed_candidates_evidence():
     r = resolve_rules({})
     assert "pyproject.toml" in r.source
     claims = {c: r.candidates[c].success for c in r.candidates}
-    assert claims["head-tail"] == ("tally_present",)
+    assert claims["head-tail"] == ("tally_present_left_view",)
     assert claims["carry-all"] == ("constraints_kept",)
     assert claims["bridge"] == ("refail_30", "redo_30")
-    assert claims["no-stack"] == claims["digest-cap"] == ("growth_ratio",)
+    assert claims["no-stack"] == claims["digest-cap"] == ("growth",)
     assert r.metrics["summary_tokens"].direction == "lower" and r.metrics["summary_tokens"].min_effect.relative
     assert 1 - 2 * r.alpha == pytest.approx(0.95)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from evalkit.continuation.agents import Step, Transcript
-from evalkit.continuation.recording import SessionRecord
+from evalkit.continuation.recording import SessionRecord, touches
 
 BEHAVIOUR = ("refail", "redo", "stops", "first_action_match", "calls_used", "unanswerable_share")
 _METRIC = re.compile(r"^(?:refail|redo)_\d+$|^(?:stops|first_action_match|calls_used|unanswerable_share)$")
@@ -61,8 +61,9 @@ def refail_redo(rec: SessionRecord, at: int, steps: list[Step]) -> tuple[int, in
         if (
             failure is not None
             and s.answer.failed
-            and not touched_any
-            and not rec.modified_between(failure.index, at)
+            # An edit in this run of unknown path may have changed anything.
+            and not (touches(failure, touched) if touched else touched_any)
+            and not rec.changed_for(failure, at)
         ):
             refails += 1
         if op.kind == "modify":

@@ -13,6 +13,8 @@ from __future__ import annotations
 import bisect
 import json
 import posixpath
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -95,6 +97,34 @@ class Action:
     def key_line(self) -> str:
         """The line of the result a reader would quote (the error line of a failure)."""
         return error_line(self.result.output) if self.result else ""
+
+    def named_files(self) -> tuple[str, ...]:
+        """Source files the result's output names (where a failure says the problem is)."""
+        return _named_files(self.result.output if self.result else "")
+
+
+_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|rs|go|rb|php|java|kt|c|h|cc|cpp|hpp|rst|md|toml|ya?ml|json|cfg|ini))\b")
+
+
+@lru_cache(maxsize=1 << 14)
+def _named_files(output: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(m.lstrip("./") for m in _FILE.findall(output[-20_000:])))
+
+
+def same_file(a: str, b: str) -> bool:
+    """Two spellings of one path (``./src/a.py``, ``/repo/src/a.py``, ``src/a.py``)."""
+    a, b = a.lstrip("./"), b.lstrip("./")
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def touches(failure: Action, modified: Iterable[str]) -> bool:
+    """Whether modifying ``modified`` can change ``failure``'s outcome: a file it names was
+    modified, or, when it names none, anything was."""
+    named = failure.named_files()
+    mods = list(modified)
+    if not named:
+        return bool(mods)
+    return any(same_file(m, n) for m in mods for n in named)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +215,16 @@ class SessionRecord:
     def latest_run(self, command: str, at: int) -> Action | None:
         """The latest recorded run of a normalized command at or before ``at``."""
         return _latest(self.by_command.get(command, ()), at)
+
+    def changed_for(self, failure: Action, at: int) -> bool:
+        """Whether the recording changed, between ``failure`` and ``at``, something that can
+        change its outcome (see :func:`touches`)."""
+        lo = bisect.bisect_right(self.mod_indices, failure.index)
+        hi = bisect.bisect_right(self.mod_indices, at)
+        if lo >= hi:
+            return False
+        paths = [p for p, idx in self.mods.items() if any(failure.index < i <= at for i in idx)]
+        return touches(failure, paths) if paths else not failure.named_files()
 
     def modified_between(self, lo: int, hi: int, path: str | None = None) -> bool:
         """Whether the recording modifies ``path`` (any file when None) at an index in (lo, hi]."""

@@ -46,9 +46,12 @@ def _standin(data: ReportData) -> bool:
 
 
 def _confidence(data: ReportData) -> str:
-    alpha = data.decision.get("stats", {}).get("alpha")
+    """The intervals' level: ``ci_level`` as the stats stage wrote it (two-sided 1 − 2α for its
+    one-sided tests); older runs without it are read as two-sided 1 − α."""
+    stats = data.decision.get("stats", {})
     try:
-        return f"{100 * (1 - float(alpha)):.0f}% interval"
+        level = float(stats["ci_level"]) if "ci_level" in stats else 1 - float(stats.get("alpha"))
+        return f"{100 * level:.0f}% interval"
     except (TypeError, ValueError):
         return "interval"
 
@@ -572,7 +575,7 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
 
 def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
     base = data.baseline
-    if cand not in set(data.metrics["arm"]) and cand not in set(data.events["arm"]):
+    if cand not in set(data.metrics["arm"].unique()) and cand not in set(data.events["arm"].unique()):
         return [f"No events or metric values for {code(cand)} in this run folder."]
     metric = _evidence_metric(data, cand)
     if metric is None or data.metrics.empty:

@@ -37,6 +37,10 @@ class Transcript:
     error: str | None = None
 
 
+def _fold(line: str) -> str:
+    return " ".join(line.strip().strip("=-_*# ").split())
+
+
 @dataclass
 class ContinuationInput:
     """One continuation: a compacted context at message index ``at`` of a recorded session."""
@@ -49,6 +53,7 @@ class ContinuationInput:
     replicate: int = 0
     texts: dict[str, str] | None = None  # plain text per recorded message id, shared across events
     _visible: str | None = None
+    _folded: str | None = None
 
     @classmethod
     def from_event(
@@ -95,8 +100,16 @@ class ContinuationInput:
             return bool(content) and content in self.visible_text()
         if op.kind in ("modify", "other"):
             return block_plain_text(action.call) in self.visible_text()
-        line = action.key_line()
-        return bool(line) and line in self.visible_text()
+        # A quoted error or tally line counts without the runner's rulers and spacing:
+        # "1 failed, 94 passed in 7.07s" shows "===== 1 failed, 94 passed in 7.07s =====".
+        line = _fold(action.key_line())
+        return bool(line) and line in self.visible_folded()
+
+    def visible_folded(self) -> str:
+        """The visible text with whitespace runs folded (for matching quoted lines)."""
+        if self._folded is None:
+            self._folded = " ".join(self.visible_text().split())
+        return self._folded
 
 
 Agent = Callable[[ContinuationInput, ReplayEnvironment], Transcript]

@@ -5,8 +5,8 @@ compaction: given what the compacted context still shows, which of the recorded 
 would an agent have to repeat? Rules, applied in this order:
 
 1. **Lost failures are retried.** For every command whose latest run before the compaction point
-   failed (an open failure), with no file modified since (so knowing the failure would tell the
-   agent the outcome), and whose failure the context does not show (neither the recorded result
+   failed (an open failure), with no change since to a file its output names (or to any file,
+   when it names none; so knowing the failure would tell the agent the outcome), and whose failure the context does not show (neither the recorded result
    kept verbatim nor its error line anywhere in view), the agent first runs that command again,
    oldest failure first. A context that kept the failure costs nothing here; a failure followed
    by edits is not retried by this rule, since its outcome is unknown with or without the
@@ -59,7 +59,7 @@ def plan(inp: ContinuationInput) -> list[tuple[ToolCall, Op]]:
     rec, at = inp.record, inp.at
     calls: list[tuple[ToolCall, Op]] = []
     for k, failure in enumerate(rec.open_failures(at)):
-        if not rec.modified_between(failure.index, at) and not inp.shows(failure):
+        if not rec.changed_for(failure, at) and not inp.shows(failure):
             calls.append((ToolCall(f"heuristic-retry-{k}", failure.call.name, failure.call.args), failure.op))
     touched_any, touched = False, set()
     for a in rec.after(at):
