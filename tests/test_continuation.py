@@ -18,6 +18,7 @@ from evalkit.continuation import (
 from evalkit.continuation.agents.heuristic import heuristic_agent
 from evalkit.events import Event
 from evalkit.models import ChatResponse
+from evalkit.models.fakeserver import read_log
 from evalkit.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 
 BUILD_ERR = "src/x.ts:1:1 - error TS2339: Property 'a' does not exist\n"
@@ -253,3 +254,51 @@ def test_observational_on_real_shaped_compactions():
         (1, "redo_30"): 1.0,
         (1, "calls_used"): 1.0,
     }
+
+
+# --------------------------------------------------------------------------- openai agent over real HTTP
+
+# Scripts for the fake OpenAI-compatible server: the first rule whose `match` is in the
+# conversation answers. Both agents stop once the build's error (TS2339) has come back.
+RERUNS = [
+    {"match": "TS2339", "reply": "The build still fails; stopping here."},
+    {"match": "Fix the build", "tool_calls": [{"name": "Bash", "arguments": {"command": "npm run build"}}]},
+]
+FIXES_FIRST = [
+    {"match": "TS2339", "reply": "Stopping here."},
+    {
+        "match": "recorded (replay",
+        "tool_calls": [{"name": "Bash", "arguments": {"command": "npm run build"}}],
+    },
+    {
+        "match": "Fix the build",
+        "tool_calls": [
+            {"name": "edit", "arguments": {"file_path": "src/x.ts", "old_string": "a", "new_string": "b"}}
+        ],
+    },
+]
+
+
+@pytest.mark.parametrize(("script", "refail", "calls"), [(RERUNS, 1.0, 1), (FIXES_FIRST, 0.0, 2)])
+def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, script, refail, calls):
+    """The `openai` agent through the real SDK and HTTP: a model that re-runs the failed build
+    re-fails (refail_30 = 1); one that edits the file the error names first does not (0)."""
+    from evalkit.models.fakeserver import Rule
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000000000")
+    srv = fake_server(script=[Rule(**r) for r in script])
+    s = _session(future=("ls",))
+    inp = _inp(s, _event(s, "## Goal\nFix the build."))
+    model = {
+        "backend": "openai",
+        "model": "fake-agent",
+        "base_url": srv.url,
+        "cache": "off",
+        "max_retries": 0,
+    }
+    agent = make_agent("openai", {"model": model}, run_dir=tmp_path)
+    t = agent(inp, ReplayEnvironment(inp.record, AT))
+    got = _metrics(inp, t)
+    assert got["refail_30"] == refail and got["calls_used"] == calls and t.stopped
+    posts = [e for e in read_log(srv.log_path) if e["method"] == "POST"]
+    assert len(posts) == calls + 1  # one request per tool call, and the one that stopped
