@@ -120,10 +120,10 @@ def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     return decide_run(paths.root, exp)
 
 
-def stage_report(exp: Experiment, paths: RunPaths) -> Path:
+def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> Path:
     from evalkit.report import write_report
 
-    return write_report(paths.root)
+    return write_report(paths.root, out)
 
 
 def run_experiment(
@@ -131,8 +131,12 @@ def run_experiment(
     run_dir: str | os.PathLike | None = None,
     argv: list[str] | None = None,
     resume: bool = False,
+    report_out: str | os.PathLike | None = None,
 ) -> RunPaths:
-    """Run every stage; with ``resume`` a stage whose output exists is not run again."""
+    """Run every stage; with ``resume`` a stage whose output exists is not run again.
+
+    The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
+    the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
     paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
     paths.root.mkdir(parents=True, exist_ok=True)
     if resume and paths.config.exists():
@@ -178,6 +182,6 @@ def run_experiment(
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)
-    report = timed("report", stage_report, exp, paths)
+    report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
     return paths

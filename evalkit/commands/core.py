@@ -15,14 +15,13 @@ def _run_args(p):
     p.add_argument("--sessions", type=int, help="override corpus.sessions")
     p.add_argument("--arms", help="override replay.arms, comma-separated")
     p.add_argument("--resume", action="store_true", help="skip stages whose output exists in the run folder")
-    p.add_argument("--report-out", help="also write the report into this folder (make eval: reports/)")
+    p.add_argument("--report-out", help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)")
 
 
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
 @arguments(_run_args)
 def cmd_run(args) -> int:
     from evalkit.config import load_experiment
-    from evalkit.report import write_report
     from evalkit.run import run_experiment
 
     overrides: dict = {}
@@ -31,11 +30,9 @@ def cmd_run(args) -> int:
     if args.arms:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     exp = load_experiment(args.config, overrides)
-    paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume)
-    report = paths.report
-    if args.report_out:
-        report = write_report(paths.root, Path(args.report_out) / exp.name)
-    print(report)
+    out = Path(args.report_out) / exp.name if args.report_out else None
+    paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume, report_out=out)
+    print(out / "report.md" if out else paths.report)
     return 0
 
 

@@ -219,12 +219,14 @@ class SessionRecord:
     def changed_for(self, failure: Action, at: int) -> bool:
         """Whether the recording changed, between ``failure`` and ``at``, something that can
         change its outcome (see :func:`touches`)."""
-        lo = bisect.bisect_right(self.mod_indices, failure.index)
-        hi = bisect.bisect_right(self.mod_indices, at)
-        if lo >= hi:
+        if not self.modified_between(failure.index, at):
             return False
-        paths = [p for p, idx in self.mods.items() if any(failure.index < i <= at for i in idx)]
-        return touches(failure, paths) if paths else not failure.named_files()
+        named = failure.named_files()
+        if not named:
+            return True
+        return any(
+            same_file(p, n) and self.modified_between(failure.index, at, p) for p in self.mods for n in named
+        )
 
     def modified_between(self, lo: int, hi: int, path: str | None = None) -> bool:
         """Whether the recording modifies ``path`` (any file when None) at an index in (lo, hi]."""
