@@ -26,12 +26,16 @@ def latest_tally(inp: ProbeInput) -> TallyFact | None:
     return before[-1] if before else None
 
 
-def tally_left_view(inp: ProbeInput, tally: TallyFact, long_chars: int) -> bool:
-    """This compaction removed the tally's message, and its output was long (> ``long_chars``)."""
+def latest_long_removed(inp: ProbeInput, long_chars: int) -> TallyFact | None:
+    """The tally of the latest test output longer than ``long_chars`` that this compaction removed."""
+    removed = inp.memo("removed", lambda: set(inp.event.removed_ids))
     msgs = inp.session.messages
-    if tally.output_chars <= long_chars or tally.message_index >= len(msgs):
-        return False
-    return msgs[tally.message_index].id in inp.memo("removed", lambda: set(inp.event.removed_ids))
+    gone = [
+        t
+        for t in inp.facts.tallies
+        if t.output_chars > long_chars and t.message_index < len(msgs) and msgs[t.message_index].id in removed
+    ]
+    return gone[-1] if gone else None
 
 
 def _verbatim_tally(line: str, folded_text: str) -> bool:
@@ -97,9 +101,10 @@ def tally_present(inp: ProbeInput, long_chars: int = 2_000) -> list[ProbeValue]:
     3 failed" in a summary counts, "12 passed" alone does not, nor does an older tally. Metrics:
 
     - ``tally_present``: anywhere in the new context; ``tally_in_summary``: in the summary alone.
-    - ``tally_present_left_view``: only on events where this compaction removed the tally's
-      message and its output was longer than ``long_chars`` (the re-render's cut), i.e. where the
-      summary was the only way to keep it.
+    - ``tally_present_left_view``: on events whose compaction removed a *long* test output
+      (longer than ``long_chars``, the re-render's cut), the tally of the latest such output: is
+      it still stated after the compaction? Only the summary (or a carry) can keep it, and a
+      head-only re-render shows the summarizer the first ``long_chars`` characters.
     - ``tally_left_view_early`` (info, same events): the tally line ends within the first
       ``long_chars`` characters, so a head-only re-render showed it to the summarizer. Its mean
       is the share a head-only summarizer can at best keep.
@@ -114,9 +119,11 @@ def tally_present(inp: ProbeInput, long_chars: int = 2_000) -> list[ProbeValue]:
         ProbeValue("tally_present", float(present)),
         ProbeValue("tally_in_summary", float(tally_in_text(inp.event.summary, t))),
     ]
-    if tally_left_view(inp, t, long_chars):
-        out.append(ProbeValue("tally_present_left_view", float(present)))
-        out.append(ProbeValue("tally_left_view_early", float(t.offset + len(t.line) <= long_chars)))
+    long = latest_long_removed(inp, long_chars)
+    if long is not None:
+        kept = present if long is t else tally_visible(inp, long)
+        out.append(ProbeValue("tally_present_left_view", float(kept)))
+        out.append(ProbeValue("tally_left_view_early", float(long.offset + len(long.line) <= long_chars)))
     return out
 
 

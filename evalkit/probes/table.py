@@ -55,8 +55,8 @@ def render_table(run_dir: str | os.PathLike) -> str:
     for r in df.itertuples(index=False):
         lines.append("| " + " | ".join(str(v) for v in r) + " |")
     note = (
-        "\nMeans of per-session means (n = sessions). 'left view': events whose compaction removed the "
-        "latest test output longer than 2,000 chars. 'share ≤2,000': share of those tallies within the "
-        "first 2,000 chars."
+        "\nMeans of per-session means (n = sessions). 'left view': events whose compaction removed a "
+        "test output longer than 2,000 chars; the latest such output's tally is looked for after the "
+        "compaction. 'share ≤2,000': share of those tallies within the first 2,000 chars."
     )
     return "\n".join(lines) + "\n" + note
