@@ -269,11 +269,14 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
 
 
 def _metric_order(verdicts: dict) -> list[tuple[str, str, str]]:
-    """(metric, role, direction), success metrics first, in first-seen order."""
+    """(metric, role, direction), success metrics first. A metric that is some candidate's success
+    metric is plotted as one (with that threshold), even where others hold it as a guardrail."""
     seen: dict[str, tuple[str, str]] = {}
     for v in verdicts.values():
         for m, d in (v.get("metrics") or {}).items():
-            seen.setdefault(m, (str(d.get("role", "success")), str(d.get("direction", "higher"))))
+            role, direction = str(d.get("role", "success")), str(d.get("direction", "higher"))
+            if m not in seen or (role == "success" and seen[m][0] != "success"):
+                seen[m] = (role, direction)
     return sorted(((m, r, d) for m, (r, d) in seen.items()), key=lambda x: (x[1] != "success", x[0]))
 
 
@@ -313,7 +316,10 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
                 rows.append(
                     ForestRow(cand, str(v.get("verdict")), _f(m.get("estimate")), _f(ci[0]), _f(ci[1]))
                 )
-                threshold = m.get("threshold", threshold)
+                # A metric can be one candidate's success metric and another's guardrail: draw
+                # the threshold that belongs to the role this plot is titled with.
+                if m.get("role") == role and m.get("threshold") is not None:
+                    threshold = m["threshold"]
             fig = forest_plot(
                 out / f"fig-effects-{slug(metric)}.png",
                 metric,
