@@ -10,7 +10,9 @@ import importlib
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from multiprocessing import get_context
 
 from evalkit.registry import Registry
 
@@ -42,16 +44,28 @@ def benchmark(name: str, description: str):
     return BENCHMARKS.register(name, description)
 
 
-def run_benchmarks(only: str | None = None, out: str | None = None) -> int:
-    """Run every benchmark (or those matching ``only``) and print the table."""
+def _load() -> None:
     for m in MODULES:
         importlib.import_module(f"evalkit.bench.{m}")
+
+
+def _run_one(name: str) -> list[Figure]:
+    _load()
+    return BENCHMARKS.get(name)()
+
+
+def run_benchmarks(only: str | None = None, out: str | None = None) -> int:
+    """Run every benchmark (or those matching ``only``) and print the table."""
+    _load()
     rows: list[tuple[str, Figure]] = []
     for e in BENCHMARKS:
         if only and only not in e.name:
             continue
         t = time.perf_counter()
-        figures = e.obj()
+        # Each benchmark runs in a fresh process: peak-memory figures are high-water marks of a
+        # process's lifetime, and one benchmark's leftovers must not show up in the next one's.
+        with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as ex:
+            figures = ex.submit(_run_one, e.name).result()
         print(f"[bench] {e.name}: {time.perf_counter() - t:.1f}s", flush=True)
         rows.extend((e.name, f) for f in figures)
     w = max((len(f.figure) for _, f in rows), default=6)
