@@ -57,7 +57,7 @@ class ReadStats:
         return line
 
 
-def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+def jsonl_lines(path: str | os.PathLike, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
     """Yield (line number, raw bytes) splitting on ``\\n`` only; None for a line over the limit.
 
     ``str.splitlines`` would also split on U+2028 inside JSON strings, which is valid JSON.
@@ -111,7 +111,7 @@ def read_sessions(
     if p.is_dir():
         p = p / "sessions.jsonl"
     stats = stats if stats is not None else ReadStats()
-    for n, raw in _lines(p, max_record_bytes):
+    for n, raw in jsonl_lines(p, max_record_bytes):
         if raw is not None and not raw.strip():
             continue
         stats.records += 1

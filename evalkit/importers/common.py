@@ -18,6 +18,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from evalkit.corpus import jsonl_lines
 from evalkit.session import (
     Block,
     Compaction,
@@ -262,45 +263,35 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
     that is not UTF-8 is decoded with replacement characters and reported; a line that is not a
     JSON object is reported and skipped.
     """
-    with open(path, "rb") as fh:
-        n = 0
-        while True:
-            raw = fh.readline(MAX_LINE_BYTES + 1)
-            if not raw:
-                return
-            n += 1
-            if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                while True:
-                    chunk = fh.readline(1 << 20)
-                    if not chunk or chunk.endswith(b"\n"):
-                        break
-                report.problem(path, n, f"record larger than {MAX_LINE_BYTES} bytes", key="oversized record")
-                continue
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                report.problem(
-                    path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
-                )
-                text = raw.decode("utf-8", errors="replace")
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as e:
-                truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
-                key = "truncated JSON line" if truncated else "malformed JSON line"
-                report.problem(path, n, f"{key}: {e.msg} at column {e.colno}", key=key)
-                continue
-            except RecursionError:
-                report.problem(path, n, "JSON nested too deeply", key="malformed JSON line")
-                continue
-            if not isinstance(obj, dict):
-                report.problem(
-                    path, n, f"expected a JSON object, got {type(obj).__name__}", key="not a JSON object"
-                )
-                continue
-            yield n, obj
+    for n, raw in jsonl_lines(path, MAX_LINE_BYTES):
+        if raw is None:
+            report.problem(path, n, f"record larger than {MAX_LINE_BYTES} bytes", key="oversized record")
+            continue
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            report.problem(
+                path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
+            )
+            text = raw.decode("utf-8", errors="replace")
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
+            key = "truncated JSON line" if truncated else "malformed JSON line"
+            report.problem(path, n, f"{key}: {e.msg} at column {e.colno}", key=key)
+            continue
+        except RecursionError:
+            report.problem(path, n, "JSON nested too deeply", key="malformed JSON line")
+            continue
+        if not isinstance(obj, dict):
+            report.problem(
+                path, n, f"expected a JSON object, got {type(obj).__name__}", key="not a JSON object"
+            )
+            continue
+        yield n, obj
 
 
 # --------------------------------------------------------------------------- building sessions

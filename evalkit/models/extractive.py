@@ -18,19 +18,9 @@ from functools import lru_cache
 
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.templates import REFERENCE_TEMPLATE
 
 LABEL = "[offline extractive summary: evalkit stand-in, not a model]"
-DEFAULT_TEMPLATE = [
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-]
 ITEM_CHARS = 300
 
 _HEADING = re.compile(r"^(#{1,3}) (\S.*)$", re.M)
@@ -259,7 +249,7 @@ def template_headings(system: str) -> list[str]:
     """The section headings the system prompt asks for, in order (the default six-section
     template when it names none)."""
     seen = _dedupe([f"{m.group(1)} {m.group(2).strip()}" for m in _HEADING.finditer(system)])
-    return seen or list(DEFAULT_TEMPLATE)
+    return seen or list(REFERENCE_TEMPLATE)
 
 
 def parse_summary(text: str) -> dict[str, list[str]]:

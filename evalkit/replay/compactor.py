@@ -20,18 +20,9 @@ from evalkit.models import Backend, ChatRequest, ChatResponse
 from evalkit.replay.render import STUB_MARKER, RenderCache, Rendered, stub
 from evalkit.replay.settings import ReplaySettings
 from evalkit.session import Message, Text, message_chars
+from evalkit.templates import REFERENCE_TEMPLATE
 
-TEMPLATE = (
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-)
+TEMPLATE = REFERENCE_TEMPLATE
 GUIDANCE = "Number the Next Steps. Be specific: keep file paths, commands, test results and error messages."
 SPLICE_PREFIX = "[Earlier conversation compacted to save context]\n\nCompacted from {n} tokens\n\n"
 FIRST_PROMPT = "Summarize the conversation above."
