@@ -153,7 +153,14 @@ def tallies(lines):
 
 
 def errors(lines):
-    return _dedupe([_clean(ln.text) for ln in lines if ln.speaker == "error" and _is_error(ln.text)])[-4:]
+    """The error of each failed tool call, latest four: per failed result, its last error-looking
+    line (what a reader would quote). One per failure, so a long traceback cannot push the other
+    failures out of the section."""
+    last: dict[int, str] = {}
+    for ln in lines:
+        if ln.speaker == "error" and _is_error(ln.text):
+            last[ln.block] = _clean(ln.text)
+    return _dedupe(list(last.values()))[-4:]
 
 
 def tests_and_errors(lines):
