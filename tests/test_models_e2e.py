@@ -123,7 +123,9 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     assert keys["test-twin"] == keys["baseline"]
     assert [e["summary"] for e in events["test-twin"]] == [e["summary"] for e in events["baseline"]]
 
-    time.sleep(0.7)  # a hung "timeout" attempt is logged when the server lets go of it (0.5 s)
+    # A hung "timeout" attempt is logged when the server lets go of it (0.5 s later, more on a
+    # loaded machine): wait until the log has been quiet for a second (bounded).
+    _wait_quiet(log_path)
     log = [e for e in read_log(log_path) if e["method"] == "POST"]
     # Every fault type was injected, each at about 10% of requests.
     share = {f: sum(e["fault"] == f for e in log) / len(log) for f in FAULTS}
@@ -149,6 +151,18 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
         e["summary"] for e in events["test-short-tail"]
     ]
     _assert_secret_absent(run1, run2, run3, tmp_path / "cache", log_path)
+
+
+def _wait_quiet(path: Path, quiet: float = 1.0, limit: float = 15.0) -> None:
+    """Return once ``path`` has not grown for ``quiet`` seconds (or after ``limit``)."""
+    end, size, since = time.time() + limit, -1, time.time()
+    while time.time() < end:
+        now = path.stat().st_size if path.exists() else 0
+        if now != size:
+            size, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+        time.sleep(0.05)
 
 
 def _cache_keys(path: Path, purpose: str | None = None) -> set[str]:
@@ -224,7 +238,7 @@ suite = "{suite}"
     assert p.poll() is None, "the run finished before it could be killed; make it longer"
     os.killpg(p.pid, signal.SIGKILL)
     out1, err1 = p.communicate()
-    time.sleep(0.3)  # let the server log any request that was on the wire
+    _wait_quiet(log_path)  # let the server log any request that was on the wire
     before = _cache_keys(cache)
     n_log = len(read_log(log_path))
     assert len(before) >= 15 and not (run_dir / "events" / "baseline.jsonl").exists()
