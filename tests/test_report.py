@@ -164,6 +164,7 @@ def run_dir(tmp_path_factory) -> Path:
             "unit": "session",
         },
         "noise_floor": {"constraints_kept": {"aa_estimate": 0.004, "ci": [-0.03, 0.035], "n_sessions": 4}},
+        "noise_note": "A/A arm (aa) differs from the baseline only by sampling noise.",
         "verdicts": {
             "compound": {
                 "verdict": "drop",
@@ -250,6 +251,7 @@ def test_every_section_in_order_with_its_content(report):
     assert "### compound (❌ drop)" in ev and "events/compound.jsonl line" in ev
     assert "Kept by `compound`, not by `baseline`" in ev
     assert "| `constraints_kept` | +0.004 | [-0.030, +0.035] | 0.065 | 4 |" in sec["Noise floor"]
+    assert "**A/A arm (aa) differs from the baseline only by sampling noise.**" in sec["Noise floor"]
     cav = sec["Caveats"]
     for needle in (
         "Offline stand-in",

@@ -679,10 +679,12 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
                 str(d.get("n_sessions", "n/a")),
             ]
         )
+    note = str(data.decision.get("noise_note") or "").strip()
     return [
         "The baseline compared with itself (another replicate). A candidate's effect inside this spread is "
         "indistinguishable from re-running the baseline.",
         "",
+        *([f"**{escape_inline(note.rstrip('.'))}.**", ""] if note else []),
         table(["metric", "A/A difference", f"{_confidence(data)}", "interval width", "n sessions"], rows),
     ]
 
