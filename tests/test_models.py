@@ -198,11 +198,17 @@ def test_replicates_are_distinct_calls_and_map_runs_concurrently(fake_server, tm
     client = build_client(settings(srv.url, replicates=3, concurrency=8), tmp_path)
     rs = client.sample(REQ)
     assert [r.ok for r in rs] == [True] * 3 and len({r.key for r in rs}) == 3
+    deadline = time.time() + 5  # the server logs a request just after answering it
+    while len(read_log(srv.log_path)) < 3 and time.time() < deadline:
+        time.sleep(0.02)
     log = read_log(srv.log_path)
     assert sorted(e["replicate"] for e in log) == ["0", "1", "2"]
     reqs = [replace(REQ, messages=({"role": "user", "content": f"q{i}"},)) for i in range(8)]
     t = [e["ts"] for e in read_log(srv.log_path)]
     client.map(reqs)
+    deadline = time.time() + 5
+    while len(read_log(srv.log_path)) < len(t) + 8 and time.time() < deadline:
+        time.sleep(0.02)
     starts = [e["ts"] for e in read_log(srv.log_path)][len(t) :]
     assert len(starts) == 8 and max(starts) - min(starts) < 0.9  # all 8 were in flight together
 

@@ -91,7 +91,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     url, log_path = fake_server_process(
         *[a for f in FAULTS for a in ("--fault", f"{f}=0.1")],
-        *("--fault-latency", "0.05", "--retry-after", "0.01", "--hang", "0.5", "--no-bodies"),
+        *("--fault-latency", "0.05", "--retry-after", "0.01", "--hang", "1.0", "--no-bodies"),
     )
     arms = _register_test_arms(monkeypatch)
     corpus = _prefix_corpus(tmp_path / "corpus", 20)
@@ -99,10 +99,10 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
         "backend": "openai",
         "model": "fake-model",
         "base_url": url,
-        "timeout": 0.3,
-        # Deterministic fault draws: with 70% of attempts failing, 25 retries leave no request
-        # without an answer on this corpus (a test of the error path is in test_models.py).
-        "max_retries": 25,
+        "timeout": 0.5,  # well above a loaded machine's normal answer time, below the 1.0 s hang
+        # With 70% of attempts failing (and a loaded machine adding timeouts), 40 retries leave no request
+        # without an answer (0.7**41 ≈ 4e-7 each; the error path is tested in test_models.py).
+        "max_retries": 40,
         "backoff_base": 0.005,
         "backoff_max": 0.02,
         "cache_path": str(tmp_path / "cache" / "model-calls.sqlite"),
@@ -123,13 +123,14 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     assert keys["test-twin"] == keys["baseline"]
     assert [e["summary"] for e in events["test-twin"]] == [e["summary"] for e in events["baseline"]]
 
-    # A hung "timeout" attempt is logged when the server lets go of it (0.5 s later, more on a
+    # A hung "timeout" attempt is logged when the server lets go of it (1.0 s later, more on a
     # loaded machine): wait until the log has been quiet for a second (bounded).
     _wait_quiet(log_path)
     log = [e for e in read_log(log_path) if e["method"] == "POST"]
     # Every fault type was injected, each at about 10% of requests.
     share = {f: sum(e["fault"] == f for e in log) / len(log) for f in FAULTS}
-    assert all(0.05 < v < 0.15 for v in share.values()), share
+    # (Loose bounds: extra attempts caused by a loaded machine's timeouts redraw faults.)
+    assert all(0.04 < v < 0.2 for v in share.values()), share
     # Exactly the expected requests: one answered call per distinct request, no other request.
     expected = set(keys["baseline"]) | set(keys["test-short-tail"])
     ok = [e["key"] for e in answered(log)]
