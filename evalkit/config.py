@@ -56,7 +56,6 @@ DEFAULTS: dict[str, Any] = {
     },
     "score": {"suite": "probes/default.toml"},
     "rules": {},
-    "report": {"out": "reports"},
     # Continuation runs (evalkit.continuation): an agent acts from each compacted context.
     "continuation": {"enabled": True, "agent": "heuristic", "max_calls": 30, "model": {}},
 }
