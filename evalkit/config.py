@@ -112,6 +112,18 @@ def merge(base: dict, over: dict) -> dict:
     return out
 
 
+def read_toml(path: str | os.PathLike, what: str, error: type[Exception] | None = None) -> dict:
+    """A TOML file's table; a missing file or bad TOML raises ``error`` naming the file."""
+    error = error or ConfigError
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{p}: no such {what} file")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{p}: invalid TOML: {e}") from None
+
+
 def find_pyproject(start: Path | None = None) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.evalkit]`` table, walking up from ``start``."""
     d = (start or Path.cwd()).resolve()
@@ -137,12 +149,7 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
             source, root = f"{pp}[tool.evalkit]", pp.parent
     else:
         p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"{p}: no such config file")
-        try:
-            raw = tomllib.loads(p.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{p}: invalid TOML: {e}") from None
+        raw = read_toml(p, "config")
         # A file may hold a whole pyproject; take its tool.evalkit table then.
         raw = raw.get("tool", {}).get("evalkit", raw)
         source, root = str(p), p.parent.resolve()

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.config import find_pyproject, read_toml
+
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")
 
@@ -212,12 +214,7 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
 def read_rules_file(path: str | os.PathLike) -> Rules:
     """Rules from a TOML file: top-level keys, a ``[rules]`` table, or a pyproject's ``[tool.evalkit.rules]``."""
     p = Path(path)
-    if not p.is_file():
-        raise RulesError(f"{p}: no such rules file")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise RulesError(f"{p}: invalid TOML: {e}") from None
+    raw = read_toml(p, "rules", RulesError)
     if "tool" in raw:
         raw, source = raw["tool"].get("evalkit", {}).get("rules", {}), f"{p}[tool.evalkit.rules]"
     elif "rules" in raw and isinstance(raw["rules"], dict):
@@ -231,7 +228,6 @@ def resolve_rules(section: dict[str, Any] | None, root: str | os.PathLike | None
     """The rules for an experiment: its own ``rules`` table (``file = …`` points elsewhere), else the
     ``[tool.evalkit.rules]`` of the nearest pyproject (from the experiment's folder, then the working
     directory), else built-in defaults that judge no candidate (every candidate comes out untested)."""
-    from evalkit.config import find_pyproject
 
     section = dict(section or {})
     base = Path(root) if root else Path.cwd()

@@ -114,6 +114,33 @@ def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
     )
 
 
+def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
+    """``model-calls.json``: calls, tokens and cost from the run's call cache, for the report.
+
+    Nothing is written when the run has no cache (the offline stand-in is computed, not cached):
+    the report then says "n/a" rather than showing a count of zero calls."""
+    from evalkit.models.backends import cache_path
+    from evalkit.models.cache import CallCache
+
+    path = cache_path(exp.section("model"), paths.root)
+    if not path or not Path(path).exists():
+        return None
+    st = CallCache(path).stats()
+    out = {
+        "calls": st.calls,
+        "input_tokens": sum(r[3] for r in st.by_backend_model),
+        "output_tokens": sum(r[4] for r in st.by_backend_model),
+        "cost_usd": round(sum(r[5] for r in st.by_backend_model), 6),
+        "by_backend_model": [
+            {"backend": b, "model": m, "calls": n, "input_tokens": i, "output_tokens": o, "cost_usd": c}
+            for b, m, n, i, o, c in st.by_backend_model
+        ],
+        "cache_file": str(path),
+    }
+    write_json(paths.root / "model-calls.json", out)
+    return out
+
+
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
 
@@ -179,6 +206,7 @@ def run_experiment(
     ):
         cont = timed("continuation", stage_continuation, exp, paths)
         log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+    write_model_call_stats(exp, paths)
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)

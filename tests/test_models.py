@@ -17,24 +17,10 @@ from evalkit.models import ChatRequest
 from evalkit.models.cache import CallCache
 from evalkit.models.client import CacheMiss, build_client
 from evalkit.models.extractive import LABEL, summarize
-from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, FaultPlan, answered, read_log
+from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, FaultPlan, answered, read_log, settled_log
 from evalkit.replay.compactor import SYSTEM_PROMPT
 
 REQ = ChatRequest(model="fake-model", messages=({"role": "user", "content": "Summarize: pytest 3 passed"},))
-
-
-def _settled_log(path, quiet: float = 0.3, limit: float = 5.0) -> list[dict]:
-    """The fake server's log once it has stopped growing: the server writes a request's line just
-    after answering it, so reading right after the client returns can race the last line."""
-    end, size, since = time.time() + limit, -1, time.time()
-    while time.time() < end:
-        now = path.stat().st_size if path.exists() else 0
-        if now != size:
-            size, since = now, time.time()
-        elif time.time() - since >= quiet:
-            break
-        time.sleep(0.02)
-    return read_log(path)
 
 
 def settings(url, **kw):
@@ -99,8 +85,8 @@ def test_every_fault_is_retried_until_an_answer(fake_server, tmp_path):
     client = build_client(settings(srv.url, timeout=0.3, max_retries=8), tmp_path)
     r = client(REQ)
     assert r.ok and r.text.startswith("[fake-server echo") and r.attempts == 8
-    time.sleep(0.5)  # the hung "timeout" connection is logged when the server lets go of it
-    log = sorted(_settled_log(srv.log_path), key=lambda e: e["attempt"])
+    # The hung "timeout" connection is logged when the server lets go of it (0.6 s).
+    log = sorted(settled_log(srv.log_path, quiet=0.7), key=lambda e: e["attempt"])
     assert [e["fault"] for e in log] == list(seq)
     # Retry-After honoured: the retry after the 429 came no sooner than 0.2 s.
     assert log[1]["ts"] - log[0]["ts"] >= 0.2
@@ -114,7 +100,7 @@ def test_failure_after_last_retry_is_an_error_never_empty_text(fake_server, tmp_
     r = client(REQ)
     assert r.text is None and not r.ok
     assert "failed after 3 attempts" in r.error
-    assert len(_settled_log(srv.log_path)) == 3
+    assert len(settled_log(srv.log_path)) == 3
     assert client.cache.stats().calls == 0  # errors are not cached: the next run retries them
     if fault == "refusal":
         assert "refusal" in r.error and REFUSAL_TEXT[:20] in r.error
@@ -166,7 +152,7 @@ def test_identical_in_flight_requests_are_sent_once(fake_server, tmp_path):
         t.start()
     for t in threads:
         t.join()
-    assert len(_settled_log(srv.log_path)) == 1
+    assert len(settled_log(srv.log_path)) == 1
     assert len({r.text for r in out}) == 1 and client.stats.sent == 1 and client.stats.shared == 7
 
 
@@ -187,7 +173,7 @@ def test_cross_process_guard_sends_one_call(fake_server, tmp_path):
     results = [q.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(30)
-    assert len(_settled_log(srv.log_path)) == 1
+    assert len(settled_log(srv.log_path)) == 1
     assert len({t for t, _ in results}) == 1 and sum(c for _, c in results) == 2
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.corpus import write_sessions
-from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log
+from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
 from evalkit.models.openai_backend import is_refusal
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
@@ -125,8 +125,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
 
     # A hung "timeout" attempt is logged when the server lets go of it (1.0 s later, more on a
     # loaded machine): wait until the log has been quiet for a second (bounded).
-    _wait_quiet(log_path)
-    log = [e for e in read_log(log_path) if e["method"] == "POST"]
+    log = [e for e in settled_log(log_path, quiet=1.0) if e["method"] == "POST"]
     # Every fault type was injected, each at about 10% of requests.
     share = {f: sum(e["fault"] == f for e in log) / len(log) for f in FAULTS}
     # (Loose bounds: extra attempts caused by a loaded machine's timeouts redraw faults.)
@@ -152,18 +151,6 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
         e["summary"] for e in events["test-short-tail"]
     ]
     _assert_secret_absent(run1, run2, run3, tmp_path / "cache", log_path)
-
-
-def _wait_quiet(path: Path, quiet: float = 1.0, limit: float = 15.0) -> None:
-    """Return once ``path`` has not grown for ``quiet`` seconds (or after ``limit``)."""
-    end, size, since = time.time() + limit, -1, time.time()
-    while time.time() < end:
-        now = path.stat().st_size if path.exists() else 0
-        if now != size:
-            size, since = now, time.time()
-        elif time.time() - since >= quiet:
-            return
-        time.sleep(0.05)
 
 
 def _cache_keys(path: Path, purpose: str | None = None) -> set[str]:
@@ -239,7 +226,7 @@ suite = "{suite}"
     assert p.poll() is None, "the run finished before it could be killed; make it longer"
     os.killpg(p.pid, signal.SIGKILL)
     out1, err1 = p.communicate()
-    _wait_quiet(log_path)  # let the server log any request that was on the wire
+    settled_log(log_path, quiet=1.0)  # let the server log any request that was on the wire
     before = _cache_keys(cache)
     n_log = len(read_log(log_path))
     assert len(before) >= 15 and not (run_dir / "events" / "baseline.jsonl").exists()
@@ -250,6 +237,9 @@ suite = "{suite}"
     assert before <= after  # nothing completed was lost
     resent = [e for e in read_log(log_path)[n_log:] if e["key"] in before]
     assert resent == []  # no completed call was repeated
+    # The run folder reports its model calls (every cached call: summaries, answers, judgements).
+    calls = json.loads((run_dir / "model-calls.json").read_text())
+    assert calls["calls"] == len(after) and calls["input_tokens"] > 0
     events = _events(run_dir, "baseline")
     assert events and all(e["summary_error"] is None and e["summary"] for e in events)
     # The score stage's judge probes add answer/judge calls to the same cache; the summaries are

@@ -33,7 +33,7 @@ from evalkit.continuation.observational import ARM as OBSERVED
 from evalkit.continuation.observational import compaction_points, observed_metrics
 from evalkit.continuation.recording import SessionRecord
 from evalkit.corpus import write_json
-from evalkit.events import Event
+from evalkit.events import Event, events_path
 from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
 from evalkit.progress import track
 from evalkit.session import session_from_dict
@@ -65,35 +65,20 @@ def settings_from(section: dict | None) -> dict:
 _SESSION = re.compile(r'"session":\s*"((?:[^"\\]|\\.)*)"')
 
 
-def _strip_request(line: str) -> str:
-    """The event line without its summarizer request (most of its bytes; continuation never reads it).
-
-    Cut textually so the big object is never parsed: a raw ``,"carried":`` cannot occur inside a JSON
-    string (quotes there are escaped), so the text between ``"request":`` and it is that one value.
-    When the layout is not the expected one the line is returned whole (parsed in full later).
-    """
-    start = line.find('"request":{')
-    end = line.find(',"carried":', start)
-    if start < 0 or end < 0:
-        return line
-    return line[:start] + '"request":null' + line[end:]
-
-
 def _event_lines(run: Path, arms: list[str]) -> dict[str, dict[str, list[str]]]:
-    """Per session, per arm, the arm's event lines (requests cut out)."""
+    """Per session, per arm, the arm's event lines (unparsed: each is parsed in the worker)."""
     out: dict[str, dict[str, list[str]]] = {}
     for arm in arms:
-        path = run / "events" / f"{arm}.jsonl"
+        path = events_path(run, arm)
         if not path.exists():
             continue
         with open(path, encoding="utf-8") as fh:
             for line in fh:
                 if not line.strip():
                     continue
-                small = _strip_request(line)
-                m = _SESSION.search(small)
-                sid = json.loads(f'"{m.group(1)}"') if m else Event.from_dict(json.loads(small)).session
-                out.setdefault(sid, {}).setdefault(arm, []).append(small)
+                m = _SESSION.search(line)
+                sid = json.loads(f'"{m.group(1)}"') if m else Event.from_dict(json.loads(line)).session
+                out.setdefault(sid, {}).setdefault(arm, []).append(line)
     return out
 
 

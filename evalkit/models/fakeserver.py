@@ -381,6 +381,23 @@ def read_log(path: str | Path) -> list[dict]:
     return [json.loads(ln) for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
 
 
+def settled_log(path: str | Path, quiet: float = 0.3, limit: float = 15.0) -> list[dict]:
+    """The request log once it has stopped growing for ``quiet`` seconds (at most ``limit``).
+
+    The server writes a request's line just after answering it, and a hung ("timeout") attempt
+    only when it lets go; reading right after the client returns can miss those lines."""
+    p = Path(path)
+    end, size, since = time.time() + limit, -1, time.time()
+    while time.time() < end:
+        now = p.stat().st_size if p.exists() else 0
+        if now != size:
+            size, since = now, time.time()
+        elif time.time() - since >= quiet:
+            break
+        time.sleep(0.02)
+    return read_log(p)
+
+
 def answered(log: list[dict]) -> list[dict]:
     """The log entries that got a usable answer (no failing fault): one per completed call."""
     return [

@@ -14,11 +14,11 @@ names and unknown parameters are errors naming the file and the key.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.config import read_toml
 from evalkit.probes.base import PROBES
 
 
@@ -76,14 +76,7 @@ def suite_from_dict(raw: dict, source: str = "(dict)") -> Suite:
 
 def load_suite(path: str | os.PathLike) -> Suite:
     """Read and validate a suite file."""
-    p = Path(path)
-    if not p.is_file():
-        raise SuiteError(f"{p}: no such suite file")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise SuiteError(f"{p}: invalid TOML: {e}") from None
-    return suite_from_dict(raw, str(p))
+    return suite_from_dict(read_toml(path, "suite", SuiteError), str(path))
 
 
 DEFAULT_SUITE = "probes/default.toml"

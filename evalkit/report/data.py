@@ -17,8 +17,7 @@ import pandas as pd
 
 from evalkit.events import events_path
 
-# The per-event fields the report uses; the rest (the summarizer request above all, ~90% of an
-# event's bytes) is never parsed.
+# The per-event fields the report uses.
 EVENT_FIELDS = [
     "arm",
     "session",
@@ -86,19 +85,7 @@ def _json(path: Path, missing: list[str], what: str) -> dict[str, Any]:
 
 
 def _event_row(raw: bytes) -> dict[str, Any]:
-    # Events are written with compact separators and a fixed field order, so the request can be
-    # cut out before parsing. Inside JSON strings quotes are escaped, so `,"request":` only
-    # matches the top-level key; anything unexpected falls back to a full parse.
-    i = raw.find(b',"request":')
-    j = raw.find(b',"carried":', i + 1) if i >= 0 else -1
-    d = None
-    if 0 <= i < j:
-        try:
-            d = json.loads(raw[:i] + raw[j:])
-        except ValueError:
-            d = None
-    if d is None:
-        d = json.loads(raw)
+    d = json.loads(raw)
     row = {k: d.get(k) for k in EVENT_FIELDS}
     row["summary_chars"] = len(d.get("summary") or "")
     row["summary_failed"] = d.get("summary_error") is not None
