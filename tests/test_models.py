@@ -346,3 +346,37 @@ def test_fault_plan_rates_are_honoured():
         assert 0.08 < draws.count(f) / len(draws) < 0.12
     with pytest.raises(ValueError, match="unknown fault"):
         FaultPlan(rates={"gremlins": 0.1})
+
+
+def _blocked(text: str) -> str:
+    return text.split("### Blocked")[1].split("##")[0]
+
+
+def test_extractive_blocked_lists_failures_still_open_and_carries_them_over():
+    convo = CONVO + """
+
+Assistant: [tool call] Bash {"command": "python scripts/migrate.py"}
+
+[tool error] Traceback (most recent call last):
+  File "scripts/migrate.py", line 3, in <module>
+ImportError: cannot import name 'Row' from 'jobs.models'"""
+    first = summarize(_ask(SYSTEM_PROMPT, f"<conversation>\n{convo}\n</conversation>")).text
+    # The pytest failure was fixed by a later passing run; the migration is still broken, and its
+    # quoted line is the ImportError, not the "Traceback" header.
+    assert _blocked(first).strip() == (
+        "- `python scripts/migrate.py`: ImportError: cannot import name 'Row' from 'jobs.models'"
+    )
+
+    def update(activity: str) -> str:
+        body = f"<previous-summary>\n{first}\n</previous-summary>\n<new-activity>\n{activity}\n</new-activity>"
+        return _blocked(summarize(_ask(SYSTEM_PROMPT, body)).text)
+
+    # An update whose activity fails elsewhere keeps the open failure and adds the new one...
+    other = 'Assistant: [tool call] Bash {"command": "make docs"}\n\n[tool error] make: *** [Makefile:12: docs] Error 2'
+    assert update(other).strip().splitlines() == [
+        "- `python scripts/migrate.py`: ImportError: cannot import name 'Row' from 'jobs.models'",
+        "- `make docs`: make: *** [Makefile:12: docs] Error 2",
+    ]
+    # ...and one that runs the command again and passes clears it; nothing else is invented.
+    fixed = 'Assistant: [tool call] Bash {"command": "python scripts/migrate.py"}\n\n[tool result] migrated 3 rows'
+    assert update(fixed).strip() == "- (none found)"

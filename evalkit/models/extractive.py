@@ -28,7 +28,8 @@ _TAG = r"<{0}>\n?(.*?)\n?</{0}>"
 _TALLY = re.compile(
     r"\b\d+ (?:passed|failed|passing|failing|errors?)\b|test result:|Tests:\s|Ran \d+ tests", re.I
 )
-_ERROR = re.compile(r"\b(?:error|exception|traceback|fatal|failed|failure)\b", re.I)
+# No word boundary on the left: "ImportError:" and "panicked" are error lines too.
+_ERROR = re.compile(r"(?:error|exception|traceback|fatal|failed|failure|panic)", re.I)
 _PATH = re.compile(
     r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.(?:py|ts|tsx|js|rs|go|md|toml|json|ya?ml|rb|java|c|h|cfg|ini|txt)\b"
 )
@@ -163,6 +164,53 @@ def errors(lines):
     return _dedupe(list(last.values()))[-4:]
 
 
+def _runs(lines: list[Line]) -> list[tuple[str, bool, str]]:
+    """(command, failed, error line) per tool result, in order, each paired with the oldest call
+    still waiting for its result. The error line is the failure's last error-looking line (else
+    its last line), the line a reader would quote."""
+    out: list[tuple[str, bool, str]] = []
+    pending: list[str] = []
+    block, cmd, failed, last_err, last = None, None, False, "", ""
+
+    def flush():
+        if cmd is not None:
+            out.append((cmd, failed, (last_err or last) if failed else ""))
+
+    for ln in lines:
+        if ln.speaker == "call":
+            pending.append(_call_command(ln.text))
+        elif ln.speaker in ("result", "error"):
+            if ln.block != block:
+                flush()
+                block, cmd = ln.block, (pending.pop(0) if pending else None)
+                failed, last_err, last = ln.speaker == "error", "", ""
+            last = _clean(ln.text)
+            if failed and _is_error(ln.text):
+                last_err = last
+    flush()
+    return out
+
+
+def _item_command(item: str) -> str | None:
+    m = re.match(r"`([^`]+)`", item)
+    return m.group(1) if m else None
+
+
+def open_failures(lines):
+    """Failures still open at the end: per command, its latest run, when that run failed, as
+    "`command`: error line". A command that later succeeded is not blocked any more."""
+    latest: dict[str, str | None] = {}
+    for cmd, failed, err in _runs(lines):
+        latest.pop(cmd, None)  # re-insert: order by latest run
+        latest[cmd] = f"`{cmd}`: {err}" if failed else None
+    return [it for it in latest.values() if it is not None]
+
+
+def ran_commands(lines) -> set[str]:
+    """Every command the activity ran (an earlier summary's open failure of one of them is stale)."""
+    return {cmd for cmd, _, _ in _runs(lines)}
+
+
 def tests_and_errors(lines):
     """The latest tally and only the errors of its run or later (older ones are stale)."""
     runs = [ln for ln in lines if ln.speaker in ("result", "error") and _is_tally(ln.text)]
@@ -227,7 +275,8 @@ def work_state(lines):
 class SectionRule:
     """How a template section is filled: which headings it serves (a keyword in the heading), what
     extracts its items, how a previous summary's items combine with new ones (``keep`` the old,
-    ``latest`` = new if any, ``merge`` = old + new), and how many items it keeps (newest win)."""
+    ``latest`` = new if any, ``merge`` = old + new, ``open`` = old open failures whose command the
+    new activity did not run again, then the new ones), and how many items it keeps (newest win)."""
 
     keywords: tuple[str, ...]
     extract: Callable[[list[Line]], list[str]]
@@ -242,7 +291,7 @@ RULES: list[SectionRule] = [
     SectionRule(("goal", "objective", "task"), goal, "keep"),
     SectionRule(("constraint", "preference", "important detail"), constraints, "merge", 20),
     SectionRule(("in progress",), in_progress, "latest"),
-    SectionRule(("blocked",), errors, "latest"),
+    SectionRule(("blocked",), open_failures, "open", 8),
     SectionRule(("work state", "state"), work_state, "latest"),
     SectionRule(("done", "progress"), progress, "merge", 10),
     SectionRule(("decision",), decisions, "merge", 8),
@@ -270,8 +319,10 @@ def parse_summary(text: str) -> dict[str, list[str]]:
         if _HEADING.match(line):
             cur = line.lower()
             out.setdefault(cur, [])
-        elif cur is not None and line != "(none found)":
-            out[cur].append(re.sub(r"^(?:[-*]|\d+\.)\s+", "", line))
+        elif cur is not None:
+            item = re.sub(r"^(?:[-*]|\d+\.)\s+", "", line)
+            if item != "(none found)":
+                out[cur].append(item)
     return out
 
 
@@ -354,6 +405,10 @@ def summarize(request: ChatRequest) -> ChatResponse:
             items = old or new
         elif rule.mode == "latest":
             items = new or old
+        elif rule.mode == "open":
+            # Open failures carry over until the new activity runs their command again.
+            ran = ran_commands(latest_lines)
+            items = _dedupe([it for it in old if _item_command(it) not in ran] + new)
         else:
             items = _dedupe(old + new)
         sections[h] = items[-rule.cap :]
