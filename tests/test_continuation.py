@@ -25,7 +25,9 @@ BUILD_ERR = "src/x.ts:1:1 - error TS2339: Property 'a' does not exist\n"
 AT = 11  # index of the last recorded message in view when compaction fired
 
 
-def _session(edit_after_failure: bool = False, future: tuple = ("build", "read")) -> Session:
+def _session(
+    edit_after_failure: bool = False, future: tuple = ("build", "read"), edit_path: str = "src/x.ts"
+) -> Session:
     m: list[Message] = []
 
     def add(role, *blocks):
@@ -41,7 +43,7 @@ def _session(edit_after_failure: bool = False, future: tuple = ("build", "read")
     tool("c2", "Read", {"file_path": "src/a.py"}, "def a():\n    return 1\n")  # m04-m05
     tool("c3", "Bash", {"command": "git status"}, "M src/a.py (old)\n")  # m06-m07
     if edit_after_failure:
-        tool("c4", "Edit", {"file_path": "src/x.ts", "old_string": "a", "new_string": "b"}, "ok")
+        tool("c4", "Edit", {"file_path": edit_path, "old_string": "a", "new_string": "b"}, "ok")
     else:
         tool("c4", "Bash", {"command": "git status"}, "M src/a.py (latest)\n")  # m08-m09
     tool("c5", "Bash", {"command": "pytest -q"}, "==== 3 passed in 0.1s ====\n", 0)  # m10-m11
@@ -57,9 +59,10 @@ def _session(edit_after_failure: bool = False, future: tuple = ("build", "read")
     return Session("s1", Source("test"), m)
 
 
-def _event(session: Session, summary: str, keep: tuple[str, ...] = ()) -> Event:
+def _event(session: Session, summary: str, keep: tuple[str, ...] = (), masked: tuple[str, ...] = ()) -> Event:
     made = Message("evalkit:r1:summary", "user", [Text(summary)])
     ctx = [{"ref": "m00"}, {"message": message_to_dict(made)}] + [{"ref": k} for k in keep]
+    ctx += [{"ref": k, "mask": "outputs"} for k in masked]
     return Event(
         "baseline", session.id, 0, 1, "tokens", AT, 1000, 100, 2000, None, [], summary, new_context=ctx
     )
@@ -146,6 +149,30 @@ def test_heuristic_recorded_retry_is_skipped_when_shown_and_change_since_is_not_
     t = heuristic_agent(lost2, ReplayEnvironment(lost2.record, AT))
     assert [st.op.command for st in t.steps] == ["npm run build"]  # only the recorded re-run
     assert _metrics(lost2, t)["refail_30"] == 0.0
+
+
+def test_unrelated_edit_keeps_a_shown_failure_known_and_a_lost_one_a_refail():
+    """The heuristic skips exactly the re-runs the metric would count: an edit to a file the
+    failure does not name (src/a.py vs the build error's src/x.ts) leaves the outcome known."""
+    s = _session(edit_after_failure=True, future=("build",), edit_path="src/a.py")
+    shown = _inp(s, _event(s, "## Blocked\n- `npm run build`: " + BUILD_ERR.strip()))
+    t = heuristic_agent(shown, ReplayEnvironment(shown.record, AT))
+    assert t.steps == [] and _metrics(shown, t)["refail_30"] == 0.0
+    lost = _inp(s, _event(s, "(nothing useful)"))
+    t = heuristic_agent(lost, ReplayEnvironment(lost.record, AT))
+    assert [st.op.command for st in t.steps] == ["npm run build", "npm run build"]  # retry, then the recorded one
+    assert _metrics(lost, t)["refail_30"] == 1.0
+
+
+def test_a_masked_output_does_not_show_the_failure():
+    """Observation masking keeps the call but replaces the output: the failure is not in view."""
+    s = _session(future=("ls",))
+    masked = _inp(s, _event(s, "(no summary)", keep=("m02",), masked=("m03",)))
+    assert not masked.shows(masked.record.open_failures(AT)[0])
+    got = _metrics(masked, heuristic_agent(masked, ReplayEnvironment(masked.record, AT)))
+    assert got["refail_30"] == 1.0
+    kept = _inp(s, _event(s, "(no summary)", keep=("m02", "m03")))
+    assert kept.shows(kept.record.open_failures(AT)[0])
 
 
 def test_budget_cuts_the_plan_and_stops_is_not_scored_past_it():

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from evalkit.continuation.agents import Step, Transcript
-from evalkit.continuation.recording import SessionRecord, touches
+from evalkit.continuation.recording import SessionRecord
 
 BEHAVIOUR = ("refail", "redo", "stops", "first_action_match", "calls_used", "unanswerable_share")
 _METRIC = re.compile(r"^(?:refail|redo)_\d+$|^(?:stops|first_action_match|calls_used|unanswerable_share)$")
@@ -58,13 +58,7 @@ def refail_redo(rec: SessionRecord, at: int, steps: list[Step]) -> tuple[int, in
     for s in steps:
         op = s.op
         failure = open_failures.get(op.command) if op.command is not None else None
-        if (
-            failure is not None
-            and s.answer.failed
-            # An edit in this run of unknown path may have changed anything.
-            and not (touches(failure, touched) if touched else touched_any)
-            and not rec.changed_for(failure, at)
-        ):
+        if failure is not None and s.answer.failed and not rec.failure_changed(failure, at, touched_any, touched):
             refails += 1
         if op.kind == "modify":
             redos += op.signature in pre_edits

@@ -228,6 +228,12 @@ class SessionRecord:
             same_file(p, n) and self.modified_between(failure.index, at, p) for p in self.mods for n in named
         )
 
+    def failure_changed(self, failure: Action, at: int, touched_any: bool, touched: set[str]) -> bool:
+        """Whether a failed run's outcome may differ for an agent continuing from ``at``: the
+        recording changed something it depends on before the point (:meth:`changed_for`), or the
+        agent has modified files since (``touched``; ``touched_any`` covers edits of unknown path)."""
+        return (touches(failure, touched) if touched else touched_any) or self.changed_for(failure, at)
+
     def modified_between(self, lo: int, hi: int, path: str | None = None) -> bool:
         """Whether the recording modifies ``path`` (any file when None) at an index in (lo, hi]."""
         idx = self.mod_indices if path is None else self.mods.get(path, ())

@@ -64,7 +64,8 @@ class ContinuationInput:
         max_calls: int = 30,
         texts: dict[str, str] | None = None,
     ) -> ContinuationInput:
-        kept = frozenset(e["ref"] for e in event.new_context if "ref" in e)
+        # A masked copy keeps the call but not its output: it does not show the outcome.
+        kept = frozenset(e["ref"] for e in event.new_context if "ref" in e and not e.get("mask"))
         context = resolve_context(event, by_id)
         return cls(record, event.at_message, context, kept, max_calls, event.replicate, texts)
 
@@ -88,13 +89,16 @@ class ContinuationInput:
     def shows(self, action: Action) -> bool:
         """Whether the context shows this recorded action's outcome.
 
-        Kept verbatim (its call or result message is in view) always counts. Otherwise: a command's
-        key line (the error line of a failure, see :func:`evalkit.facts.extract.error_line`) is
-        visible; a read's whole content is visible; an edit's call is visible as text.
+        The message holding the outcome kept verbatim always counts: the call for an edit, the
+        result for a command or a read (a kept call whose output was masked shows nothing).
+        Otherwise: a command's key line (the error line of a failure, see
+        :func:`evalkit.facts.extract.error_line`) is visible; a read's whole content is visible;
+        an edit's call is visible as text.
         """
-        if action.call_message in self.kept_ids or (action.result_message or "") in self.kept_ids:
-            return True
         op = action.op
+        outcome = action.call_message if op.kind in ("modify", "other") else action.result_message
+        if outcome is not None and outcome in self.kept_ids:
+            return True
         if op.kind == "read":
             content = action.result.output.strip() if action.result else ""
             return bool(content) and content in self.visible_text()

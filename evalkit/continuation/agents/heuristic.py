@@ -6,8 +6,9 @@ would an agent have to repeat? Rules, applied in this order:
 
 1. **Lost failures are retried.** For every command whose latest run before the compaction point
    failed (an open failure), with no change since to a file its output names (or to any file,
-   when it names none; so knowing the failure would tell the agent the outcome), and whose failure the context does not show (neither the recorded result
-   kept verbatim nor its error line anywhere in view), the agent first runs that command again,
+   when it names none; so knowing the failure would tell the agent the outcome), and whose
+   failure the context does not show (neither the recorded result kept verbatim nor its error
+   line anywhere in view), the agent first runs that command again,
    oldest failure first. A context that kept the failure costs nothing here; a failure followed
    by edits is not retried by this rule, since its outcome is unknown with or without the
    information (the recorded future decides whether it is re-run).
@@ -15,12 +16,15 @@ would an agent have to repeat? Rules, applied in this order:
    everything did next), except:
 3. **A step whose outcome the context already shows is skipped**: a command, read or identical
    edit/call that the recording already did before the point, with nothing changed since (for a
-   command: no file modified since; for a read: that file not modified since; an edit: always),
-   when the context shows that earlier outcome (:meth:`ContinuationInput.shows`).
+   failed command: no file its output names modified since, the test ``refail_N`` uses, so the
+   agent skips exactly the re-runs the metric would count; for another command: no file modified
+   since; for a read: that file not modified since; an edit: always), when the context shows that
+   earlier outcome (:meth:`ContinuationInput.shows`).
 
 It stops when the plan is exhausted (``stopped``) or after ``max_calls`` calls. The rules use
 the same "shows" test for every arm, so an arm can only lower refail/redo by keeping the
-information in view; the recorded refails and re-reads an arm cannot prevent are a shared floor.
+information in view: every recorded re-run that ``refail_N`` would count is skipped when the
+context shows its failure, so a refail always means information the context lost.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ def _changed_since(
     if op.kind == "read":
         path = op.reads[0]
         return path in touched or rec.modified_between(prior.index, at, path)
+    if prior.failed:
+        # The refail metric's own test: a failure stays known until something it names changes.
+        return rec.failure_changed(prior, at, touched_any, touched)
     return touched_any or rec.modified_between(prior.index, at)
 
 
