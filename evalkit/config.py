@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
         "max_messages": 40,
         "workers": 0,
         "keep_messages": 0,
-        "summary_source_chars": 65_536,
+        "summary_source_chars": 0,
         "external_timeout": 60.0,
     },
     "model": {

@@ -22,9 +22,8 @@ from evalkit.session import Message, Session, Source, Text, Thinking, ToolCall, 
 
 # Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
 _TRIGGER = 200_000 - 16_384
-# Tokens a planned round adds. Rounds are planned for a compactor that clears the whole head;
-# the reference compactor's 64 KiB summary source clears less per pass, so a session planned
-# for 2-6 rounds compacts 2 to ~9 times under the baseline (median 4-5).
+# Tokens a planned round adds. Rounds are planned for the reference compactor, which clears the
+# whole head; a summary-source budget (seed 003's 64 KiB) clears less per pass and compacts more.
 _ROUND = 120_000
 
 MODULES = [

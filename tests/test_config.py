@@ -13,6 +13,16 @@ def test_default_experiment_from_pyproject(monkeypatch):
     assert exp.section("corpus")["sessions"] == 200
     assert exp.section("replay")["window"] == 200_000 and exp.section("replay")["reserve"] == 16_384
     assert "pyproject.toml[tool.evalkit]" in exp.source
+    # The reference compactor summarizes the whole head (REFERENCES.md §1.A): no source budget.
+    assert exp.section("replay")["summary_source_chars"] == 0
+
+
+def test_seed003_experiment_sets_the_count_trigger_and_the_64_kib_source():
+    """REFERENCES.md §1.C: keep the last 40 messages, render the oldest into a 64 KiB source."""
+    exp = load_experiment(ROOT / "experiments" / "seed003.toml")
+    replay = exp.section("replay")
+    assert (replay["trigger"], replay["max_messages"], replay["summary_source_chars"]) == ("messages", 40, 65_536)
+    assert "empty-source-stub" in replay["arms"] and exp.name == "seed003"
 
 
 def test_file_overrides_and_hash(tmp_path):

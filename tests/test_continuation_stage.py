@@ -54,3 +54,23 @@ def test_stage_writes_observed_rows_for_recorded_compactions(tmp_path):
     assert set(df.arm) == {"observed"}
     refail = df[df.metric == "refail_30"].set_index(["session", "event"]).value.to_dict()
     assert refail == {("cc-compacted", 0): 1.0, ("codex-compacted", 0): 0.0, ("codex-compacted", 1): 0.0}
+
+
+def test_arms_that_keep_failure_information_refail_less_on_the_synthetic_corpus(tmp_path):
+    """Issue #7's acceptance check, on a small slice of the default corpus and replay settings.
+
+    head-tail shows the summarizer the end of long test outputs (where the failing tally is) and
+    validate appends the latest tally, so their contexts keep failures the baseline's summary of a
+    truncated output loses; masking replaces old outputs with placeholders and loses the most.
+    """
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(
+        'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\n'
+        'arms = ["baseline", "head-tail", "validate", "masking"]\n'
+    )
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
+    m = load_run(tmp_path / "r").metrics
+    refail = m[m.metric == "refail_30"].groupby(["arm", "session"]).value.mean().groupby("arm").mean()
+    assert refail["baseline"] > 0.05
+    assert refail["head-tail"] < refail["baseline"] and refail["validate"] < refail["baseline"]
+    assert refail["masking"] > refail["baseline"] + 0.2

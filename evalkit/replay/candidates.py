@@ -58,7 +58,7 @@ def check_arm(name: str) -> None:
     policy_for(name)
 
 
-@arm("baseline", "the reference compactor (REFERENCES.md §1.A, 64 KiB summary source of seed 003)", "-", "-")
+@arm("baseline", "the reference compactor (REFERENCES.md §1.A; a summary-source budget when configured)", "-", "-")
 def baseline(p: Policy) -> Policy:
     return p
 
@@ -274,7 +274,7 @@ def retained(p: Policy) -> Policy:
 
 @arm(
     "empty-source-stub",
-    "stub a message that can never fit the 64 KiB summary source only when the source is empty",
+    "stub a message that can never fit the summary source (64 KiB in seed 003) only when the source is empty",
     "an oversized message was cut to the source's leftover bytes and deleted unseen by any summarizer",
     "003",
 )

@@ -1,6 +1,6 @@
 """The reference compactor (the baseline arm) as a pipeline of small named steps.
 
-Modelled on REFERENCES.md §1.A, with seed 003's 64 KiB summary-source budget:
+Modelled on REFERENCES.md §1.A (with seed 003's summary-source budget as an option):
 
     cut → source (what the summarizer sees) → render → prompt → call → post-process
         → splice → carry

@@ -11,9 +11,10 @@ TRIGGERS = ("tokens", "messages", "recorded")
 class ReplaySettings:
     """Context-window geometry and trigger. Defaults are the reference compactor's (REFERENCES.md §1.A).
 
-    ``summary_source_chars`` is the summary-source budget of seed 003 (64 KiB): the rendered head
-    handed to the summarizer is filled oldest first up to it; a message that does not fit stays
-    in the context for the next pass. 0 means no budget.
+    ``summary_source_chars`` is a summary-source budget in characters, 0 (the default) for none:
+    the reference compactor hands the summarizer the whole head. Seed 003's count-based compactor
+    has a 64 KiB budget (``experiments/seed003.toml``): the rendered head is filled oldest first up
+    to it, and a message that does not fit stays in the context for the next pass.
     """
 
     window: int = 200_000
@@ -23,7 +24,7 @@ class ReplaySettings:
     trigger: str = "tokens"  # tokens | messages | recorded
     max_messages: int = 40
     keep_messages: int = 0  # trigger = "messages": messages kept after a compaction (0: max_messages // 2)
-    summary_source_chars: int = 65_536
+    summary_source_chars: int = 0
     tokenizer: str = "chars4"
     external_timeout: float = 60.0  # seconds per compaction for external:CMD candidates
 
