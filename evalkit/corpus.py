@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -78,6 +79,37 @@ def jsonl_lines(path: str | os.PathLike, max_bytes: int) -> Iterator[tuple[int, 
                 yield n, None
                 continue
             yield n, raw
+
+
+Span = tuple[int, int, int]  # (byte offset, length, line number) of one JSONL line
+
+
+def index_jsonl(path: str | os.PathLike, field: str) -> dict[str, list[Span]]:
+    """Value of a top-level string ``field`` → the spans of the lines holding it, in file order.
+
+    Stages that group one file's lines by session (events by ``session``, the corpus by ``id``)
+    find the key with a regex on each line's first 4 KiB instead of parsing it, then hand the
+    spans to workers (:func:`read_span`). A line without the key is indexed under
+    ``"<unreadable line N>"`` so callers can report it.
+    """
+    key = re.compile(rb'"' + re.escape(field.encode()) + rb'"\s*:\s*"((?:[^"\\]|\\.)*)"')
+    out: dict[str, list[Span]] = {}
+    with open(path, "rb") as fh:
+        off = 0
+        for n, line in enumerate(fh, 1):
+            if line.strip():
+                m = key.search(line, 0, 4096) or key.search(line)
+                value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                out.setdefault(value, []).append((off, len(line), n))
+            off += len(line)
+    return out
+
+
+def read_span(path: str | os.PathLike, span: Span) -> bytes:
+    """The bytes of one indexed line."""
+    with open(path, "rb") as fh:
+        fh.seek(span[0])
+        return fh.read(span[1])
 
 
 def parse_line(raw: bytes, path: Path | str, line: int) -> Session:

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,11 +30,11 @@ from evalkit.continuation.metrics import continuation_metrics, is_continuation_m
 from evalkit.continuation.observational import ARM as OBSERVED
 from evalkit.continuation.observational import compaction_points, observed_metrics
 from evalkit.continuation.recording import SessionRecord
-from evalkit.corpus import write_json
+from evalkit.corpus import Span, index_jsonl, read_span, write_json
 from evalkit.events import Event, events_path
 from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
 from evalkit.progress import track
-from evalkit.session import session_from_dict
+from evalkit.session import Session, session_from_dict
 
 DEFAULTS = {
     "enabled": True,
@@ -62,27 +60,21 @@ def settings_from(section: dict | None) -> dict:
 
 # --------------------------------------------------------------------------- reading events
 
-_SESSION = re.compile(r'"session":\s*"((?:[^"\\]|\\.)*)"')
-
-
-def _event_lines(run: Path, arms: list[str]) -> dict[str, dict[str, list[str]]]:
-    """Per session, per arm, the arm's event lines (unparsed: each is parsed in the worker)."""
-    out: dict[str, dict[str, list[str]]] = {}
+def _event_index(run: Path, arms: list[str]) -> dict[str, tuple[str, dict[str, list[Span]]]]:
+    """Per arm, its events file and the spans of its lines per session (read in the worker)."""
+    out = {}
     for arm in arms:
         path = events_path(run, arm)
-        if not path.exists():
-            continue
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                if not line.strip():
-                    continue
-                m = _SESSION.search(line)
-                sid = json.loads(f'"{m.group(1)}"') if m else Event.from_dict(json.loads(line)).session
-                out.setdefault(sid, {}).setdefault(arm, []).append(line)
+        if path.exists():
+            out[arm] = (str(path), index_jsonl(path, "session"))
     return out
 
 
-def _parse_event(line: str) -> Event:
+def _job_events(index: dict[str, tuple[str, dict[str, list[Span]]]], sid: str) -> dict[str, tuple[str, list[Span]]]:
+    return {arm: (path, spans[sid]) for arm, (path, spans) in index.items() if sid in spans}
+
+
+def _parse_event(line: bytes) -> Event:
     return Event.from_dict(json.loads(line))
 
 
@@ -115,19 +107,18 @@ def _log_line(ev: Event, agent: str, t: Transcript) -> str:
 
 
 def continue_session(
-    session_line: str, events: dict[str, list[str]], agent: Agent, name: str, n: int, run_id: str
+    session: Session, events: dict[str, tuple[str, list[Span]]], agent: Agent, name: str, n: int, run_id: str
 ) -> SessionResult:
-    """Every continuation of one session (all arms) and its observational rows."""
+    """Every continuation of one session (all arms: events file and line spans) and its observational rows."""
     out = SessionResult()
-    session = session_from_dict(json.loads(session_line))
     points = compaction_points(session)
     if not events and not points:
         return out
     rec = SessionRecord.build(session)
     by_id = {m.id: m for m in session.messages}
     texts: dict[str, str] = {}  # every arm keeps mostly the same recorded messages: render each once
-    for arm, lines in events.items():
-        for ev in map(_parse_event, lines):
+    for arm, (path, spans) in events.items():
+        for ev in (_parse_event(read_span(path, sp)) for sp in spans):
             inp = ContinuationInput.from_event(ev, rec, by_id, n, texts)
             try:
                 transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
@@ -152,18 +143,15 @@ def continue_session(
 _WORKER_AGENTS: dict[str, Agent] = {}
 
 
+def _load_session(corpus: str, span: Span) -> Session:
+    return session_from_dict(json.loads(read_span(corpus, span)))
+
+
 def _continue_in_worker(args: tuple) -> SessionResult:
-    session_line, events, name, settings, run_dir, n, run_id = args
+    corpus, span, events, name, settings, run_dir, n, run_id = args
     if name not in _WORKER_AGENTS:
         _WORKER_AGENTS[name] = make_agent(name, settings, run_dir)
-    return continue_session(session_line, events, _WORKER_AGENTS[name], name, n, run_id)
-
-
-def _session_lines(run: Path) -> Iterator[str]:
-    with open(run / "corpus" / "sessions.jsonl", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield line
+    return continue_session(_load_session(corpus, span), events, _WORKER_AGENTS[name], name, n, run_id)
 
 
 # --------------------------------------------------------------------------- the stage
@@ -186,21 +174,23 @@ def run_continuation(
     n, name = s["max_calls"], s["agent"]
     settings = {**s, "model": merge(model or {}, s["model"])}
     t0 = time.perf_counter()
-    events = _event_lines(run, arms)
+    events = _event_index(run, arms)
+    corpus = str(run / "corpus" / "sessions.jsonl")
+    sessions = [(sid, spans[0]) for sid, spans in index_jsonl(corpus, "id").items()]
     workers = int(s["workers"] or 0) or os.cpu_count() or 1
     parallel = is_proxy(name) and client is None and workers > 1
     if parallel:
         pool = ProcessPoolExecutor(max_workers=workers)
         jobs = (
-            (line, events.get(_sid(line), {}), name, settings, run, n, run_id) for line in _session_lines(run)
+            (corpus, span, _job_events(events, sid), name, settings, run, n, run_id) for sid, span in sessions
         )
         results = pool.map(_continue_in_worker, jobs, chunksize=2)
     else:
         pool = None
         agent = make_agent(name, settings, run, client)
         results = (
-            continue_session(line, events.get(_sid(line), {}), agent, name, n, run_id)
-            for line in _session_lines(run)
+            continue_session(_load_session(corpus, span), _job_events(events, sid), agent, name, n, run_id)
+            for sid, span in sessions
         )
     out_dir = run / "continuation"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -237,15 +227,6 @@ def run_continuation(
     }
     write_json(out_dir / "manifest.json", manifest)
     return manifest
-
-
-_LEADING_ID = re.compile(r'^\{"schema":"[^"]*","id":"((?:[^"\\]|\\.)*)"')
-
-
-def _sid(session_line: str) -> str:
-    """A session line's id; read off the front when the writer's key order holds, else parsed."""
-    m = _LEADING_ID.match(session_line)
-    return json.loads(f'"{m.group(1)}"') if m else session_from_dict(json.loads(session_line)).id
 
 
 def merge_into_metrics(path: Path, table: pd.DataFrame) -> None:

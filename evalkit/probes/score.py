@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.corpus import index_jsonl, read_span
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, to_frame
@@ -25,9 +25,6 @@ from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
 from evalkit.session import session_from_dict
-
-_SESSION_KEY = re.compile(rb'"session"\s*:\s*"((?:[^"\\]|\\.)*)"')
-_ID_KEY = re.compile(rb'"id"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 @dataclass
@@ -44,26 +41,6 @@ class ScoreStats:
     events: int = 0
     sessions: int = 0
     skipped: list[str] = field(default_factory=list)
-
-
-def _index(path: Path, key: re.Pattern) -> dict[str, list[tuple[int, int, int]]]:
-    """id → [(byte offset, length, line number)] for a JSONL file, reading only each line's prefix."""
-    out: dict[str, list[tuple[int, int, int]]] = {}
-    with open(path, "rb") as fh:
-        off = 0
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                m = key.search(line, 0, 4096) or key.search(line)
-                sid = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
-                out.setdefault(sid, []).append((off, len(line), n))
-            off += len(line)
-    return out
-
-
-def _read_at(path: str, off: int, length: int) -> bytes:
-    with open(path, "rb") as fh:
-        fh.seek(off)
-        return fh.read(length)
 
 
 def score_events(
@@ -123,7 +100,7 @@ def _score_job(job: tuple) -> tuple[list[MetricRow], list[str], int, dict | None
     corpus, sloc, facts_raw, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
     try:
-        session = session_from_dict(json.loads(_read_at(corpus, sloc[0], sloc[1])))
+        session = session_from_dict(json.loads(read_span(corpus, sloc)))
     except Exception as e:
         return [], [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"], 0, None, []
     facts = facts_from_dict(facts_raw) if facts_raw else compute_facts(session)
@@ -134,11 +111,11 @@ def _score_job(job: tuple) -> tuple[list[MetricRow], list[str], int, dict | None
     events: dict[str, list[Event]] = {}
     n = 0
     for arm, path, locs in ev_locs:
-        for off, length, line in locs:
+        for span in locs:
             try:
-                ev = Event.from_dict(json.loads(_read_at(path, off, length)))
+                ev = Event.from_dict(json.loads(read_span(path, span)))
             except Exception as e:
-                skipped.append(f"{path}:{line}: {type(e).__name__}: {e}")
+                skipped.append(f"{path}:{span[2]}: {type(e).__name__}: {e}")
                 continue
             events.setdefault(arm, []).append(ev)
             n += 1
@@ -179,8 +156,8 @@ def score_run(
         arms = sorted(p.stem for p in (run / "events").glob("*.jsonl"))
     ctx = ScoreContext(str(run), _model_section(run))
     corpus = run / "corpus" / "sessions.jsonl"
-    sessions = _index(corpus, _ID_KEY)
-    ev_index = {a: _index(events_path(run, a), _SESSION_KEY) for a in arms}
+    sessions = index_jsonl(corpus, "id")
+    ev_index = {a: index_jsonl(events_path(run, a), "session") for a in arms}
     for a, idx in ev_index.items():
         for sid in idx.keys() - sessions.keys():
             stats.skipped.append(
