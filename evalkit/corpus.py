@@ -231,6 +231,18 @@ def _encoded(s: Session) -> tuple[str, str, dict]:
     return line, facts, row
 
 
+def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[list[dict], list[dict]]:
+    """Write encoded sessions and their facts; returns the manifest rows and the facts records."""
+    rows: list[dict] = []
+    facts_rows: list[dict] = []
+    for line, facts_line, row in encoded:
+        sfh.write(line + "\n")
+        ffh.write(facts_line + "\n")
+        rows.append(row)
+        facts_rows.append(json.loads(facts_line))
+    return rows, facts_rows
+
+
 def _synth_one(args: tuple[int, int]) -> tuple[str, str, dict]:
     from evalkit.synth import generate_session
 
@@ -284,8 +296,6 @@ def build_corpus(
     kind = section.get("kind", "synth")
     workers = workers or os.cpu_count() or 1
     read = ReadStats()
-    rows: list[dict] = []
-    facts_rows: list[dict] = []
     with (
         AtomicWriter(out / "sessions.jsonl") as sfh,
         AtomicWriter(out / "facts.jsonl") as ffh,
@@ -302,11 +312,7 @@ def build_corpus(
             n = None
         else:
             raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
-        for line, facts_line, row in track(encoded, "corpus", total=n, unit="sessions"):
-            sfh.write(line + "\n")
-            ffh.write(facts_line + "\n")
-            rows.append(row)
-            facts_rows.append(json.loads(facts_line))
+        rows, facts_rows = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
     manifest = {
         "kind": kind,
         "seed": seed if kind == "synth" else None,
@@ -336,15 +342,8 @@ def write_corpus(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rows: list[dict] = []
-    facts_rows: list[dict] = []
     with AtomicWriter(out / "sessions.jsonl") as sfh, AtomicWriter(out / "facts.jsonl") as ffh:
-        for s in track(sessions, kind, unit="sessions"):
-            line, facts_line, row = _encoded(s)
-            sfh.write(line + "\n")
-            ffh.write(facts_line + "\n")
-            rows.append(row)
-            facts_rows.append(json.loads(facts_line))
+        rows, facts_rows = _write_encoded(map(_encoded, track(sessions, kind, unit="sessions")), sfh, ffh)
     manifest = {
         "kind": kind,
         "seed": None,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import ImportReport, Probe, SessionBuilder, short_id
+from evalkit.importers.common import ImportReport, Probe, SessionBuilder, decode_reported, short_id
 from evalkit.session import ToolCall
 
 HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
@@ -27,14 +27,7 @@ def detect(probe: Probe) -> bool:
 def _lines(path, report: ImportReport):
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                report.problem(
-                    path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
-                )
-                text = raw.decode("utf-8", errors="replace")
-            yield n, text.rstrip("\r\n")
+            yield n, decode_reported(raw, path, n, report).rstrip("\r\n")
 
 
 def read(probe: Probe, report: ImportReport, options: dict):

@@ -256,6 +256,15 @@ def require_json(probe: Probe, report: ImportReport, want: type | tuple[type, ..
     return data
 
 
+def decode_reported(raw: bytes, path, n: int, report: ImportReport) -> str:
+    """A line as text; bytes that are not UTF-8 become replacement characters and are reported."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        report.problem(path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced")
+        return raw.decode("utf-8", errors="replace")
+
+
 def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]]:
     """(line number, object) for each JSONL line, split on ``\\n`` only, streamed.
 
@@ -269,13 +278,7 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
             continue
         if not raw.strip():
             continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            report.problem(
-                path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
-            )
-            text = raw.decode("utf-8", errors="replace")
+        text = decode_reported(raw, path, n, report)
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
