@@ -22,9 +22,11 @@ from evalkit.session import Message, Session, Source, Text, Thinking, ToolCall, 
 
 # Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
 _TRIGGER = 200_000 - 16_384
-# Tokens a planned round adds. Rounds are planned for the reference compactor, which clears the
-# whole head; a summary-source budget (seed 003's 64 KiB) clears less per pass and compacts more.
-_ROUND = 120_000
+# Tokens a planned round adds: what the reference compactor's context needs to fill up again after a
+# compaction, which leaves keep-recent (20,000) plus a small summary (~18,000 tokens at the median
+# on the default corpus). A summary-source budget (seed 003's 64 KiB) clears less per pass and
+# compacts more often.
+_ROUND = 166_000
 
 MODULES = [
     "api",

@@ -69,7 +69,16 @@ def test_arms_that_keep_failure_information_refail_less_on_the_synthetic_corpus(
         'arms = ["baseline", "head-tail", "validate", "masking"]\n'
     )
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
-    m = load_run(tmp_path / "r").metrics
+    run = load_run(tmp_path / "r")
+    # The corpus is built to compact two to six times at the default window (issue #2), as planned.
+    planned = {
+        json.loads(x)["id"]: json.loads(x)["meta"]["planned_rounds"]
+        for x in (tmp_path / "r/corpus/sessions.jsonl").read_text().splitlines()
+    }
+    done = run.events("baseline").groupby("session").size()
+    assert len(done) == 12 and done.between(2, 6).all()
+    assert sum(done[s] == planned[s] for s in done.index) >= 10
+    m = run.metrics
     refail = m[m.metric == "refail_30"].groupby(["arm", "session"]).value.mean().groupby("arm").mean()
     assert refail["baseline"] > 0.05
     assert refail["head-tail"] < refail["baseline"] and refail["validate"] < refail["baseline"]
