@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -92,10 +92,12 @@ def _classify(raw: str) -> tuple[str | None, str]:
     return _SPEAKERS[tag], body.strip()
 
 
-def parse_transcript(text: str) -> list[Line]:
-    """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker."""
+def parse_transcript(text: str, first_block: int = 0) -> list[Line]:
+    """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker.
+    Blocks are numbered from ``first_block + 1``, so a second part (the retained tail) can follow
+    the first without block numbers colliding."""
     out: list[Line] = []
-    speaker, block = "user", 0
+    speaker, block = "user", first_block
     for raw in text.splitlines():
         opened, body = _classify(raw)
         if opened is not None:
@@ -130,7 +132,7 @@ def _call_command(text: str) -> str:
 
 
 # -- extractors: each reads the parsed lines and returns items, oldest first ---------------------
-def _users(lines: list[Line]) -> list[str]:
+def _users(lines: Sequence[Line]) -> list[str]:
     return [ln.text for ln in lines if ln.speaker == "user"]
 
 
@@ -164,7 +166,7 @@ def errors(lines):
     return _dedupe(list(last.values()))[-4:]
 
 
-def _runs(lines: list[Line]) -> list[tuple[str, bool, str]]:
+def _runs(lines: Sequence[Line]) -> list[tuple[str, bool, str]]:
     """(command, failed, error line) per tool result, in order, each paired with the oldest call
     still waiting for its result. The error line is the failure's last error-looking line (else
     its last line), the line a reader would quote."""
@@ -174,18 +176,19 @@ def _runs(lines: list[Line]) -> list[tuple[str, bool, str]]:
 
     def flush():
         if cmd is not None:
-            out.append((cmd, failed, (last_err or last) if failed else ""))
+            out.append((cmd, failed, _clean(last_err or last) if failed else ""))
 
     for ln in lines:
-        if ln.speaker == "call":
+        speaker = ln.speaker
+        if speaker == "call":
             pending.append(_call_command(ln.text))
-        elif ln.speaker in ("result", "error"):
+        elif speaker == "result" or speaker == "error":
             if ln.block != block:
                 flush()
                 block, cmd = ln.block, (pending.pop(0) if pending else None)
-                failed, last_err, last = ln.speaker == "error", "", ""
-            last = _clean(ln.text)
-            if failed and _is_error(ln.text):
+                failed, last_err = speaker == "error", ""
+            last = ln.text
+            if failed and _is_error(last):
                 last_err = last
     flush()
     return out
@@ -196,19 +199,14 @@ def _item_command(item: str) -> str | None:
     return m.group(1) if m else None
 
 
-def open_failures(lines):
+def open_failures(lines, runs: list[tuple[str, bool, str]] | None = None):
     """Failures still open at the end: per command, its latest run, when that run failed, as
     "`command`: error line". A command that later succeeded is not blocked any more."""
     latest: dict[str, str | None] = {}
-    for cmd, failed, err in _runs(lines):
+    for cmd, failed, err in _runs(lines) if runs is None else runs:
         latest.pop(cmd, None)  # re-insert: order by latest run
         latest[cmd] = f"`{cmd}`: {err}" if failed else None
     return [it for it in latest.values() if it is not None]
-
-
-def ran_commands(lines) -> set[str]:
-    """Every command the activity ran (an earlier summary's open failure of one of them is stale)."""
-    return {cmd for cmd, _, _ in _runs(lines)}
 
 
 def tests_and_errors(lines):
@@ -279,7 +277,7 @@ class SectionRule:
     new activity did not run again, then the new ones), and how many items it keeps (newest win)."""
 
     keywords: tuple[str, ...]
-    extract: Callable[[list[Line]], list[str]]
+    extract: Callable[[Sequence[Line]], list[str]]
     mode: str
     cap: int = 12
 
@@ -389,7 +387,8 @@ def summarize(request: ChatRequest) -> ChatResponse:
         activity = re.sub(_TAG.format("previous-summary"), "", body, flags=re.S)
     retained = _tag(body, "retained") or ""
     lines = parse_transcript(activity)
-    latest_lines = lines + parse_transcript(retained)  # "state after the tail" sections see it too
+    # "State after the tail" sections see the retained tail too.
+    latest_lines = lines + parse_transcript(retained, lines[-1].block if lines else 0)
     previous = parse_summary(prev_text) if prev_text else {}
 
     sections: dict[str, list[str]] = {}
@@ -400,15 +399,18 @@ def summarize(request: ChatRequest) -> ChatResponse:
         if rule is None or _has_subsections(headings, i):
             sections[h] = old
             continue
+        if rule.mode == "open":
+            # Open failures carry over until the new activity runs their command again.
+            runs = _runs(latest_lines)
+            ran = {cmd for cmd, _, _ in runs}
+            items = _dedupe([it for it in old if _item_command(it) not in ran] + open_failures(latest_lines, runs))
+            sections[h] = items[-rule.cap :]
+            continue
         new = rule.extract(latest_lines if rule.mode == "latest" else lines)
         if rule.mode == "keep":
             items = old or new
         elif rule.mode == "latest":
             items = new or old
-        elif rule.mode == "open":
-            # Open failures carry over until the new activity runs their command again.
-            ran = ran_commands(latest_lines)
-            items = _dedupe([it for it in old if _item_command(it) not in ran] + new)
         else:
             items = _dedupe(old + new)
         sections[h] = items[-rule.cap :]
