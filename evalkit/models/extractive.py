@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.request import ChatRequest, ChatResponse
@@ -64,8 +65,9 @@ def _paths(text: str) -> tuple[str, ...]:
 _PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\[tool error\]):?\s?")
 
 
-@dataclass(frozen=True)
-class Line:
+class Line(NamedTuple):
+    """One line of the re-rendered conversation (a tuple: a head has ~15,000 of them per call)."""
+
     speaker: str  # user | assistant | thinking | call | result | error
     text: str
     block: int = 0  # which message/tool output the line belongs to
