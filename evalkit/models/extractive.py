@@ -94,7 +94,10 @@ def _classify(raw: str) -> tuple[str | None, str]:
     return _SPEAKERS[tag], body.strip()
 
 
-def parse_transcript(text: str, first_block: int = 0) -> list[Line]:
+# Most arms hand the summarizer the same conversation with another prompt (state-sections, short)
+# or change only what follows the call, and one worker replays every arm of a session in turn.
+@lru_cache(maxsize=12)
+def parse_transcript(text: str, first_block: int = 0) -> tuple[Line, ...]:
     """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker.
     Blocks are numbered from ``first_block + 1``, so a second part (the retained tail) can follow
     the first without block numbers colliding."""
@@ -107,7 +110,7 @@ def parse_transcript(text: str, first_block: int = 0) -> list[Line]:
             speaker = opened
         if body:
             out.append(Line(speaker, body, block))
-    return out
+    return tuple(out)
 
 
 def _dedupe(items: list[str]) -> list[str]:
