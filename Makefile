@@ -15,7 +15,6 @@ help:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 
 # Stamps make re-installs happen only when pyproject.toml changes.
 $(VENV)/.installed: pyproject.toml | $(PY)
