@@ -94,10 +94,30 @@ def _classify(raw: str) -> tuple[str | None, str]:
     return _SPEAKERS[tag], body.strip()
 
 
+class Parsed:
+    """A parsed conversation and what each extractor found in it, computed once per extractor."""
+
+    __slots__ = ("_found", "lines")
+
+    def __init__(self, lines: tuple[Line, ...]):
+        self.lines = lines
+        self._found: dict[Callable, list] = {}
+
+    def extract(self, fn: Callable[[Sequence[Line]], list]) -> list:
+        """``fn(lines)``, memoized (a copy, so callers may change it)."""
+        if fn not in self._found:
+            self._found[fn] = fn(self.lines)
+        return list(self._found[fn])
+
+    def __add__(self, other: Parsed) -> Parsed:
+        return self if not other.lines else Parsed(self.lines + other.lines)
+
+
 # Most arms hand the summarizer the same conversation with another prompt (state-sections, short)
-# or change only what follows the call, and one worker replays every arm of a session in turn.
+# or change only what follows the call, and one worker replays every arm of a session in turn:
+# the parse and every extractor's pass over it are shared.
 @lru_cache(maxsize=12)
-def parse_transcript(text: str, first_block: int = 0) -> tuple[Line, ...]:
+def parse_transcript(text: str, first_block: int = 0) -> Parsed:
     """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker.
     Blocks are numbered from ``first_block + 1``, so a second part (the retained tail) can follow
     the first without block numbers colliding."""
@@ -110,7 +130,7 @@ def parse_transcript(text: str, first_block: int = 0) -> tuple[Line, ...]:
             speaker = opened
         if body:
             out.append(Line(speaker, body, block))
-    return tuple(out)
+    return Parsed(tuple(out))
 
 
 def _dedupe(items: list[str]) -> list[str]:
@@ -204,11 +224,11 @@ def _item_command(item: str) -> str | None:
     return m.group(1) if m else None
 
 
-def open_failures(lines, runs: list[tuple[str, bool, str]] | None = None):
+def open_failures(lines):
     """Failures still open at the end: per command, its latest run, when that run failed, as
     "`command`: error line". A command that later succeeded is not blocked any more."""
     latest: dict[str, str | None] = {}
-    for cmd, failed, err in _runs(lines) if runs is None else runs:
+    for cmd, failed, err in _runs(lines):
         latest.pop(cmd, None)  # re-insert: order by latest run
         latest[cmd] = f"`{cmd}`: {err}" if failed else None
     return [it for it in latest.values() if it is not None]
@@ -393,7 +413,7 @@ def summarize(request: ChatRequest) -> ChatResponse:
     retained = _tag(body, "retained") or ""
     lines = parse_transcript(activity)
     # "State after the tail" sections see the retained tail too.
-    latest_lines = lines + parse_transcript(retained, lines[-1].block if lines else 0)
+    latest_lines = lines + parse_transcript(retained, lines.lines[-1].block if lines.lines else 0)
     previous = parse_summary(prev_text) if prev_text else {}
 
     sections: dict[str, list[str]] = {}
@@ -406,12 +426,11 @@ def summarize(request: ChatRequest) -> ChatResponse:
             continue
         if rule.mode == "open":
             # Open failures carry over until the new activity runs their command again.
-            runs = _runs(latest_lines)
-            ran = {cmd for cmd, _, _ in runs}
-            items = _dedupe([it for it in old if _item_command(it) not in ran] + open_failures(latest_lines, runs))
+            ran = {cmd for cmd, _, _ in latest_lines.extract(_runs)}
+            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest_lines.extract(open_failures))
             sections[h] = items[-rule.cap :]
             continue
-        new = rule.extract(latest_lines if rule.mode == "latest" else lines)
+        new = (latest_lines if rule.mode == "latest" else lines).extract(rule.extract)
         if rule.mode == "keep":
             items = old or new
         elif rule.mode == "latest":
