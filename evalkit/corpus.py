@@ -231,6 +231,17 @@ def _encoded(s: Session) -> tuple[str, str, dict]:
     return line, facts, row
 
 
+# Files later stages pin beside a corpus (judge questions point at message indices): a new
+# corpus in the same folder makes them wrong, so they are rebuilt from it.
+QUESTIONS = "questions.jsonl"
+DERIVED = (QUESTIONS,)
+
+
+def _drop_derived(out: Path) -> None:
+    for name in DERIVED:
+        (out / name).unlink(missing_ok=True)
+
+
 def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[list[dict], list[dict]]:
     """Write encoded sessions and their facts; returns the manifest rows and the facts records."""
     rows: list[dict] = []
@@ -322,6 +333,7 @@ def build_corpus(
         "sessions": rows,
     }
     write_json(out / "manifest.json", manifest)
+    _drop_derived(out)
     return manifest
 
 
@@ -354,4 +366,5 @@ def write_corpus(
         **(extra() if extra else {}),
     }
     write_json(out / "manifest.json", manifest)
+    _drop_derived(out)
     return manifest

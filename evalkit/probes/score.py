@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.corpus import index_jsonl, read_span
+from evalkit.corpus import QUESTIONS, index_jsonl, read_span
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, to_frame
@@ -233,7 +233,7 @@ def _model_section(run: Path) -> dict:
 
 
 def _load_questions(run: Path) -> dict[str, list]:
-    p = run / "corpus" / "questions.jsonl"
+    p = run / "corpus" / QUESTIONS
     out: dict[str, list] = {}
     if p.exists():
         with open(p, encoding="utf-8") as fh:
@@ -245,7 +245,7 @@ def _load_questions(run: Path) -> dict[str, list]:
 
 
 def _save_questions(run: Path, questions: dict[str, list]) -> None:
-    p = run / "corpus" / "questions.jsonl"
+    p = run / "corpus" / QUESTIONS
     tmp = p.with_name(p.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         for sid in sorted(questions):
