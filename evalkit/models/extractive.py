@@ -411,9 +411,9 @@ def summarize(request: ChatRequest) -> ChatResponse:
     if activity is None:
         activity = re.sub(_TAG.format("previous-summary"), "", body, flags=re.S)
     retained = _tag(body, "retained") or ""
-    lines = parse_transcript(activity)
+    convo = parse_transcript(activity)
     # "State after the tail" sections see the retained tail too.
-    latest_lines = lines + parse_transcript(retained, lines.lines[-1].block if lines.lines else 0)
+    latest = convo + parse_transcript(retained, convo.lines[-1].block if convo.lines else 0)
     previous = parse_summary(prev_text) if prev_text else {}
 
     sections: dict[str, list[str]] = {}
@@ -426,11 +426,11 @@ def summarize(request: ChatRequest) -> ChatResponse:
             continue
         if rule.mode == "open":
             # Open failures carry over until the new activity runs their command again.
-            ran = {cmd for cmd, _, _ in latest_lines.extract(_runs)}
-            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest_lines.extract(open_failures))
+            ran = {cmd for cmd, _, _ in latest.extract(_runs)}
+            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest.extract(open_failures))
             sections[h] = items[-rule.cap :]
             continue
-        new = (latest_lines if rule.mode == "latest" else lines).extract(rule.extract)
+        new = (latest if rule.mode == "latest" else convo).extract(rule.extract)
         if rule.mode == "keep":
             items = old or new
         elif rule.mode == "latest":
