@@ -28,7 +28,11 @@ def test_pipeline_runs_continuation_as_part_of_scoring(tmp_path, capsys):
     assert manifest["counts"]["continuations"] == n_events
     log = (tmp_path / "r/continuation/log.jsonl").read_text().splitlines()
     assert len(log) == n_events and all(len(json.loads(x)["calls"]) <= 30 for x in log)
-    assert "proxy for information availability" in (tmp_path / "r/report/report.md").read_text()
+    report = (tmp_path / "r/report/report.md").read_text()
+    assert "proxy for information availability" in report
+    # The metric glossary explains continuation metrics too, not only probes.
+    assert "| refail_30 | lower is better | re-runs, within N calls" in report
+    assert "| calls_used | neither (a count) |" in report
 
     # `evalkit continue` again replaces the rows instead of appending, and prints the labelled table.
     capsys.readouterr()

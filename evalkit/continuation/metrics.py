@@ -39,6 +39,42 @@ DIRECTIONS = {
 }
 
 
+# What each metric measures and the failure it catches, for readers of reports.
+MEANINGS = {
+    "refail": (
+        "re-runs, within N calls after the compaction, a command that failed before it with nothing changed since, "
+        "and it fails again",
+        "the agent repeats a known failure because the compacted context lost it",
+    ),
+    "redo": (
+        "repeats, within N calls, work the recording shows done: re-reads an unchanged file, re-applies an edit",
+        "finished work redone because the context no longer shows it",
+    ),
+    "stops": (
+        "where the recording ends within N calls: the agent ends too, rather than going on",
+        "an agent that no longer knows the task is done",
+    ),
+    "first_action_match": (
+        "the agent's first action after the compaction is the recorded next action",
+        "a context that no longer says what comes next",
+    ),
+    "calls_used": ("tool calls the agent made after the compaction (at most N)", ""),
+    "unanswerable_share": (
+        "share of the agent's calls the replay environment could not answer from the recording",
+        "continuations that wander off the recording (their other numbers mean less)",
+    ),
+}
+
+
+def metric_info(name: str) -> tuple[str, str, str] | None:
+    """(direction, what it measures, what it catches) of a continuation metric, None for others."""
+    if not is_continuation_metric(name):
+        return None
+    base = name.rsplit("_", 1)[0] if name.startswith(("refail_", "redo_")) else name
+    measures, catches = MEANINGS[base]
+    return DIRECTIONS[base], measures, catches
+
+
 def metric_names(n: int) -> list[str]:
     """The metric names for a budget of ``n`` calls (``refail_30`` for the default)."""
     return [f"{m}_{n}" if m in ("refail", "redo") else m for m in BEHAVIOUR]

@@ -398,27 +398,36 @@ def _metric_errors(data: ReportData) -> dict[tuple[str, str], tuple[int, int]]:
     return {(str(a), str(k)): (int(r["sum"]), int(r["size"])) for (a, k), r in g.iterrows()}
 
 
-def _probe_info() -> dict[str, tuple[str, str, str]]:
-    """metric -> (direction, what it measures, what failure it catches), from the probe registry."""
+def _probe_info(metrics: list[str] | tuple[str, ...] = ()) -> dict[str, tuple[str, str, str]]:
+    """metric -> (direction, what it measures, what failure it catches), from the probe registry
+    and the continuation stage's own table."""
+    from evalkit.continuation.metrics import metric_info
     from evalkit.probes import PROBES
 
     out = {}
     for e in PROBES:
         for metric, direction in e.info.get("metrics", {}).items():
             out[metric] = (str(direction), e.description, str(e.info.get("catches", "")))
+    for m in metrics:
+        if m not in out and (info := metric_info(m)) is not None:
+            out[m] = info
     return out
+
+
+def _better(direction: str) -> str:
+    return f"{direction} is better" if direction in ("higher", "lower") else "neither (a count)"
 
 
 def _glossary(data: ReportData) -> list[str]:
     present = sorted(set(data.metrics["metric"].astype(str))) if not data.metrics.empty else []
-    info = _probe_info()
+    info = _probe_info(present)
     rows = [
-        [name(m), f"{info[m][0]} is better", escape_inline(info[m][1]), escape_inline(info[m][2])]
+        [name(m), _better(info[m][0]), escape_inline(info[m][1]), escape_inline(info[m][2])]
         if m in info
         else [
             name(m),
             f"{_direction(data, m)} is better" if _direction(data, m) else "not recorded",
-            "not a registered probe in this install",
+            "neither a registered probe nor a continuation metric in this install",
             "",
         ]
         for m in present
@@ -550,8 +559,8 @@ def _direction(data: ReportData, metric: str) -> str | None:
         d = ((v.get("metrics") or {}).get(metric) or {}).get("direction")
         if d:
             return str(d)
-    info = _probe_info().get(metric)
-    return info[0] if info else None
+    info = _probe_info([metric]).get(metric)
+    return info[0] if info and info[0] in ("higher", "lower") else None
 
 
 def _kept_lines(event: dict) -> list[str]:
