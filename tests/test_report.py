@@ -121,35 +121,26 @@ def run_dir(tmp_path_factory) -> Path:
     hit = (comp["session"] == nasty_session) & (comp["metric"] == "constraints_kept")
     comp.loc[hit, "value"] = 1.0 if comp.loc[hit, "value"].mean() < 0.5 else 0.0
     lean = base.assign(arm="lean")
-    extra = []
-    for arm in ("baseline", "compound", "lean"):
-        for sess in base["session"].unique():
-            extra.append(
-                {
-                    "run": "tiny",
-                    "arm": arm,
-                    "session": sess,
-                    "event": -1,
-                    "round": -1,
-                    "replicate": 0,
-                    "metric": "unanswerable_share",
-                    "value": 0.25,
-                    "error": None,
-                }
-            )
-            extra.append(
-                {
-                    "run": "tiny",
-                    "arm": arm,
-                    "session": sess,
-                    "event": -1,
-                    "round": -1,
-                    "replicate": 0,
-                    "metric": "refail_30",
-                    "value": np.nan,
-                    "error": "TimeoutError: agent call timed out",
-                }
-            )
+    # Session-level continuation rows: a plain value, and an agent error (NaN + error, never a zero).
+    extra = [
+        {
+            "run": "tiny",
+            "arm": arm,
+            "session": sess,
+            "event": -1,
+            "round": -1,
+            "replicate": 0,
+            "metric": metric,
+            "value": value,
+            "error": error,
+        }
+        for arm in ("baseline", "compound", "lean")
+        for sess in base["session"].unique()
+        for metric, value, error in (
+            ("unanswerable_share", 0.25, None),
+            ("refail_30", np.nan, "TimeoutError: agent call timed out"),
+        )
+    ]
     df = pd.concat([df, comp, lean, pd.DataFrame(extra)], ignore_index=True)
     write_metrics(df, run / "metrics.parquet")
 
