@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 
 from evalkit.facts import TallyFact
+from evalkit.textscan import lines_with
 
 _KINDS = {
     "passed": "passed",
@@ -77,26 +78,8 @@ _KEYWORDS = (
 )
 
 
-def _lines_hit(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each line holding a keyword, in order, once each."""
-    low = text.lower()
-    starts: set[int] = set()
-    for w in _KEYWORDS:
-        i = low.find(w)
-        while i >= 0:
-            line_start = low.rfind("\n", 0, i) + 1
-            starts.add(line_start)
-            nl = low.find("\n", i)
-            i = low.find(w, nl) if nl >= 0 else -1
-    out = []
-    for a in sorted(starts):
-        b = text.find("\n", a)
-        out.append((a, len(text) if b < 0 else b))
-    return out
-
-
 def _tokens(text: str) -> Iterable[tuple[int, int, str, int]]:
-    for a, b in _lines_hit(text):
+    for a, b in lines_with(text, _KEYWORDS):
         yield from _line_tokens(text, a, b)
 
 

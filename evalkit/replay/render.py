@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from evalkit.facts.commands import files_of
 from evalkit.session import Message, Text, Thinking, ToolCall, ToolResult, message_chars
+from evalkit.textscan import lines_with
 
 TOOL_RESULT_CHARS = 2_000
 THINKING_CHARS = 1_000
@@ -71,26 +72,10 @@ _ERROR_NEEDLES = ("error", "exception", "traceback", "fatal", "fail")
 
 
 def _matching_lines(pattern: re.Pattern, text: str, lowered: str, needles: tuple[str, ...]) -> dict[int, str]:
-    """Lines of ``text`` that ``pattern`` matches, by start offset.
-
-    Case-insensitive alternations are slow over 40 KB outputs, so candidate lines are found
-    with plain substring scans of the lower-cased text first and only those go to the regex.
-    """
-    starts: set[int] = set()
-    for needle in needles:
-        i = lowered.find(needle)
-        while i >= 0:
-            start = lowered.rfind("\n", 0, i) + 1
-            starts.add(start)
-            end = lowered.find("\n", i)
-            if end < 0:
-                break
-            i = lowered.find(needle, end)
+    """Lines of ``text`` that ``pattern`` matches, by start offset (candidates found by substring)."""
     out: dict[int, str] = {}
-    for start in sorted(starts):
-        end = text.find("\n", start)
-        line = text[start : end if end >= 0 else len(text)]
-        if pattern.search(line):
+    for start, end in lines_with(text, needles, lowered):
+        if pattern.search(line := text[start:end]):
             out[start] = line
     return out
 
@@ -100,8 +85,6 @@ def _head_tail(output: str) -> tuple[str, int]:
         return output, len(output)
     head, middle, tail = output[:HEAD_CHARS], output[HEAD_CHARS:-TAIL_CHARS], output[-TAIL_CHARS:]
     lowered = middle.lower()
-    if len(lowered) != len(middle):  # a case mapping that changes length: offsets would drift
-        lowered = middle
     tallies = _matching_lines(_TALLY_LINE, middle, lowered, _TALLY_NEEDLES)
     errors = {
         k: v
