@@ -427,7 +427,7 @@ def summarize(request: ChatRequest) -> ChatResponse:
         if rule.mode == "open":
             # Open failures carry over until the new activity runs their command again.
             ran = {cmd for cmd, _, _ in latest.extract(_runs)}
-            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest.extract(open_failures))
+            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest.extract(rule.extract))
             sections[h] = items[-rule.cap :]
             continue
         new = (latest if rule.mode == "latest" else convo).extract(rule.extract)
