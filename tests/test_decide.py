@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from evalkit.decide import decide
+from evalkit.decide.rules import RulesError, parse_rules, read_rules_file, resolve_rules
 from evalkit.metrics import COLUMNS, normalize
-from evalkit.rules import RulesError, parse_rules, read_rules_file, resolve_rules
 
 RULES = {
     "alpha": 0.025,

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from evalkit import stats
+from evalkit.decide import stats
 from evalkit.metrics import COLUMNS, normalize
 
 N_EXP, G, B = 400, 40, 2000

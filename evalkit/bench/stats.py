@@ -50,7 +50,7 @@ def bench_stats() -> list[Figure]:
     from scipy import stats as sps
 
     from evalkit.decide import decide
-    from evalkit.rules import parse_rules
+    from evalkit.decide.rules import parse_rules
 
     rng = np.random.default_rng(1)
     df = _table(rng)

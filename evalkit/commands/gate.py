@@ -31,9 +31,9 @@ def cmd_gate(args) -> int:
     import pandas as pd
 
     from evalkit.decide import decide, summarize_metrics
-    from evalkit.gate import evaluate, parse_fail_on, parse_require, write_gate
+    from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
+    from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.metrics import COLUMNS, read_metrics
-    from evalkit.rules import read_rules_file, resolve_rules
 
     fail_on = parse_fail_on(args.fail_on)
     require = parse_require(args.require)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK
 from evalkit.corpus import AtomicWriter
-from evalkit.rules import VERDICTS
+from evalkit.decide.rules import VERDICTS
 
 DEFAULT_FAIL_ON = ("drop", "untested")
 
