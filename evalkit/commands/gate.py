@@ -33,6 +33,7 @@ def cmd_gate(args) -> int:
     from evalkit.decide import decide, summarize_metrics
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
+    from evalkit.decide.stage import prompt_only_arms
     from evalkit.metrics import COLUMNS, read_metrics
 
     fail_on = parse_fail_on(args.fail_on)
@@ -62,7 +63,7 @@ def cmd_gate(args) -> int:
     elif rules.baseline not in have:
         partial.append(f"baseline arm {rules.baseline} has no rows")
     partial += [f"configured arm {a} has no rows" for a in arms if a not in have and len(df)]
-    decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms)}
+    decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))}
     res = evaluate(decision, str(run), fail_on, require, partial)
     paths = write_gate(decision, res, args.out or run / "gate")
     print((paths["markdown"]).read_text(encoding="utf-8"))

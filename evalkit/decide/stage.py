@@ -8,9 +8,9 @@ rule and numbers that decided it in words.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +27,11 @@ from evalkit.metrics import read_metrics
 
 def summarize_metrics(df) -> list[dict]:
     """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-    ok = df[df["error"].isna()]
+    finite_value = np.isfinite(pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float))
+    ok = df[df["error"].isna().to_numpy() & finite_value]
     per_session = ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
     agg = per_session.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
-    errors = df[df["error"].notna()].groupby(["arm", "metric"], observed=True).size()
+    errors = df[df["error"].notna().to_numpy() | ~finite_value].groupby(["arm", "metric"], observed=True).size()
     values = df.groupby(["arm", "metric"], observed=True).size()
     out = []
     for r in agg.itertuples(index=False):
@@ -56,8 +57,14 @@ def candidate_arms(df: pd.DataFrame, rules: Rules, configured: list[str] | None)
     return [a for a in seen if a not in (rules.baseline, rules.aa)]
 
 
-def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dict:
-    """Statistics, noise floor and verdicts for every candidate (the decision minus its summary)."""
+def decide(
+    df: pd.DataFrame, rules: Rules, arms: list[str] | None = None, prompt_only: Callable[[str], bool] | None = None
+) -> dict:
+    """Statistics, noise floor and verdicts for every candidate (the decision minus its summary).
+
+    ``prompt_only(arm)`` says whether an arm changes only text a model reads while the run's backend
+    is an offline stand-in: such an arm identical to the baseline is untested for that reason.
+    """
     df = df.assign(arm=df["arm"].astype(str), metric=df["metric"].astype(str))
     pairs = df[["arm", "metric"]].drop_duplicates()
     present = set(zip(pairs["arm"].tolist(), pairs["metric"].tolist(), strict=True))
@@ -78,7 +85,7 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
 
     paired = stats.paired_differences(df, columns, rules.baseline)
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
-    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed, expanded=rules.interval == "expanded")
+    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed)
     bx, by = stats.estimand_matrices(paired.base_sum, paired.count, rules.estimand)
     cx, _ = stats.estimand_matrices(paired.cand_sum, paired.count, rules.estimand)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -106,16 +113,22 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
                 roles[k], amt = "guardrail", mr.margin
                 thr_o[k] = -amt.resolve(bm)
             words[k] = f" ({amt.describe()} {num(bm)})" if amt.relative else ""
-            tgt = (mr.target or amt).resolve(bm)
-            target[k] = tgt if tgt > 0 else np.nan
-    oriented = dataclasses.replace(est, boot=est.boot * sign)
+            # Design target (oriented true effect): the rule's target, else twice the min effect for
+            # a success metric; a guardrail's is "no change" (can it be shown within its margin?).
+            if m in success:
+                target[k] = mr.target.resolve(bm) if mr.target else (2 * thr_o[k] if thr_o[k] > 0 else np.nan)
+            else:
+                target[k] = 0.0
+    oriented = est.oriented(sign)
     # Success: H0 better ≤ min effect. Guardrail: H0 better ≤ −margin (non-inferiority).
     p_main = stats.p_value(oriented, thr_o, "greater")
     # Success: significantly worse than baseline (H0 better ≥ 0). Guardrail: worse than the margin.
     p_worse = stats.p_value(oriented, np.where(np.array(roles) == "success", 0.0, thr_o), "less")
-    mde = stats.mde(est.se, rules.alpha, rules.power)
-    power = stats.achieved_power(target, est.se, rules.alpha)
-    needed = stats.sessions_needed(target, est.se, est.n_sessions, rules.alpha, rules.power)
+    # Design numbers against the same null and with the same critical value as the test itself.
+    n = est.n_sessions
+    mde = sign * stats.mde(est.se, n, rules.alpha, rules.power, thr_o)
+    power = stats.achieved_power(target, est.se, n, rules.alpha, thr_o)
+    needed = stats.sessions_needed(target, est.se, n, rules.alpha, rules.power, thr_o)
 
     def result(c: str, m: str) -> MetricResult:
         k = k_of[(c, m)]
@@ -127,21 +140,23 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
             estimate=float(est.estimate[k]),
             ci=tuple(est.ci[k]),
             ci_t=tuple(est.ci_t[k]),
-            ci_bca=tuple(est.ci_bca[k]),
-            bca=est.bca_note[k],
             p_value=float(p_main[k]),
             p_worse=float(p_worse[k]),
             threshold=float(sign[k] * thr_o[k]),
             threshold_words=words[k],
             mde=float(mde[k]),
             power=float(power[k]),
-            target=float(target[k]),
+            target=float(sign[k] * target[k]),
             sessions_needed=float(needed[k]),
             n_sessions=int(est.n_sessions[k]),
+            differing=int(est.differing[k]),
             unmatched=int(paired.unmatched[k]),
             unmatched_sessions=int(paired.unmatched_sessions[k]),
+            lost_sessions=int(paired.lost_sessions[k]),
             errors=int(paired.errors[k]),
             rows=int(paired.rows[k]),
+            base_errors=int(paired.base_errors[k]),
+            base_rows=int(paired.base_rows[k]),
             degenerate=bool(paired.degenerate[k]),
             baseline_mean=float(base_mean[k]),
             candidate_mean=float(cand_mean[k]),
@@ -160,15 +175,14 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
             )
             continue
         results = {m: result(c, m) for m in (*success, *guards)}
-        n = min((r.n_sessions for r in results.values()), default=0)
         if rules.baseline not in arms_in_table:
             verdicts[c] = Verdict(
                 "untested", f"untested: baseline arm {rules.baseline} has no rows in the metrics table", None, 0, results
             )
             continue
-        why = untested_reason(c, results, success, rules)
+        why = untested_reason(c, results, success, rules, bool(prompt_only and prompt_only(c)))
         if why:
-            verdicts[c] = Verdict("untested", why[0], why[1], n, results)
+            verdicts[c] = Verdict("untested", why[0], why[1], results[why[1]].n_sessions, results)
             continue
         pending[c] = (results, success, guards)
 
@@ -185,7 +199,7 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
         k = k_of[col]
         if est.n_sessions[k] == 0:
             continue
-        zero = bool(np.all(paired.diff_sum[:, k] == 0) and np.all(est.boot[:, k][np.isfinite(est.boot[:, k])] == 0))
+        zero = bool(np.all(paired.diff_sum[:, k] == 0))
         noise[col[1]] = {
             "aa_estimate": float(est.estimate[k]),
             "ci": list(est.ci[k]),
@@ -194,7 +208,9 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
         }
     decision = {
         "stats": {
-            "method": stats.METHODS[rules.interval == "expanded"],
+            "method": stats.METHOD,
+            "interval": "inverted sign-flip test (ci); clustered-SE t on G − 1 df (ci_t)",
+            "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
             "seed": rules.seed,
             "alpha": rules.alpha,
@@ -239,11 +255,34 @@ def finite(obj):
     return obj
 
 
+def prompt_only_arms(backend: str | None) -> Callable[[str], bool] | None:
+    """With an offline stand-in backend, a test for arms whose every part is flagged ``prompt_only``
+    in the candidate registry; None with a real model (then a prompt change can be judged)."""
+    from evalkit.models.backends import is_offline_standin
+    from evalkit.replay.candidates import ARMS
+
+    try:
+        if not backend or not is_offline_standin(backend):
+            return None
+    except KeyError:
+        return None
+
+    def check(arm: str) -> bool:
+        parts = arm.split("+")
+        return all(p in ARMS and ARMS.entry(p).info.get("prompt_only", False) for p in parts)
+
+    return check
+
+
 def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None = None) -> dict:
     """The decide stage: read ``metrics.parquet``, write ``decision.json``."""
     run = Path(run_dir)
     df = read_metrics(run / "metrics.parquet")
     rules = rules or resolve_rules(exp.section("rules"), exp.root)
-    decision = {"summary": summarize_metrics(df), **decide(df, rules, list(exp.section("replay").get("arms", [])))}
+    arms = list(exp.section("replay").get("arms", []))
+    decision = {
+        "summary": summarize_metrics(df),
+        **decide(df, rules, arms, prompt_only_arms(exp.section("model").get("backend"))),
+    }
     write_json(run / "decision.json", decision)
     return decision

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from evalkit.decide.rules import Rules
 from evalkit.decide.words import interval, num, pval
 
+PROMPT_ONLY = "prompt-only change; the offline stand-in cannot judge it — run with a model"
+
 
 @dataclass
 class MetricResult:
@@ -18,21 +20,23 @@ class MetricResult:
     estimate: float
     ci: tuple[float, float]
     ci_t: tuple[float, float]
-    ci_bca: tuple[float, float]
-    bca: str
     p_value: float  # success: superiority vs min effect; guardrail: non-inferiority vs margin
     p_worse: float  # success: worse than baseline; guardrail: worse than the margin
     threshold: float  # the difference p_value tests against (sign follows the direction)
     threshold_words: str
-    mde: float
-    power: float
+    mde: float  # true difference at which the test against `threshold` has the configured power
+    power: float  # power of that test at `target`
     target: float
-    sessions_needed: float
+    sessions_needed: float  # sessions for that power at `target`
     n_sessions: int
+    differing: int  # sessions whose difference is not zero
     unmatched: int
     unmatched_sessions: int
-    errors: int
+    lost_sessions: int  # sessions the baseline has and the candidate lacks
+    errors: int  # candidate rows in error (NaN, error text, ±inf)
     rows: int
+    base_errors: int
+    base_rows: int
     degenerate: bool
     baseline_mean: float
     candidate_mean: float
@@ -43,6 +47,12 @@ class MetricResult:
         p = pval(self.p_holm, "p_holm") if holm and self.p_holm is not None else pval(self.p_value)
         return f"{self.metric} {num(self.estimate, True)} {interval(self.ci)}, {p}"
 
+    def error_share(self) -> tuple[float, str]:
+        """The larger of the candidate's and the baseline's scorer-error shares, and whose it is."""
+        cand = self.errors / self.rows if self.rows else 0.0
+        base = self.base_errors / self.base_rows if self.base_rows else 0.0
+        return (cand, "candidate") if cand >= base else (base, "baseline")
+
     def to_json(self) -> dict:
         return {
             "role": self.role,
@@ -50,8 +60,6 @@ class MetricResult:
             "estimate": self.estimate,
             "ci": list(self.ci),
             "ci_t": list(self.ci_t),
-            "ci_bca": list(self.ci_bca),
-            "bca": self.bca or "BCa",
             "p_value": self.p_value,
             "p_worse": self.p_worse,
             "p_holm": self.p_holm,
@@ -61,9 +69,14 @@ class MetricResult:
             "target": self.target,
             "sessions_needed": self.sessions_needed,
             "n_sessions": self.n_sessions,
+            "differing_sessions": self.differing,
             "unmatched": self.unmatched,
             "unmatched_sessions": self.unmatched_sessions,
+            "lost_sessions": self.lost_sessions,
             "errors": self.errors,
+            "rows": self.rows,
+            "baseline_errors": self.base_errors,
+            "baseline_rows": self.base_rows,
             "degenerate": self.degenerate,
             "baseline_mean": self.baseline_mean,
             "candidate_mean": self.candidate_mean,
@@ -75,8 +88,9 @@ class Verdict:
     verdict: str
     reason: str
     deciding_metric: str | None
-    n_sessions: int
+    n_sessions: int  # sessions of the deciding metric (each metric has its own n)
     metrics: dict[str, MetricResult]
+    lost_sessions: int = 0
 
     def to_json(self) -> dict:
         return {
@@ -84,43 +98,53 @@ class Verdict:
             "reason": self.reason,
             "deciding_metric": self.deciding_metric,
             "n_sessions": self.n_sessions,
+            "lost_sessions": self.lost_sessions,
             "metrics": {m: r.to_json() for m, r in self.metrics.items() if r.present},
         }
 
 
-def untested_reason(cand: str, results: dict[str, MetricResult], success: tuple, rules: Rules):
-    """(reason, metric) for the first failing precondition, or None when the candidate can be judged."""
+def untested_reason(
+    cand: str, results: dict[str, MetricResult], success: tuple, rules: Rules, prompt_only: bool = False
+) -> tuple[str, str] | None:
+    """(reason, metric) for the first failing precondition, or None when the candidate can be judged.
+
+    Only success metrics need ``min_sessions``: a guardrail that applies to few sessions blocks a
+    ship (see :func:`judge`) but does not make the candidate untested.
+    """
     for m, r in results.items():
         if not r.present:
             return f"untested: metric {m} missing from the metrics table (needed for {cand} or {rules.baseline})", m
     for m, r in results.items():
-        if r.n_sessions < rules.min_sessions:
-            return (
-                f"untested: {m} has {r.n_sessions} matched sessions < min_sessions {rules.min_sessions}",
-                m,
-            )
-    for m, r in results.items():
-        share = r.errors / r.rows if r.rows else 0.0
+        share, whose = r.error_share()
         if share > rules.max_error_share:
+            errs, rows = (r.errors, r.rows) if whose == "candidate" else (r.base_errors, r.base_rows)
             return (
-                f"untested: {m} scorer errors {r.errors}/{r.rows} values ({share:.0%}) "
+                f"untested: {m} scorer errors in the {whose} arm {errs}/{rows} values ({share:.0%}) "
                 f"> max_error_share {rules.max_error_share:.0%}",
                 m,
             )
     for m in success:
-        if results[m].degenerate:
-            v = results[m].baseline_mean
-            return f"untested: success metric {m} is degenerate (every value is {num(v)} in both arms)", m
+        r = results[m]
+        if r.n_sessions < rules.min_sessions:
+            return f"untested: {m} has {r.n_sessions} matched sessions < min_sessions {rules.min_sessions}", m
+    if all(results[m].differing == 0 for m in success):
+        m = success[0]
+        same = "; ".join(
+            f"{s}: every value is {num(results[s].baseline_mean)} in both arms" if results[s].degenerate else f"{s}: 0 of {results[s].n_sessions}"
+            for s in success
+        )
+        why = f"; {PROMPT_ONLY}" if prompt_only else ""
+        return f"untested: no session differs from the baseline ({same}){why}", m
     return None
 
 
 def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: tuple, rules: Rules) -> Verdict:
     """Apply the verdict order drop → ship → inconclusive to a candidate that passed the untested checks."""
     a = rules.alpha
-    n = min(r.n_sessions for r in results.values())
+    lost = max((r.lost_sessions for r in results.values()), default=0)
 
     def v(verdict, reason, metric):
-        return Verdict(verdict, reason, metric, n, results)
+        return Verdict(verdict, reason, metric, results[metric].n_sessions, results, lost)
 
     worse = [results[m] for m in success if results[m].p_worse < a]
     if worse:
@@ -140,9 +164,20 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
             f"margin {num(r.threshold, True)}{r.threshold_words} ({pval(r.p_worse)} < α {a:g})",
             r.metric,
         )
+    # A lost session is the candidate's failure: k lost sessions against none in the baseline is
+    # a sign-flip test whose exact p-value is 2^−k.
+    first = success[0]
+    if lost and 0.5**lost < a:
+        return v(
+            "drop",
+            f"drop: {cand} lost {lost} sessions that {rules.baseline} has (a lost session is a failure; "
+            f"sign-flip {pval(0.5**lost)} < α {a:g})",
+            first,
+        )
     wins = sorted((results[m] for m in success if results[m].p_holm < a), key=lambda r: r.p_holm)
-    not_ni = [results[m] for m in guards if results[m].p_value >= a]
-    if wins and not not_ni:
+    thin = [results[m] for m in guards if results[m].n_sessions < rules.min_sessions]
+    not_ni = [results[m] for m in guards if results[m].p_value >= a and results[m].n_sessions >= rules.min_sessions]
+    if wins and not not_ni and not thin and not lost:
         r = wins[0]
         guard_words = (
             "; guardrails non-inferior: "
@@ -157,19 +192,36 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
             r.metric,
         )
     if wins:
+        if lost:
+            return v(
+                "inconclusive",
+                f"inconclusive: {wins[0].line(holm=True)} is significant, but {cand} lost {lost} sessions that "
+                f"{rules.baseline} has (a lost session is a failure; sign-flip {pval(0.5**lost)} ≥ α {a:g})",
+                wins[0].metric,
+            )
+        if thin:
+            g = thin[0]
+            return v(
+                "inconclusive",
+                f"inconclusive: {wins[0].line(holm=True)} is significant, but guardrail {g.metric} has only "
+                f"{g.n_sessions} sessions < min_sessions {rules.min_sessions}: it cannot be shown within its margin",
+                g.metric,
+            )
         g = max(not_ni, key=lambda r: r.p_value)
         return v(
             "inconclusive",
             f"inconclusive: {wins[0].line(holm=True)} is significant, but guardrail {g.metric} "
             f"{num(g.estimate, True)} {interval(g.ci)} is not shown within its margin {num(g.threshold, True)}"
-            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}, MDE {num(g.mde)})",
+            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}; shown with power {rules.power:g} "
+            f"when the true difference is {num(g.mde, True)})",
             g.metric,
         )
     r = min((results[m] for m in success), key=lambda r: r.p_holm)
     return v(
         "inconclusive",
         f"inconclusive: no success metric significantly beyond its min effect; best is {r.line(holm=True)} "
-        f"≥ α {a:g} against min effect {num(r.threshold, True)}{r.threshold_words}; MDE {num(r.mde)} "
-        f"with {r.n_sessions} sessions, {num(r.sessions_needed)} needed for {num(r.target)} at power {rules.power:g}",
+        f"≥ α {a:g} against min effect {num(r.threshold, True)}{r.threshold_words}; MDE {num(r.mde, True)} "
+        f"(ships with power {rules.power:g} at that true effect) with {r.n_sessions} sessions; "
+        f"{num(r.sessions_needed)} needed for {num(r.target, True)}",
         r.metric,
     )

@@ -36,8 +36,9 @@ Candidate = Callable[[Policy], Policy]
 ARMS: Registry[Candidate] = Registry("candidate")
 
 
-def arm(name: str, description: str, evidence: str, seed: str):
-    return ARMS.register(name, description, evidence=evidence, seed=seed)
+def arm(name: str, description: str, evidence: str, seed: str, prompt_only: bool = False):
+    """Register an arm; ``prompt_only`` marks a change to text only a model reads (an offline stand-in cannot judge it)."""
+    return ARMS.register(name, description, evidence=evidence, seed=seed, prompt_only=prompt_only)
 
 
 def policy_for(name: str) -> Policy:
@@ -102,6 +103,7 @@ def splice_bridge(p: Pass, summary: str, tokens_before: int) -> tuple[str, dict]
     "the summary message opens with a sentence saying how the checkpoint relates to the newer messages",
     "nothing told the model how the checkpoint relates to the verbatim messages after it",
     "000",
+    prompt_only=True,
 )
 def bridge(p: Policy) -> Policy:
     # The next summarizer reads meta["evalkit_summary"], which holds no bridge: it never stacks.
@@ -123,6 +125,7 @@ STATE_TEMPLATE = (
     "adds Tests & Errors (latest) and Failed approaches sections; one Next Step that follows from the state",
     "only 55% of summaries mention a tally; 20% re-fail the same command within 30 calls; agents fail to stop",
     "000",
+    prompt_only=True,
 )
 def state_sections(p: Policy) -> Policy:
     return replace(
@@ -148,6 +151,7 @@ SHORT = (
     "a ~700-word target with per-section caps in the summarizer instructions",
     "median summary length grew 771 -> 2,167 words by round five; the evidence on length disagrees",
     "000",
+    prompt_only=True,
 )
 def short(p: Policy) -> Policy:
     return replace(p, instructions=(*p.instructions, SHORT))

@@ -1,0 +1,144 @@
+"""Pairing: a tidy metrics table to per-session candidate − baseline sums, one column per comparison.
+
+Each candidate's rows are matched with the baseline's on ``(metric, session, event)`` after
+averaging replicates, and every session collapses to sums (of differences, of matched events, of
+each arm's values). Session-level metrics (``event = -1``) pair per session by the same rule.
+What cannot be paired is counted, never dropped without a word: keys and sessions present in one
+arm only (a session the candidate lost is its failure, see :mod:`evalkit.decide.verdicts`), and
+scorer errors (NaN, an error text, or a non-finite value such as ±inf) per arm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass
+class Paired:
+    """Paired differences collapsed to sessions; column k is comparison ``columns[k]`` = (arm, metric)."""
+
+    columns: list[tuple[str, str]]
+    sessions: np.ndarray  # (G,) session ids, the resampling units
+    diff_sum: np.ndarray  # (G, K) Σ (candidate − baseline) over matched events
+    count: np.ndarray  # (G, K) matched events (0 = session absent from this comparison)
+    base_sum: np.ndarray  # (G, K) Σ baseline values over matched events
+    cand_sum: np.ndarray  # (G, K) Σ candidate values over matched events
+    unmatched: np.ndarray  # (K,) (session, event) keys present in one arm only
+    unmatched_sessions: np.ndarray  # (K,) sessions present in one arm only (lost + extra)
+    lost_sessions: np.ndarray  # (K,) sessions the baseline has and the candidate lacks
+    extra_sessions: np.ndarray  # (K,) sessions the candidate has and the baseline lacks
+    errors: np.ndarray  # (K,) candidate rows that are errors (NaN, error text, ±inf)
+    rows: np.ndarray  # (K,) candidate rows, errors included
+    base_errors: np.ndarray  # (K,) the same for the baseline arm on this metric
+    base_rows: np.ndarray  # (K,)
+    degenerate: np.ndarray  # (K,) every value equal in both arms: the metric cannot tell them apart
+
+
+def _by_key(series: pd.Series) -> dict:
+    """A groupby result as a plain dict keyed by str tuples (categorical indexes overflow on lookup)."""
+    return {tuple(map(str, k)) if isinstance(k, tuple) else str(k): int(v) for k, v in series.items()}
+
+
+def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], baseline: str) -> Paired:
+    """Collapse a tidy metrics table to per-session paired sums for each (arm, metric) in ``columns``."""
+    columns = list(columns)
+    K = len(columns)
+    col_index = {c: k for k, c in enumerate(columns)}
+    arms = {a for a, _ in columns}
+    metrics = {m for _, m in columns}
+    df = df[df["metric"].isin(metrics) & df["arm"].isin(arms | {baseline})]
+    # Integer codes instead of strings for the joins and groupbys below: 1–2 orders of magnitude faster.
+    df = df.assign(
+        arm=df["arm"].astype(str).astype("category"),
+        metric=df["metric"].astype(str).astype("category"),
+        session=df["session"].astype(str).astype("category"),
+    )
+    value = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isfinite(value) | df["error"].notna().to_numpy()
+    per_arm_rows = _by_key(df.groupby(["arm", "metric"], observed=True).size())
+    per_arm_errors = _by_key(df[bad].groupby(["arm", "metric"], observed=True).size())
+
+    # Replicates are averaged within (session, event) first: they are repeated draws of one unit.
+    ok = df[~bad]
+    keys = ["arm", "metric", "session", "event"]
+    if len(ok):
+        ev = ok.groupby(keys, sort=False, observed=True)["value"].mean().reset_index()
+    else:
+        ev = pd.DataFrame({k: pd.Series(dtype=object) for k in keys} | {"value": pd.Series(dtype=float)})
+    base = ev[ev["arm"] == baseline].drop(columns="arm").rename(columns={"value": "b"})
+    cand = ev[ev["arm"] != baseline]
+    # Attaching the column index by merge keeps Python loops off the (large) row axis.
+    col_frame = pd.DataFrame(columns, columns=["arm", "metric"]).assign(k=np.arange(K))
+    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(df["metric"].cat.categories)
+    col_frame = col_frame[known].astype({"arm": cand["arm"].dtype, "metric": cand["metric"].dtype})
+    cand = cand.merge(col_frame, on=["arm", "metric"], how="inner")
+    pairs = cand.merge(base, on=["metric", "session", "event"], how="inner")
+    pairs["d"] = pairs["value"] - pairs["b"]
+
+    sessions = np.array(sorted(df["session"].unique()), dtype=object)
+    G = len(sessions)
+    shape = (G, K)
+    diff_sum, count, base_sum, cand_sum = (np.zeros(shape) for _ in range(4))
+    if len(pairs):
+        per_s = (
+            pairs.groupby(["k", "session"], sort=False, observed=True)
+            .agg(d=("d", "sum"), n=("d", "size"), b=("b", "sum"), c=("value", "sum"))
+            .reset_index()
+        )
+        gi = pd.Categorical(per_s["session"], categories=sessions).codes
+        ki = per_s["k"].to_numpy()
+        diff_sum[gi, ki] = per_s["d"].to_numpy()
+        count[gi, ki] = per_s["n"].to_numpy()
+        base_sum[gi, ki] = per_s["b"].to_numpy()
+        cand_sum[gi, ki] = per_s["c"].to_numpy()
+
+    def per_col(counts: dict) -> np.ndarray:
+        return np.array([counts.get(c, 0) for c in columns], dtype=int)
+
+    def per_metric(counts: dict) -> np.ndarray:
+        return np.array([counts.get(m, 0) for _, m in columns], dtype=int)
+
+    cand_g = cand.groupby(["arm", "metric"], observed=True)
+    pair_g = pairs.groupby(["arm", "metric"], observed=True)
+    keys_c = per_col(_by_key(cand_g.size()))
+    keys_b = per_metric(_by_key(base.groupby("metric", observed=True).size()))
+    matched = per_col(_by_key(pair_g.size()))
+    sess_c = per_col(_by_key(cand_g["session"].nunique()))
+    sess_b = per_metric(_by_key(base.groupby("metric", observed=True)["session"].nunique()))
+    sess_m = per_col(_by_key(pair_g["session"].nunique()))
+    # Lost: the baseline scored the session, the candidate has no row for it at all (a session
+    # whose rows are all errors was scored and counts as errors, not as lost).
+    ok_sessions = ok.groupby(["arm", "metric"], observed=True)["session"].unique()
+    any_sessions = df.groupby(["arm", "metric"], observed=True)["session"].unique()
+    ok_sets = {(str(a), str(m)): set(v) for (a, m), v in ok_sessions.items()}
+    any_sets = {(str(a), str(m)): set(v) for (a, m), v in any_sessions.items()}
+    lost = np.array([len(ok_sets.get((baseline, c[1]), set()) - any_sets.get(c, set())) for c in columns], dtype=int)
+    extra = np.array([len(ok_sets.get(c, set()) - any_sets.get((baseline, c[1]), set())) for c in columns], dtype=int)
+
+    degenerate = np.zeros(K, dtype=bool)
+    if len(pairs):
+        rng = pair_g.agg(lo=("value", "min"), hi=("value", "max"), blo=("b", "min"), bhi=("b", "max"))
+        flat = rng[(rng["lo"] == rng["hi"]) & (rng["blo"] == rng["bhi"]) & (rng["lo"] == rng["blo"])]
+        for c in flat.index:
+            degenerate[col_index[(str(c[0]), str(c[1]))]] = True
+    return Paired(
+        columns=columns,
+        sessions=sessions,
+        diff_sum=diff_sum,
+        count=count,
+        base_sum=base_sum,
+        cand_sum=cand_sum,
+        unmatched=keys_c + keys_b - 2 * matched,
+        unmatched_sessions=sess_c + sess_b - 2 * sess_m,
+        lost_sessions=lost,
+        extra_sessions=extra,
+        errors=per_col(per_arm_errors),
+        rows=per_col(per_arm_rows),
+        base_errors=np.array([per_arm_errors.get((baseline, m), 0) for _, m in columns], dtype=int),
+        base_rows=np.array([per_arm_rows.get((baseline, m), 0) for _, m in columns], dtype=int),
+        degenerate=degenerate,
+    )
