@@ -173,6 +173,6 @@ def test_power_and_sessions_needed_use_the_tests_quantiles_and_null():
     assert stats.t_critical(10, alpha) > sps.t.ppf(1 - alpha, 9) > sps.norm.ppf(1 - alpha)
     assert stats.mde(se, n, alpha, power, delta) == pytest.approx(delta + k * se)
     assert stats.achieved_power(delta + k * se, se, n, alpha, delta) == pytest.approx(power)
-    assert stats.achieved_power(delta, se, n, alpha, delta) == pytest.approx(alpha, abs=0.003)
+    assert 0.015 < stats.achieved_power(delta, se, n, alpha, delta) <= alpha  # t* ≥ t: at most α at the null
     # ω² = n·se²; sessions for power at the MDE with n sessions is n itself
     assert stats.sessions_needed(delta + k * se, se, n, alpha, power, delta) == pytest.approx(n, abs=1)

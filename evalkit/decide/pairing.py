@@ -36,6 +36,9 @@ class Paired:
     base_errors: np.ndarray  # (K,) the same for the baseline arm on this metric
     base_rows: np.ndarray  # (K,)
     degenerate: np.ndarray  # (K,) every value equal in both arms: the metric cannot tell them apart
+    event_k: np.ndarray  # (P,) per matched (session, event) pair: its column,
+    event_g: np.ndarray  # (P,) its session's row,
+    event_d: np.ndarray  # (P,) and candidate − baseline (for label swaps within sessions: calibrate)
 
 
 def _by_key(series: pd.Series) -> dict:
@@ -83,6 +86,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     G = len(sessions)
     shape = (G, K)
     diff_sum, count, base_sum, cand_sum = (np.zeros(shape) for _ in range(4))
+    event_g = pd.Categorical(pairs["session"], categories=sessions).codes.astype(np.int64)
     if len(pairs):
         per_s = (
             pairs.groupby(["k", "session"], sort=False, observed=True)
@@ -141,4 +145,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
         base_errors=np.array([per_arm_errors.get((baseline, m), 0) for _, m in columns], dtype=int),
         base_rows=np.array([per_arm_rows.get((baseline, m), 0) for _, m in columns], dtype=int),
         degenerate=degenerate,
+        event_k=pairs["k"].to_numpy(dtype=np.int64),
+        event_g=event_g,
+        event_d=pairs["d"].to_numpy(dtype=float),
     )

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.models import is_offline_standin
+from evalkit.report.calibration import section_calibration
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
@@ -802,6 +803,7 @@ def section_caveats(data: ReportData, out: Path) -> list[str]:
 
 SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Verdicts at a glance", section_verdicts),
+    ("Calibration of the rules", section_calibration),
     ("Run facts", section_run_facts),
     ("Effects", section_effects),
     ("Compounding and size", section_compounding),

@@ -1,0 +1,260 @@
+"""A/A and planted-effect simulation of the decide stage's tests (``evalkit calibrate --simulate``).
+
+Each experiment is one column of a (sessions × experiments) matrix handed to the same
+:func:`evalkit.decide.stats.estimate` / :func:`~evalkit.decide.stats.p_value` the decide stage
+uses, with the estimand "mean of session means". Shapes: binary metrics (p ≈ 0.2 and p ≈ 0.9),
+lognormal values and zero-inflated counts, each with a random session effect and 1–8 events per
+session; sparse differences (the arms differ in only k of 200 sessions, as with a deterministic
+backend); a guardrail exactly at its margin; planted effects for coverage and power.
+
+Not a test: it is run by hand (or by the lead) and its table is in ``docs/rules.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats as sps
+from scipy.special import expit, logit
+
+from evalkit.decide import stats
+
+SHAPES = ("binary-0.2", "binary-0.9", "lognormal", "zero-inflated")
+SIZES = (10, 20, 40, 200)
+SPARSE_K = (3, 5, 8, 12, 20)
+SESSION_SD = 0.5  # sd of the session effect (logit, log or log-rate scale)
+ZERO_SHARE, RATE = 0.6, 2.0
+
+
+def draw(shape: str, rng: np.random.Generator, G: int, E: int, effect: float) -> tuple[np.ndarray, np.ndarray]:
+    """(X, Y) of E experiments with G sessions: session means of candidate − baseline per event.
+
+    ``effect`` is a logit shift for binary shapes and a multiplicative change (1 + effect) otherwise.
+    """
+    n = rng.integers(1, 9, size=(G, E))
+    mask = np.arange(8)[None, None, :] < n[..., None]
+    u = rng.normal(0, SESSION_SD, size=(G, E))[..., None]
+    size = (G, E, 8)
+    if shape.startswith("binary"):
+        a = logit(float(shape.split("-")[1]))
+        b = rng.random(size) < expit(a + u)
+        c = rng.random(size) < expit(a + u + effect)
+    elif shape == "lognormal":
+        b = np.exp(u + rng.normal(size=size))
+        c = (1 + effect) * np.exp(u + rng.normal(size=size))
+    elif shape == "zero-inflated":
+        lam = RATE * np.exp(u)
+        b = (rng.random(size) > ZERO_SHARE) * rng.poisson(np.broadcast_to(lam, size))
+        c = (rng.random(size) > ZERO_SHARE) * rng.poisson(np.broadcast_to(lam * (1 + effect), size))
+    else:
+        raise ValueError(f"unknown shape {shape!r}")
+    d = (c.astype(float) - b.astype(float)) * mask
+    return d.sum(axis=2) / n, np.ones((G, E))
+
+
+def true_difference(shape: str, effect: float) -> float:
+    """The estimand's true value: the mean over sessions of E[candidate − baseline | session]."""
+    if shape.startswith("binary"):
+        a = logit(float(shape.split("-")[1]))
+        z = sps.norm.ppf((np.arange(20_000) + 0.5) / 20_000) * SESSION_SD
+        return float(np.mean(expit(a + z + effect) - expit(a + z)))
+    mean_u = np.exp(SESSION_SD**2 / 2)
+    if shape == "lognormal":
+        return effect * mean_u * np.exp(0.5)
+    return effect * (1 - ZERO_SHARE) * RATE * mean_u
+
+
+def effect_for(shape: str, difference: float) -> float:
+    """The shape's effect parameter whose true difference is ``difference``."""
+    if not shape.startswith("binary"):
+        return difference / true_difference(shape, 1.0)
+    lo, hi = -5.0, 5.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if true_difference(shape, mid) < difference else (lo, mid)
+    return (lo + hi) / 2
+
+
+def sparse_draw(rng: np.random.Generator, k: int, E: int, G: int = 200) -> tuple[np.ndarray, np.ndarray]:
+    """A/A experiments where only k of G sessions differ (binary p ≈ 0.2 replicates there, 0 elsewhere)."""
+    X, Y = draw("binary-0.2", rng, G, E, 0.0)
+    keep = np.argsort(rng.random((G, E)), axis=0) < k
+    return np.where(keep, X, 0.0), Y
+
+
+@dataclass
+class Cell:
+    """One row of the table: a question asked of E experiments of one shape and size."""
+
+    question: str
+    shape: str
+    n: int
+    experiments: int
+    hits: int
+    target: str
+    detail: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.hits / self.experiments
+
+    def interval(self) -> tuple[float, float]:
+        ci = sps.binomtest(self.hits, self.experiments).proportion_ci(0.95)
+        return float(ci.low), float(ci.high)
+
+
+def _batches(total: int, size: int) -> Iterator[int]:
+    while total > 0:
+        yield min(size, total)
+        total -= size
+
+
+def _job(job: tuple) -> list[dict]:
+    """Run one batch of one cell kind in a worker; returns partial cells (hits over experiments)."""
+    kind, shape, n, E, seed, alpha, power, resamples = job
+    rng = np.random.default_rng(seed)
+    out = []
+    if kind == "aa":
+        X, Y = draw(shape, rng, n, E, 0.0)
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
+        p = stats.p_value(est, 0.0, "greater")
+        cover = (est.ci[:, 0] <= 0) & (est.ci[:, 1] >= 0)
+        out.append(dict(question="A/A false ship (min effect 0)", hits=int((p < alpha).sum()), target="≤ α"))
+        out.append(dict(question="A/A coverage", hits=int(cover.sum()), target="93–97%"))
+        # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
+        mde = stats.mde(est.se, est.n_sessions, alpha, power, est.se)
+        out.append(dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))]))
+    elif kind == "sparse":
+        X, Y = sparse_draw(rng, n, E)
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
+        p = stats.p_value(est, 0.0, "greater")
+        out.append(dict(question=f"sparse A/A false ship (k = {n} of 200 differ)", hits=int((p < alpha).sum()), target="≤ α"))
+    elif kind == "margin":
+        # Guardrail exactly at its margin: the candidate is worse by 10% of the baseline mean.
+        margin = true_difference(shape, 0.1)
+        X, Y = draw(shape, rng, n, E, -0.1 if not shape.startswith("binary") else effect_for(shape, -margin))
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
+        p = stats.p_value(est, -margin, "greater")
+        out.append(dict(question="guardrail at its margin declared non-inferior", hits=int((p < alpha).sum()), target="≤ α"))
+    elif kind == "effect":
+        diff = true_difference(shape, 0.1 if not shape.startswith("binary") else 0.3)
+        X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
+        cover = (est.ci[:, 0] <= diff) & (est.ci[:, 1] >= diff)
+        cover_t = (est.ci_t[:, 0] <= diff) & (est.ci_t[:, 1] >= diff)
+        out.append(dict(question="coverage with a planted effect", hits=int(cover.sum()), target="93–97%"))
+        out.append(dict(question="coverage with a planted effect (t interval)", hits=int(cover_t.sum()), target="93–97%"))
+    return [dict(kind=kind, shape=shape, n=n, experiments=E, **o) for o in out]
+
+
+def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_effect, diff) -> float:
+    """Median MDE that runs with a true difference ``diff`` report (their own SE, which the effect changes)."""
+    X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
+    est = stats.estimate(X, Y, alpha, min(resamples, 500), int(rng.integers(2**31)))
+    return float(np.median(stats.mde(est.se, est.n_sessions, alpha, power, min_effect)))
+
+
+def _power_job(job: tuple) -> list[dict]:
+    """Power at 1× the MDE a run reports when its true effect is that MDE (a fixed point, 3 steps)."""
+    shape, n, E, seed, alpha, power, resamples, min_effect, mde = job
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        mde = _reported_mde(shape, n, 200, rng, alpha, power, resamples, min_effect, mde)
+    feasible = true_difference(shape, effect_for(shape, mde)) >= 0.99 * mde
+    X, Y = draw(shape, rng, n, E, effect_for(shape, mde))
+    est = stats.estimate(X, Y, alpha, resamples, seed + 1)
+    p = stats.p_value(est, min_effect, "greater")
+    note = "" if feasible else "; infeasible: the MDE exceeds the largest possible difference"
+    return [
+        dict(
+            kind="power", shape=shape, n=n, experiments=E, hits=int((p < alpha).sum()),
+            question="power at 1× the reported MDE", target="≥ 75%",
+            detail=f"min effect {min_effect:.3g}, MDE {mde:.3g}{note}",
+        )
+    ]
+
+
+def _merge(parts: list[dict]) -> list[Cell]:
+    cells: dict[tuple, Cell] = {}
+    for p in parts:
+        if p["question"] == "_mde":
+            continue
+        key = (p["question"], p["shape"], p["n"])
+        if key not in cells:
+            cells[key] = Cell(p["question"], p["shape"], p["n"], 0, 0, p["target"], p.get("detail") or "")
+        cells[key].experiments += p["experiments"]
+        cells[key].hits += p["hits"]
+    return list(cells.values())
+
+
+def simulate(
+    experiments: int = 2000,
+    alpha: float = 0.025,
+    power: float = 0.8,
+    resamples: int = 10_000,
+    seed: int = 20261130,
+    workers: int | None = None,
+    progress: bool = True,
+) -> list[Cell]:
+    """Every cell of the calibration table; ``experiments`` per A/A and sparse cell, half that elsewhere."""
+    from tqdm import tqdm
+
+    batch = 250
+    jobs = []
+    ss = np.random.SeedSequence(seed)
+    for shape in SHAPES:
+        for n in SIZES:
+            jobs += [("aa", shape, n, e) for e in _batches(experiments, batch)]
+            jobs += [("effect", shape, n, e) for e in _batches(experiments // 2, batch)]
+    for k in SPARSE_K:
+        jobs += [("sparse", "binary-0.2", k, e) for e in _batches(experiments, batch)]
+    for shape in ("lognormal", "zero-inflated"):
+        for n in (20, 40, 200):
+            jobs += [("margin", shape, n, e) for e in _batches(experiments, batch)]
+    seeds = ss.generate_state(len(jobs) + 64 * len(SHAPES) * len(SIZES))
+    full = [(*j, int(seeds[i]), alpha, power, resamples) for i, j in enumerate(jobs)]
+    workers = workers or min(2, os.cpu_count() or 1)
+    parts: list[dict] = []
+    with ProcessPoolExecutor(workers) as pool:
+        for res in tqdm(pool.map(_job, full), total=len(full), desc="simulate", disable=not progress):
+            parts += res
+        # Power at the MDE a run of each shape reports (median over its A/A experiments).
+        mdes: dict[tuple, list] = {}
+        for p in parts:
+            if p["question"] == "_mde":
+                mdes.setdefault((p["shape"], p["n"]), []).append(p["detail"])
+        pjobs = []
+        for i, ((shape, n), vals) in enumerate(sorted(mdes.items())):
+            se, mde = np.median(np.array(vals), axis=0)
+            # One job per cell: the fixed point needs the whole cell's MDE before drawing its experiments.
+            pjobs.append((shape, n, experiments // 2, int(seeds[len(jobs) + i]), alpha, power, resamples, float(se), float(mde)))
+        for res in tqdm(pool.map(_power_job, pjobs), total=len(pjobs), desc="power", disable=not progress):
+            parts += res
+    return _merge(parts)
+
+
+def table(cells: list[Cell], alpha: float = 0.025) -> str:
+    """Markdown: one row per cell with the rate, its binomial 95% range and whether the target holds."""
+    rows = ["| question | shape | n | experiments | rate | binomial 95% range | target | holds |", "|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        lo, hi = c.interval()
+        if c.target == "≤ α":
+            holds = lo <= alpha  # the rate is within the binomial range of α (or below it)
+        elif c.target == "93–97%":
+            holds = 0.93 <= c.rate <= 0.97
+        else:
+            holds = c.rate >= 0.75
+        shape = c.shape + (f" ({c.detail})" if c.detail else "")
+        rows.append(
+            f"| {c.question} | {shape} | {c.n} | {c.experiments} | {c.rate:.2%} | [{lo:.2%}, {hi:.2%}] | "
+            f"{c.target} | {'yes' if holds else '**no**'} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def as_json(cells: list[Cell]) -> list[dict]:
+    return [asdict(c) | {"rate": c.rate, "ci95": list(c.interval())} for c in cells]
