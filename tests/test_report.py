@@ -1,5 +1,5 @@
 """Reports end to end: a real run folder (real pipeline on a tiny corpus), candidate arms derived
-from its events, a decision.json per the statistics contract, and the report read back."""
+from its events, decision.json written by the decide stage itself, and the report read back."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from matplotlib.image import imread
 
 from evalkit.cli import main
-from evalkit.decide import summarize_metrics
+from evalkit.decide import decide, parse_rules, summarize_metrics
 from evalkit.metrics import read_metrics, write_metrics
 from evalkit.report import write_report
 from evalkit.report.escape import escape_inline, excerpt, redact
@@ -65,24 +65,22 @@ def _derive_arm(
     (run / f"events/{name}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in out))
 
 
-def _metric(m: dict, role: str, est: float, ci: list[float], **kw) -> dict:
-    base = {
-        "role": role,
-        "direction": "higher",
-        "estimate": est,
-        "ci": ci,
-        "ci_t": [ci[0] - 0.01, ci[1] + 0.01],
-        "p_value": 0.004,
-        "p_holm": 0.008,
-        "threshold": 0.05,
-        "mde": 0.12,
-        "n_sessions": 4,
-        "unmatched": 0,
-        "errors": 0,
-        "baseline_mean": 0.5,
-        "candidate_mean": 0.5 + est,
-    }
-    return base | m | kw
+# Rules for the tiny run: 4 sessions, so α = 0.2 (the smallest exact sign-flip p-value is 2^-4,
+# and Holm doubles it over the two success tests).
+REPORT_RULES = {
+    "alpha": 0.2,
+    "min_sessions": 2,
+    "resamples": 2000,
+    "seed": 7,
+    "metrics": {
+        "tally_present": {"direction": "higher", "min_effect": 0.05, "margin": 0.02},
+        "constraints_kept": {"direction": "higher", "min_effect": 0.05, "margin": 0.5},
+    },
+    "candidates": {
+        "compound": {"success": ["tally_present"], "guardrails": ["constraints_kept"]},
+        "lean": {"success": ["tally_present"], "guardrails": ["constraints_kept"]},
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +118,11 @@ def run_dir(tmp_path_factory) -> Path:
     comp = base.assign(arm="compound")
     hit = (comp["session"] == nasty_session) & (comp["metric"] == "constraints_kept")
     comp.loc[hit, "value"] = 1.0 if comp.loc[hit, "value"].mean() < 0.5 else 0.0
+    # compound loses 0.2 of tally_present in every session (a drop), lean gains 0.2 (a ship).
+    comp.loc[comp["metric"] == "tally_present", "value"] -= 0.2
     lean = base.assign(arm="lean")
+    lean.loc[lean["metric"] == "tally_present", "value"] += 0.2
+    aa = base.assign(arm="aa")  # the A/A arm of a deterministic backend: the baseline exactly
     # Session-level continuation rows: a plain value, and an agent error (NaN + error, never a zero).
     extra = [
         {
@@ -141,60 +143,27 @@ def run_dir(tmp_path_factory) -> Path:
             ("refail_30", np.nan, "TimeoutError: agent call timed out"),
         )
     ]
-    df = pd.concat([df, comp, lean, pd.DataFrame(extra)], ignore_index=True)
+    df = pd.concat([df, comp, lean, aa, pd.DataFrame(extra)], ignore_index=True)
     write_metrics(df, run / "metrics.parquet")
 
-    decision = {
-        "summary": summarize_metrics(read_metrics(run / "metrics.parquet")),
-        "stats": {
-            "method": "cluster bootstrap (percentile)",
-            "resamples": 2000,
-            "seed": 7,
-            "alpha": 0.05,
-            "estimand": "mean of per-session differences",
-            "unit": "session",
-        },
-        "noise_floor": {"constraints_kept": {"aa_estimate": 0.004, "ci": [-0.03, 0.035], "n_sessions": 4}},
-        "noise_note": "A/A arm (aa) differs from the baseline only by sampling noise.",
-        "verdicts": {
-            "compound": {
-                "verdict": "drop",
-                "reason": "guardrail constraints_kept fell below -0.05 (CI upper < -0.05)",
-                "deciding_metric": "constraints_kept",
-                "n_sessions": 4,
-                "metrics": {
-                    "constraints_kept": _metric({}, "guardrail", -0.125, [-0.25, -0.06]),
-                    "tally_present": _metric({}, "success", 0.0, [-0.02, 0.02], p_value=1.0, p_holm=1.0),
-                },
-            },
-            "lean": {
-                "verdict": "ship",
-                "reason": "tally_present CI lower bound > +0.05 and no guardrail harmed",
-                "deciding_metric": "tally_present",
-                "n_sessions": 4,
-                "metrics": {
-                    "constraints_kept": _metric({}, "guardrail", 0.01, [-0.02, 0.04], p_holm=None),
-                    "tally_present": _metric({}, "success", 0.2, [0.09, 0.31], p_value=0.0004),
-                },
-            },
-            "ghost": {
-                "verdict": "untested",
-                "reason": "no events for this arm",
-                "deciding_metric": None,
-                "n_sessions": 0,
-                "metrics": {},
-            },
-        },
-    }
+    # decision.json and model-calls.json in the shapes the code writes: the decide stage's own
+    # output, and the keys of run.write_model_call_stats.
+    table = read_metrics(run / "metrics.parquet")
+    judged = table[table["arm"].isin(["baseline", "aa", "compound", "lean"])]
+    rules = parse_rules(REPORT_RULES, "test_report rules")
+    decision = {"summary": summarize_metrics(table), **decide(judged, rules, ["compound", "lean", "ghost"])}
     (run / "decision.json").write_text(json.dumps(decision, indent=1))
     (run / "model-calls.json").write_text(
         json.dumps(
             {
-                "model_calls": 12,
-                "cache_hits": 5,
-                "cache_misses": 7,
-                "prompt_tokens": 34000,
-                "completion_tokens": 2100,
+                "calls": 12,
+                "input_tokens": 34000,
+                "output_tokens": 2100,
+                "cost_usd": 0.0,
+                "by_backend_model": [
+                    {"backend": "openai", "model": "m", "calls": 12, "input_tokens": 34000, "output_tokens": 2100, "cost_usd": 0.0}
+                ],
+                "cache_file": str(run / "model-calls.sqlite"),
             }
         )
     )
@@ -212,26 +181,25 @@ def report(run_dir, tmp_path_factory) -> Path:
     return out / "report.md"
 
 
-def test_every_section_in_order_with_its_content(report):
+def test_every_section_in_order_with_its_content(run_dir, report):
     md = report.read_text()
     heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
     assert heads == SECTION_TITLES
     sec = dict(zip(SECTION_TITLES, re.split(r"^## .*$", md, flags=re.M)[1:], strict=True))
     v = sec["Verdicts at a glance"]
-    assert "| `compound` | ❌ drop | `constraints_kept` | -0.125 [-0.250, -0.060] | 4 |" in v
-    assert "| `lean` | ✅ ship | `tally_present` | +0.200 [+0.090, +0.310] | 4 |" in v
+    assert "| `compound` | ❌ drop | `tally_present` | -0.200 [-0.200, -0.200] | 4 |" in v
+    assert "| `lean` | ✅ ship | `tally_present` | +0.200 [+0.200, +0.200] | 4 |" in v
     assert "⏸ untested" in v
     f = sec["Run facts"]
-    assert "offline stand-in, not a language model" in f and "12 calls; cache hits 5, misses 7" in f
+    assert "offline stand-in, not a language model" in f and "12 calls; cache hits n/a" in f
     assert "in 34000, out 2100 tokens" in f and "2000 resamples" in f and "evalkit run --config" in f
     assert "| sessions / messages / size | 4 / " in f
     e = sec["Effects"]
     assert "fig-effects-constraints_kept.png" in e and "fig-effects-tally_present.png" in e
-    assert (
-        "| `tally_present` | `lean` | success, higher is better | 0.500 → 0.700 | +0.200 [+0.090, +0.310] |"
-        in e
-    )
-    assert "| < 0.001 | 0.008 | 0.050 | 0.120 |" in e  # raw p, Holm p, threshold, MDE
+    lean = json.loads((run_dir / "decision.json").read_text())["verdicts"]["lean"]["metrics"]["tally_present"]
+    means = f"{lean['baseline_mean']:.3f} → {lean['candidate_mean']:.3f}"
+    assert f"| `tally_present` | `lean` | success, higher is better | {means} | +0.200 [+0.200, +0.200] |" in e
+    assert "| 0.062 | 0.125 | 0.050 | 0.050 |" in e  # raw p (2^-4, exact), Holm p over 2 tests, threshold, MDE
     assert "| refail_30 | compound | 0 | n/a | 4 |" in e  # all errors: no mean, never 0
     c = sec["Compounding and size"]
     row = next(ln for ln in c.splitlines() if ln.startswith("| `compound` |"))
@@ -241,8 +209,8 @@ def test_every_section_in_order_with_its_content(report):
     ev = sec["Evidence per candidate"]
     assert "### compound (❌ drop)" in ev and "events/compound.jsonl line" in ev
     assert "Kept by `compound`, not by `baseline`" in ev
-    assert "| `constraints_kept` | +0.004 | [-0.030, +0.035] | 0.065 | 4 |" in sec["Noise floor"]
-    assert "**A/A arm (aa) differs from the baseline only by sampling noise.**" in sec["Noise floor"]
+    assert "| `constraints_kept` | +0.000 | [+0.000, +0.000] | 0.000 | 4 |" in sec["Noise floor"]
+    assert "**A/A arm (aa) equals the baseline exactly on every metric" in sec["Noise floor"]
     cav = sec["Caveats"]
     for needle in (
         "Offline stand-in",
@@ -336,7 +304,7 @@ def test_compare_shows_changed_verdicts_and_effects(run_dir, tmp_path, capsys):
     shutil.copytree(run_dir, other, ignore=shutil.ignore_patterns("events", "report"))
     d = json.loads((other / "decision.json").read_text())
     d["verdicts"]["lean"]["verdict"] = "inconclusive"
-    d["verdicts"]["lean"]["metrics"]["tally_present"]["estimate"] = 0.05
+    d["verdicts"]["lean"]["metrics"]["tally_present"]["estimate"] = 0.05  # an edit of the code's own output
     (other / "decision.json").write_text(json.dumps(d))
     c = json.loads((other / "config.json").read_text())
     c["config"]["seed"] = 1
@@ -347,7 +315,7 @@ def test_compare_shows_changed_verdicts_and_effects(run_dir, tmp_path, capsys):
     assert "**1 of 3 verdicts changed.**" in md
     assert "| `lean` | ✅ ship | ❔ inconclusive | **changed** |" in md
     assert (
-        "| `lean` | `tally_present` | +0.200 [+0.090, +0.310] | +0.050 [+0.090, +0.310] | -0.150 | 4 → 4 |"
+        "| `lean` | `tally_present` | +0.200 [+0.200, +0.200] | +0.050 [+0.200, +0.200] | -0.150 | 4 → 4 |"
         in md
     )
     assert "| `seed` |" in md

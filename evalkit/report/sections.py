@@ -27,7 +27,7 @@ VERDICT_MARK = {
     "inconclusive": "❔ inconclusive",
     "untested": "⏸ untested",
 }
-LOW_N = 30  # below this many sessions, bootstrap intervals are unreliable (and seldom decide anything)
+LOW_N = 30  # below this many sessions, intervals are wide (and seldom decide anything)
 EVIDENCE_SESSIONS = 3
 EVIDENCE_QUOTES = 3
 
@@ -303,7 +303,7 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
     if verdicts:
         lines += [
             f"One plot per metric: each candidate's difference from the baseline with its {conf} "
-            "(session cluster bootstrap). The dashed line is the decision threshold; the grey band, where "
+            "(the paired sign-flip test, inverted). The dashed line is the decision threshold; the grey band, where "
             "shown, is the A/A noise floor. A point's shape and its label name the verdict.",
             "",
         ]
@@ -363,7 +363,7 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
                     "candidate",
                     "role",
                     "mean: baseline → candidate",
-                    f"effect [{conf}, bootstrap]",
+                    f"effect [{conf}, sign-flip]",
                     "t interval",
                     "p",
                     "p (Holm)",
@@ -375,8 +375,9 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
             ),
             "",
             "*p (Holm)* is adjusted for testing several metrics per candidate (n/a where the metric is not in "
-            "the adjusted family). *MDE* is the smallest effect this many sessions could reliably detect; an "
-            "effect below it that looks like zero is not evidence of no effect.",
+            "the adjusted family). *MDE* is the true difference at which the metric's test (against its "
+            "threshold) passes with the configured power; an effect below it that looks like zero is not "
+            "evidence of no effect.",
             "",
         ]
     else:
@@ -734,8 +735,8 @@ def caveats(data: ReportData) -> list[str]:
     n = min(ns) if ns else stats.get("sessions")
     if isinstance(n, int) and n < LOW_N:
         out.append(
-            f"**Low n**: {n} sessions (< {LOW_N}); intervals are wide and a bootstrap over so few sessions "
-            "understates uncertainty."
+            f"**Low n**: {n} sessions (< {LOW_N}); intervals are wide and the sign-flip test can only "
+            f"reject when nearly every session agrees (its smallest p-value is 2^-n)."
         )
     errs = [(k, v) for k, v in sorted(_metric_errors(data).items(), key=lambda x: (x[0][1], x[0][0])) if v[0]]
     if errs:
