@@ -63,8 +63,12 @@ def estimand_matrices(sums: np.ndarray, count: np.ndarray, estimand: str) -> tup
 
 
 def flip_draws(rng: np.random.Generator, G: int, b: int) -> np.ndarray:
-    """``b`` random sign vectors as a (b × G) 0/1 matrix F: session g's arms are swapped where F = 1."""
-    return rng.integers(0, 2, size=(b, G)).astype(float)
+    """``b`` random sign vectors as a (b × G) 0/1 matrix F: session g's arms are swapped where F = 1.
+
+    Eight fair bits per random byte: drawing bytes and unpacking them is ~8× cheaper than one
+    integer per bit, and the bits are just as uniform and independent."""
+    bytes_ = rng.integers(0, 256, size=(b, (G + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(bytes_, axis=1, count=G).astype(float)
 
 
 def flip_sums(X: np.ndarray, Y: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,8 +120,12 @@ def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
     return 1e-12 * np.sqrt(present.sum(axis=0)) * np.abs(np.where(present, X, 0.0)).max(axis=0, initial=0.0)
 
 
-def estimate(X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int) -> Estimates:
-    """Estimate, SE, the inverted sign-flip interval and the t interval of every column at level 1 − 2α."""
+def estimate(
+    X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
+) -> Estimates:
+    """Estimate, SE, the inverted sign-flip interval and the t interval of every column at level 1 − 2α.
+
+    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
     present = Y > 0
     n = present.sum(axis=0)
     sx, sy = X.sum(axis=0), Y.sum(axis=0)
@@ -136,7 +144,8 @@ def estimate(X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: i
     t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
     ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
     est = Estimates(theta, se, np.full((X.shape[1], 2), np.nan), ci_t, n, differing, X, Y, FX, FY)
-    est.ci = randomization_interval(est, alpha)
+    if interval:
+        est.ci = randomization_interval(est, alpha)
     return est
 
 
