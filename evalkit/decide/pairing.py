@@ -115,13 +115,23 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     sess_b = per_metric(_by_key(base.groupby("metric", observed=True)["session"].nunique()))
     sess_m = per_col(_by_key(pair_g["session"].nunique()))
     # Lost: the baseline scored the session, the candidate has no row for it at all (a session
-    # whose rows are all errors was scored and counts as errors, not as lost).
-    ok_sessions = ok.groupby(["arm", "metric"], observed=True)["session"].unique()
-    any_sessions = df.groupby(["arm", "metric"], observed=True)["session"].unique()
-    ok_sets = {(str(a), str(m)): set(v) for (a, m), v in ok_sessions.items()}
-    any_sets = {(str(a), str(m)): set(v) for (a, m), v in any_sessions.items()}
-    lost = np.array([len(ok_sets.get((baseline, c[1]), set()) - any_sets.get(c, set())) for c in columns], dtype=int)
-    extra = np.array([len(ok_sets.get(c, set()) - any_sets.get((baseline, c[1]), set())) for c in columns], dtype=int)
+    # whose rows are all errors was scored and counts as errors, not as lost). Presence is a
+    # boolean (arm × metric × session) cube indexed by the categorical codes.
+    arm_cats, metric_cats = list(df["arm"].cat.categories), list(df["metric"].cat.categories)
+    a_code, m_code = df["arm"].cat.codes.to_numpy(), df["metric"].cat.codes.to_numpy()
+    s_code = pd.Categorical(df["session"], categories=sessions).codes
+    any_rows = np.zeros((len(arm_cats), len(metric_cats), G), dtype=bool)
+    ok_rows = np.zeros_like(any_rows)
+    any_rows[a_code, m_code, s_code] = True
+    ok_rows[a_code[~bad], m_code[~bad], s_code[~bad]] = True
+    a_of, m_of = {a: i for i, a in enumerate(arm_cats)}, {m: i for i, m in enumerate(metric_cats)}
+    none = np.zeros(G, dtype=bool)
+
+    def rows_of(cube, arm, metric):
+        return cube[a_of[arm], m_of[metric]] if arm in a_of and metric in m_of else none
+
+    lost = np.array([(rows_of(ok_rows, baseline, m) & ~rows_of(any_rows, a, m)).sum() for a, m in columns], dtype=int)
+    extra = np.array([(rows_of(ok_rows, a, m) & ~rows_of(any_rows, baseline, m)).sum() for a, m in columns], dtype=int)
 
     degenerate = np.zeros(K, dtype=bool)
     if len(pairs):
