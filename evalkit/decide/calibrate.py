@@ -209,6 +209,8 @@ def calibrate_run(
     from tqdm import tqdm
 
     run = Path(run_dir)
+    if not (run / "metrics.parquet").is_file():
+        raise FileNotFoundError(f"{run / 'metrics.parquet'}: no metrics table (run the score stage first)")
     df = read_metrics(run / "metrics.parquet")
     config = json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
     rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
