@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
+from evalkit.models.spending import spending
 from evalkit.progress import log
 
 
@@ -174,6 +175,12 @@ def run_experiment(
                 "use another --run-dir or drop --resume"
             )
     write_run_config(exp, paths, argv or ["run"])
+    with spending(exp, paths):
+        _run_stages(exp, paths, resume, report_out)
+    return paths
+
+
+def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> None:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -205,11 +212,12 @@ def run_experiment(
         scored or not (paths.root / "continuation" / "manifest.json").exists()
     ):
         cont = timed("continuation", stage_continuation, exp, paths)
-        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        log(
+            f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
+        )
     write_model_call_stats(exp, paths)
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)
     report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
-    return paths

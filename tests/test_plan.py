@@ -22,6 +22,7 @@ def write_config(
         f"{k} = {v!r}\n".replace("'", '"').replace("True", "true").replace("False", "false")
         for k, v in model.items()
     )
+    tmp_path.mkdir(parents=True, exist_ok=True)
     p = tmp_path / "exp.toml"
     p.write_text(
         f"""name = "plantest"

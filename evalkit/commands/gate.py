@@ -23,6 +23,11 @@ def _gate_args(p):
         help="a candidate that must get this verdict (e.g. head-tail=ship; alternatives with |); repeatable",
     )
     p.add_argument("--out", help="folder for gate.json, gate.md, junit.xml (default: RUN/gate)")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="judge a run its budget stopped (incomplete.json) instead of failing it",
+    )
 
 
 @command("gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error")
@@ -33,6 +38,7 @@ def cmd_gate(args) -> int:
     from evalkit.decide import decide, summarize_metrics
     from evalkit.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.metrics import COLUMNS, read_metrics
+    from evalkit.models.spending import incomplete
     from evalkit.rules import read_rules_file, resolve_rules
 
     fail_on = parse_fail_on(args.fail_on)
@@ -41,6 +47,10 @@ def cmd_gate(args) -> int:
     if not run.is_dir():
         raise FileNotFoundError(f"{run}: no such run folder")
     mpath = run / "metrics.parquet"
+    stopped = None if args.allow_incomplete else incomplete(run)
+    if stopped and not mpath.is_file():
+        print(f"gate: FAIL: {run} is incomplete ({stopped['reason']}): {stopped['detail']}")
+        return 1
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     try:
@@ -62,6 +72,8 @@ def cmd_gate(args) -> int:
     elif rules.baseline not in have:
         partial.append(f"baseline arm {rules.baseline} has no rows")
     partial += [f"configured arm {a} has no rows" for a in arms if a not in have and len(df)]
+    if stopped:
+        partial.append(f"the run is incomplete ({stopped['reason']}): {stopped['detail']}")
     decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms)}
     res = evaluate(decision, str(run), fail_on, require, partial)
     paths = write_gate(decision, res, args.out or run / "gate")
