@@ -87,6 +87,10 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
     # The call cache lives in the run folder unless the config shares one (docs/models.md).
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
+    if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
+        from evalkit.models.batch import batch_replay
+
+        batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
     return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
 
 

@@ -43,7 +43,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     run_b = tmp_path / "b" / "run"
     with pytest.raises(RunIncomplete) as stop:
         run_experiment(exp_b, run_b)
-    assert stop.value.code == 3 and "stopped by the budget" in str(stop.value)
+    assert stop.value.code == 3 and "stopped (budget" in str(stop.value)
     first = answered(settled_log(log_b))
     assert 0 < len(first) <= n // 2 + 2  # stopped before crossing
     record = incomplete(run_b)

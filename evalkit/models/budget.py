@@ -36,9 +36,18 @@ CREATE TABLE IF NOT EXISTS invocations (
 """
 
 
-class BudgetExceeded(BaseException):
-    """The next call would cross the budget. A BaseException, like KeyboardInterrupt: the stages
-    turn an ordinary exception into an error row, but a budget stop is not an error of the call."""
+class StopRun(BaseException):
+    """Stops a run before its end, keeping what is done (the run is then incomplete). A
+    BaseException, like KeyboardInterrupt: the stages turn an ordinary exception into an error
+    row, but a stop is not an error of the call it interrupts."""
+
+    reason = "stopped"
+
+
+class BudgetExceeded(StopRun):
+    """The next call would cross the budget."""
+
+    reason = "budget"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from evalkit.models.budget import BudgetExceeded, budget_for
+from evalkit.models.budget import StopRun, budget_for
 from evalkit.progress import log
 
 MARKER = "incomplete.json"
@@ -52,18 +52,19 @@ def _planned_calls(run_dir: Path) -> int | None:
 
 @contextmanager
 def spending(exp, paths) -> Iterator[None]:
-    """Run the stages inside; a :class:`BudgetExceeded` becomes ``incomplete.json`` and :class:`RunIncomplete`."""
+    """Run the stages inside; a :class:`StopRun` (budget, batch stragglers) becomes
+    ``incomplete.json`` and :class:`RunIncomplete`."""
     root = Path(paths.root)
     budget = budget_for(exp.section("model"), root)
     if budget is not None:
         budget.start()
     try:
         yield
-    except BudgetExceeded as e:
+    except StopRun as e:
         spent = budget.spent() if budget else None
         cached, planned = _cached_calls(root), _planned_calls(root)
         record = {
-            "reason": "budget",
+            "reason": e.reason,
             "detail": str(e),
             "calls_this_invocation": spent.calls if spent else None,
             "cost_usd_this_invocation": round(spent.cost_usd, 6) if spent else None,
@@ -74,7 +75,7 @@ def spending(exp, paths) -> Iterator[None]:
         }
         (root / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         got = f"{cached} calls answered so far" + (f" of ~{planned} planned" if planned else "")
-        msg = f"{root}: stopped by the budget ({e}); {got}, all kept. `{record['resume']}` continues"
+        msg = f"{root}: stopped ({e.reason}: {e}); {got}, all kept. `{record['resume']}` continues"
         log(msg)
         raise RunIncomplete(msg) from None
     (root / MARKER).unlink(missing_ok=True)

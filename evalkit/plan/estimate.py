@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.config import Experiment
+from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
-from evalkit.plan.prefix import PrefixIndex, prompt_text
 from evalkit.session import Session, session_from_dict
 
 STAGES = ("summarizer", "judge", "agent")
