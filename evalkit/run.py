@@ -18,6 +18,7 @@ from pathlib import Path
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.models.spending import spending
+from evalkit.plan import plan_before_run
 from evalkit.progress import log
 
 
@@ -179,6 +180,7 @@ def run_experiment(
                 "use another --run-dir or drop --resume"
             )
     write_run_config(exp, paths, argv or ["run"])
+    plan_before_run(exp, paths.root)  # real models only: the report's planned vs actual
     with spending(exp, paths):
         _run_stages(exp, paths, resume, report_out)
     return paths

@@ -66,6 +66,7 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     text = render_plan(plan)
     assert "summarizer" in text and "judge" in text and "stand-in summary of 106 tokens" in text
     assert plan.sampled == plan.sessions == 2
+    write_plan(plan, run / "plan.json")  # the run keeps it; the report compares it with the actual calls
     run_experiment(exp, run)
     sent = answered(settled_log(log))
     actual = actual_by_purpose(run / "model-calls.sqlite")
@@ -84,8 +85,13 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     # Every planned call was sent once: the server answered exactly the calls the cache holds.
     assert len(sent) == n_summ + n_judge
     assert plan.totals().cost_usd > 0
-    write_plan(plan, run / "plan.json")
-    assert (run / "plan.json").read_text().startswith("{")
+    report = (run / "report" / "report.md").read_text()
+    section = report.split("## Cost: planned vs actual", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| summarizer"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"{planned_summ.requests:,}" and cells[2] == f"{n_summ:,}"
+    assert cells[4] == f"{tok_summ:,}" and cells[9].startswith("$") and cells[10].startswith("$")
+    assert int(cells[6].replace(",", "")) > 0  # the fake server's prefix cache answered cached_tokens
 
 
 def test_plan_counts_cached_calls(tmp_path, fake_server_process):

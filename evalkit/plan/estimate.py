@@ -385,3 +385,15 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
         eff = max(1, conc[stage])
         out[stage] = max(math.ceil(n / eff), t.rounds) * latency_s
     return out
+
+
+def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
+    """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
+    (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
+    actual calls. None when the backend is the offline stand-in (nothing to pay)."""
+    from evalkit.plan.table import write_plan
+
+    path = Path(run_dir) / "plan.json"
+    if path.exists() or _offline(exp.section("model")):
+        return None
+    return write_plan(build_plan(exp, run_dir), path)

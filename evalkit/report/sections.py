@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.models import is_offline_standin
+from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
@@ -807,5 +808,6 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
     ("Noise floor", section_noise),
+    ("Cost: planned vs actual", section_cost),
     ("Caveats", section_caveats),
 ]
