@@ -10,6 +10,7 @@ with the distinct requests the events hold: 1.0 means no call was ever sent twic
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -73,6 +74,15 @@ def bench_models() -> list[Figure]:
     return figures
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux ``/proc``; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 WAVES = 3  # measured waves of requests per setting, after one warm-up wave
 
 
@@ -89,19 +99,23 @@ def bench_models_latency() -> list[Figure]:
             proc, url = _server(Path(d) / f"log-{latency:g}.jsonl", "--latency", str(latency))
             try:
                 for conc in (64, 256):
+                    server_cpu = _cpu_seconds(proc.pid)
                     rps, cpu = _throughput(url, conc, latency, WAVES * conc, None)
-                    figures.append(
-                        Figure(f"req/s at {latency:g} s latency, concurrency {conc}", rps, "req/s")
-                    )
-                    figures.append(
-                        Figure(f"  ratio to ideal {conc}/{latency:g}s", rps / (conc / latency), "x")
-                    )
-                    figures.append(
-                        Figure(f"  client CPU per request ({conc}, {latency:g} s)", cpu * 1e3, "ms")
-                    )
+                    # The server's CPU covers the warm-up wave too: (WAVES + 1) waves of requests.
+                    server_cpu = (_cpu_seconds(proc.pid) - server_cpu) / ((WAVES + 1) * conc)
+                    label = f"({conc}, {latency:g} s)"
+                    figures += [
+                        Figure(f"req/s at {latency:g} s latency, concurrency {conc}", rps, "req/s"),
+                        Figure(f"  ratio to ideal {conc}/{latency:g}s", rps / (conc / latency), "x"),
+                        Figure(f"  client CPU per request {label}", cpu * 1e3, "ms"),
+                        Figure(f"  fake-server CPU per request {label}", server_cpu * 1e3, "ms"),
+                    ]
             finally:
                 proc.terminate()
                 proc.wait(10)
+    figures.append(
+        Figure("load average (1 min) at the end", os.getloadavg()[0], f"on {os.cpu_count()} cores")
+    )
     return figures
 
 
