@@ -133,3 +133,41 @@ def _sessions(run):
     from evalkit.models.batch import _sessions as read
 
     return read(run / "corpus")
+
+
+def test_a_run_killed_with_sigkill_resumes_its_batch(tmp_path, fake_server_process):
+    """`evalkit run` in a subprocess, killed (SIGKILL) while its first batch is in flight; the
+    resumed run collects that batch by id: no batch is created twice for a request and no call is
+    paid twice."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    url, log = fake_server_process("--no-bodies", "--batch-delay", "0.5")
+    cfg = write_config(tmp_path, url, arms=ARMS, sessions=1, window=120000, **FAST)
+    run = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalkit", "run", "--config", str(cfg), "--run-dir", str(run)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 60
+        while not ((run / RECORD).exists() and "submitted" in (run / RECORD).read_text()):
+            assert time.time() < deadline and proc.poll() is None
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    first = _records(run)
+    assert [r["event"] for r in first] == ["submitted"]
+    run_experiment(load_experiment(cfg), run, resume=True)
+    recs = _records(run)
+    assert recs[1]["event"] == "collected" and recs[1]["batch"] == first[0]["batch"]
+    tries = Counter(k for r in recs if r["event"] == "submitted" for k in r["keys"])
+    assert max(tries.values()) == 1  # nothing resubmitted (no line fails here)
+    keys = Counter(e["key"] for e in answered(settled_log(log)))
+    assert max(keys.values()) == 1

@@ -72,3 +72,25 @@ def test_cost_budget_reserves_the_worst_case_and_settles_to_the_actual(tmp_path)
     assert b.spent().calls == 2
     b.start()  # a resumed run draws on a fresh budget
     assert b.spent().calls == 0
+
+
+def test_budget_stop_in_the_replay_keeps_the_paid_calls(tmp_path, fake_server_process):
+    """A stop in the replay stage (its worker processes share the ledger): no events are written,
+    the answered calls are kept, and a resumed run with a higher budget (the same run folder: the
+    budget is not part of the config hash) pays for none of them again."""
+    url, log = fake_server_process("--no-bodies")
+    cfg = write_config(tmp_path, url, arms=("baseline", "head-tail"), sessions=1, window=120000, max_calls=5)
+    exp = load_experiment(cfg)
+    run = tmp_path / "run"
+    with pytest.raises(RunIncomplete):
+        run_experiment(exp, run)
+    assert not (run / "events" / "baseline.jsonl").exists()
+    first = {e["key"] for e in answered(settled_log(log))}
+    assert 0 < len(first) <= 5 and all(e.get("purpose") == "summarize" for e in answered(settled_log(log)))
+    assert incomplete(run)["calls_answered_in_cache"] == len(first)
+    cfg.write_text(cfg.read_text().replace("max_calls = 5", "max_calls = 100000"))
+    exp2 = load_experiment(cfg)
+    assert exp2.hash == exp.hash
+    run_experiment(exp2, run, resume=True)
+    keys = Counter(e["key"] for e in answered(settled_log(log)))
+    assert first <= set(keys) and max(keys.values()) == 1

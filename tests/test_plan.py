@@ -16,7 +16,7 @@ ECHO_TOKENS = 106
 
 
 def write_config(
-    tmp_path: Path, url: str, arms=("baseline", "head-tail", "short"), sessions=2, **model
+    tmp_path: Path, url: str, arms=("baseline", "head-tail", "short"), sessions=2, window=40000, **model
 ) -> Path:
     extra = "".join(
         f"{k} = {v!r}\n".replace("'", '"').replace("True", "true").replace("False", "false")
@@ -32,7 +32,7 @@ kind = "synth"
 sessions = {sessions}
 [replay]
 arms = {list(arms)!r}
-window = 40000
+window = {window}
 reserve = 4000
 keep_recent = 5000
 workers = 2

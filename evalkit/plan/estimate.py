@@ -263,6 +263,11 @@ def build_plan(
     summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
     sessions, total = sample_sessions(exp, run, sample)
     result = walk(sessions, arms, replay, model, summarizer)
+    for arm, evs in result.events.items():
+        # Within a session the engine answers an arm's request from another arm's equal call
+        # without asking the client: those are the arm's shared calls.
+        ln = ledger.line(arm, "summarizer")
+        ln.shared_calls += sum(e.request is not None for e in evs) - ln.requests - ln.shared_calls
     rounds: dict[str, int] = {}
     for arm, evs in result.events.items():
         per_session: dict[str, int] = {}
