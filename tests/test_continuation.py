@@ -160,10 +160,7 @@ def test_unrelated_edit_keeps_a_shown_failure_known_and_a_lost_one_a_refail():
     assert t.steps == [] and _metrics(shown, t)["refail_30"] == 0.0
     lost = _inp(s, _event(s, "(nothing useful)"))
     t = heuristic_agent(lost, ReplayEnvironment(lost.record, AT))
-    assert [st.op.command for st in t.steps] == [
-        "npm run build",
-        "npm run build",
-    ]  # retry, then the recorded one
+    assert [st.op.command for st in t.steps] == ["npm run build", "npm run build"]  # retry, then the recorded one
     assert _metrics(lost, t)["refail_30"] == 1.0
 
 
