@@ -286,7 +286,9 @@ class PromptBuilder:
 
 def build_prompt(p: Pass) -> PromptBuilder:
     """``<conversation>`` (or ``<previous-summary>`` + ``<new-activity>``), then, for the
-    ``retained`` candidate, the kept tail in ``<retained>``, then the instruction."""
+    ``retained`` candidate, the kept tail in ``<retained>``, then the instruction. With
+    ``request_layout = "prefix"``: ``<new-activity>`` before ``<previous-summary>``, and the arm's
+    instructions in ``<instructions>`` before the closing instruction."""
     b, pol = PromptBuilder(p.job.order), p.policy
     prefix = p.job.settings.request_layout == "prefix"
     prev = pol.previous(p)
