@@ -105,3 +105,13 @@ def test_plan_counts_cached_calls(tmp_path, fake_server_process):
     assert before.in_cache == 0 and before.requests > 0
     assert after.in_cache == after.requests == before.requests
     assert after.cost_usd in (None, 0.0)
+
+
+def test_plan_creates_nothing_in_the_run_folder(tmp_path):
+    """Planning a budgeted experiment whose run folder does not exist yet leaves it absent."""
+    exp = load_experiment(
+        write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=1, max_calls=3)
+    )
+    run = tmp_path / "never"
+    assert build_plan(exp, run).totals("summarizer").requests > 0
+    assert not run.exists()

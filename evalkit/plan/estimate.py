@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import Experiment
+from evalkit.config import SPENDING_KEYS, Experiment
 from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
@@ -251,9 +251,10 @@ def build_plan(
     run = Path(run_dir)
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")
-    client = build_client(
-        {**model, "cache": "use"} if Path(model["cache_path"]).exists() else {**model, "cache": "off"}
-    )
+    # Only for its keys and cache lookups: no budget ledger, no cache file created.
+    unmetered = {k: v for k, v in model.items() if k not in SPENDING_KEYS}
+    cached = Path(model["cache_path"]).exists()
+    client = build_client({**unmetered, "cache": "use" if cached else "off"})
     price = price_of(model.get("prices") or {}, str(model.get("model", "")))
     batch = bool(model.get("batch", False))
     counter = get_counter(replay.get("tokenizer", "chars4"))
