@@ -24,6 +24,7 @@ from .test_plan import write_config
 
 ARMS = ("baseline", "head-tail")
 FAST = {"batch": True, "batch_poll_s": 0.05}
+WINDOW = 120_000  # a few compaction rounds per session: a few batches
 
 
 def _records(run) -> list[dict]:
@@ -33,7 +34,8 @@ def _records(run) -> list[dict]:
 def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies")
     run_experiment(
-        load_experiment(write_config(tmp_path / "a", url_a, arms=ARMS, sessions=1)), tmp_path / "a" / "run"
+        load_experiment(write_config(tmp_path / "a", url_a, arms=ARMS, sessions=1, window=WINDOW)),
+        tmp_path / "a" / "run",
     )
     direct = answered(settled_log(log_a))
 
@@ -41,7 +43,7 @@ def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_p
         "--no-bodies", "--batch-fail", "0.1", "--batch-expire", "1", "--batch-delay", "0.05"
     )
     exp = load_experiment(
-        write_config(tmp_path / "b", url_b, arms=ARMS, sessions=1, batch_max_rounds=4, **FAST)
+        write_config(tmp_path / "b", url_b, arms=ARMS, sessions=1, window=WINDOW, batch_max_rounds=4, **FAST)
     )
     run_b = tmp_path / "b" / "run"
     run_experiment(exp, run_b)
@@ -70,7 +72,9 @@ def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_p
 
 
 def _setup(tmp_path, url, **model):
-    exp = load_experiment(write_config(tmp_path, url, arms=ARMS, sessions=1, **{**FAST, **model}))
+    exp = load_experiment(
+        write_config(tmp_path, url, arms=ARMS, sessions=1, window=WINDOW, **{**FAST, **model})
+    )
     run = tmp_path / "run"
     from evalkit.run import RunPaths, stage_corpus
 
@@ -146,7 +150,7 @@ def test_a_run_killed_with_sigkill_resumes_its_batch(tmp_path, fake_server_proce
     import time
 
     url, log = fake_server_process("--no-bodies", "--batch-delay", "0.5")
-    cfg = write_config(tmp_path, url, arms=ARMS, sessions=1, window=120000, **FAST)
+    cfg = write_config(tmp_path, url, arms=ARMS, sessions=1, window=WINDOW, **FAST)
     run = tmp_path / "run"
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalkit", "run", "--config", str(cfg), "--run-dir", str(run)],

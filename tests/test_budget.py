@@ -30,14 +30,21 @@ def _metrics(run) -> pd.DataFrame:
 
 def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies")
-    exp_a = load_experiment(write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=1))
+    exp_a = load_experiment(
+        write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=1, window=120_000)
+    )
     run_experiment(exp_a, tmp_path / "a" / "run")
     n = len(answered(settled_log(log_a)))
     assert n > 20
 
     url_b, log_b = fake_server_process("--no-bodies")
     cfg = write_config(
-        tmp_path / "b", url_b, arms=("baseline", "head-tail"), sessions=1, max_calls=n // 2 + 2
+        tmp_path / "b",
+        url_b,
+        arms=("baseline", "head-tail"),
+        sessions=1,
+        window=120_000,
+        max_calls=n // 2 + 2,
     )
     exp_b = load_experiment(cfg)
     run_b = tmp_path / "b" / "run"
