@@ -95,8 +95,17 @@ class Experiment:
         return path if path.is_absolute() else (self.root / path)
 
 
+# [model] keys that govern what a run may spend and how calls travel, never what it computes: a
+# run stopped by its budget and resumed with a higher one, or sent as batch jobs, is the same run.
+SPENDING_KEYS = ("max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds")
+
+
 def config_hash(config: dict) -> str:
-    """sha256 of the canonical JSON of a resolved config (key order and spacing do not matter)."""
+    """sha256 of the canonical JSON of a resolved config (key order and spacing do not matter;
+    ``SPENDING_KEYS`` of ``[model]`` left out)."""
+    model = config.get("model")
+    if isinstance(model, dict) and any(k in model for k in SPENDING_KEYS):
+        config = {**config, "model": {k: v for k, v in model.items() if k not in SPENDING_KEYS}}
     blob = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

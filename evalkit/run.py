@@ -17,6 +17,8 @@ from pathlib import Path
 
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
+from evalkit.models.spending import spending
+from evalkit.plan import plan_before_run
 from evalkit.progress import log
 
 
@@ -86,6 +88,10 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
     # The call cache lives in the run folder unless the config shares one (docs/models.md).
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
+    if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
+        from evalkit.models.batch import batch_replay
+
+        batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
     return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
 
 
@@ -174,6 +180,13 @@ def run_experiment(
                 "use another --run-dir or drop --resume"
             )
     write_run_config(exp, paths, argv or ["run"])
+    plan_before_run(exp, paths.root)  # real models only: the report's planned vs actual
+    with spending(exp, paths):
+        _run_stages(exp, paths, resume, report_out)
+    return paths
+
+
+def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> None:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -212,4 +225,3 @@ def run_experiment(
     write_json(paths.root / "timings.json", timings)
     report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
-    return paths

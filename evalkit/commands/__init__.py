@@ -27,6 +27,7 @@ MODULES = [
     "gate",
     "continuation",
     "calibrate",
+    "plan",
 ]
 
 

@@ -23,6 +23,11 @@ def _gate_args(p):
         help="a candidate that must get this verdict (e.g. head-tail=ship; alternatives with |); repeatable",
     )
     p.add_argument("--out", help="folder for gate.json, gate.md, junit.xml (default: RUN/gate)")
+    p.add_argument(
+        "--allow-incomplete",
+        action="store_true",
+        help="judge a run its budget stopped (incomplete.json) instead of failing it",
+    )
 
 
 @command("gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error")
@@ -35,6 +40,7 @@ def cmd_gate(args) -> int:
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
     from evalkit.metrics import COLUMNS, read_metrics
+    from evalkit.models.spending import incomplete
 
     fail_on = parse_fail_on(args.fail_on)
     require = parse_require(args.require)
@@ -42,6 +48,10 @@ def cmd_gate(args) -> int:
     if not run.is_dir():
         raise FileNotFoundError(f"{run}: no such run folder")
     mpath = run / "metrics.parquet"
+    stopped = None if args.allow_incomplete else incomplete(run)
+    if stopped and not mpath.is_file():
+        print(f"gate: FAIL: {run} is incomplete ({stopped['reason']}): {stopped['detail']}")
+        return 1
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     try:
@@ -63,7 +73,10 @@ def cmd_gate(args) -> int:
     elif rules.baseline not in have:
         partial.append(f"baseline arm {rules.baseline} has no rows")
     partial += [f"configured arm {a} has no rows" for a in arms if a not in have and len(df)]
-    decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))}
+    if stopped:
+        partial.append(f"the run is incomplete ({stopped['reason']}): {stopped['detail']}")
+    backend = config.get("model", {}).get("backend")
+    decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(backend))}
     res = evaluate(decision, str(run), fail_on, require, partial)
     paths = write_gate(decision, res, args.out or run / "gate")
     print((paths["markdown"]).read_text(encoding="utf-8"))

@@ -99,6 +99,11 @@ def _fake_args(p):
     p.add_argument("--hang", type=float, default=30.0, help="seconds the timeout fault holds a connection")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-bodies", action="store_true", help="log request metadata only, not bodies")
+    p.add_argument("--batch-delay", type=float, default=0.2, help="seconds a batch stays in_progress")
+    p.add_argument("--batch-fail", type=float, default=0.0, help="share of batch lines that fail (error file)")
+    p.add_argument(
+        "--batch-expire", default="", metavar="N,...", help="batches (1-based creation order) that expire half done"
+    )
 
 
 @command(
@@ -117,7 +122,11 @@ def cmd_fake_server(args) -> int:
             raise ValueError(f"--fault {spec!r}: expected NAME=RATE, e.g. 429=0.1") from None
     plan = FaultPlan(rates, args.latency, args.fault_latency, args.retry_after, args.hang, args.seed)
     script = load_script(args.script) if args.script else []
-    server = FakeServer(plan, script, args.log, args.host, args.port, log_bodies=not args.no_bodies)
+    from evalkit.models.fakebatch import BatchFaults
+
+    expire = tuple(int(x) for x in args.batch_expire.split(",") if x.strip())
+    batch = BatchFaults(args.batch_delay, args.batch_fail, expire, args.seed)
+    server = FakeServer(plan, script, args.log, args.host, args.port, log_bodies=not args.no_bodies, batch=batch)
     print(server.url, flush=True)
     # SIGTERM ends the server cleanly (the log is flushed per line anyway).
     signal.signal(signal.SIGTERM, _interrupt)

@@ -16,6 +16,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from evalkit.models.backends import Backend, cache_path, get_backend
+from evalkit.models.budget import Budget, budget_for
 from evalkit.models.cache import CallCache
 from evalkit.models.request import ChatRequest, ChatResponse
 
@@ -39,7 +40,14 @@ class ClientStats:
 class ModelClient:
     """A backend behind the call cache. Use :func:`make_client` to get one."""
 
-    def __init__(self, backend: Backend, cache: CallCache | None, policy: str = "use", replicates: int = 1):
+    def __init__(
+        self,
+        backend: Backend,
+        cache: CallCache | None,
+        policy: str = "use",
+        replicates: int = 1,
+        budget: Budget | None = None,
+    ):
         if policy not in POLICIES:
             raise ValueError(f"[model] cache = {policy!r}: expected one of {', '.join(POLICIES)}")
         self.backend = backend
@@ -47,6 +55,7 @@ class ModelClient:
         self.policy = policy
         self.replicates = max(1, int(replicates))
         self.stats = ClientStats()
+        self.budget = budget  # [model] max_calls / max_cost_usd: checked before each call is sent
         self._lock = threading.Lock()
         self._inflight: dict[str, Future] = {}
 
@@ -100,7 +109,10 @@ class ModelClient:
                     self.stats.cache_hits += 1
                     return replace(hit, key=key)
         try:
+            reserved = self.budget.reserve(request) if self.budget else 0.0
             resp = self.backend(request)
+            if self.budget:
+                self.budget.settle(reserved, resp.cost_usd)
             resp.key = key
             with self._lock:
                 self.stats.sent += 1
@@ -140,7 +152,8 @@ def build_client(settings: dict, run_dir=None) -> ModelClient:
     backend = get_backend(settings)
     wants_cache = backend.cacheable or backend.cache_only
     cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
-    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)))
+    budget = None if backend.cache_only or not backend.cacheable else budget_for(settings, run_dir)
+    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)), budget)
 
 
 def client_for(settings: dict, run_dir=None) -> ModelClient:

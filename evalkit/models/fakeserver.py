@@ -37,6 +37,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from evalkit.models.fakebatch import BatchDesk, BatchFaults, batch_route
+from evalkit.models.prefix import PrefixIndex
+
 FAULTS = ("latency", "429", "500", "drop", "timeout", "malformed", "empty", "refusal")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 
@@ -146,6 +149,7 @@ class FakeServer:
         models: tuple[str, ...] = ("fake-model",),
         log_bodies: bool = True,
         echo_chars: int = 400,
+        batch: BatchFaults | None = None,
     ):
         self.plan = plan or FaultPlan()
         self.script = script or []
@@ -154,12 +158,14 @@ class FakeServer:
         self.log_bodies = log_bodies
         self.echo_chars = echo_chars
         self._seen: dict[str, int] = {}
+        self._prefixes = PrefixIndex()  # a provider's prompt-prefix cache: cached_tokens in usage
         self._lock = threading.Lock()
         self._log_fh = open(self.log_path, "a", encoding="utf-8") if self.log_path else None  # noqa: SIM115
         self.httpd = _HTTPServer((host, port), _handler(self))
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self._thread: threading.Thread | None = None
+        self.batches = BatchDesk(self, batch or BatchFaults(seed=self.plan.seed))  # files + batches endpoints
 
     @property
     def url(self) -> str:
@@ -234,6 +240,8 @@ class FakeServer:
                     },
                 }
             )
+        with self._lock:
+            cached = self._prefixes.add(text)
         if tool_calls and rule is None:
             reply = None
         msg: dict[str, Any] = {"role": "assistant", "content": reply}
@@ -251,6 +259,7 @@ class FakeServer:
                 "prompt_tokens": math.ceil(len(text) / 4),
                 "completion_tokens": math.ceil(len(reply or "") / 4),
                 "total_tokens": math.ceil(len(text) / 4) + math.ceil(len(reply or "") / 4),
+                "prompt_tokens_details": {"cached_tokens": cached // 4},
             },
         }
 
@@ -282,7 +291,13 @@ def _handler(server: FakeServer):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
+        def _bytes(self, data: bytes) -> None:
+            self._send(200, data)
+
         def do_GET(self):
+            routed = batch_route(server.batches, "GET", self.path, self.headers, b"")
+            if routed is not None:
+                return self._bytes(routed[1]) if isinstance(routed[1], bytes) else self._json(*routed)
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 server.record({"ts": time.time(), "method": "GET", "path": self.path, "status": 200})
                 data = [
@@ -294,6 +309,9 @@ def _handler(server: FakeServer):
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(n)
+            routed = batch_route(server.batches, "POST", self.path, self.headers, raw)
+            if routed is not None:
+                return self._json(*routed)
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 return self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             try:
@@ -403,5 +421,8 @@ def answered(log: list[dict]) -> list[dict]:
     return [
         e
         for e in log
-        if e.get("method") == "POST" and e.get("status") == 200 and e.get("fault") in (None, "latency")
+        if e.get("method") == "POST"
+        and e.get("key")  # a model call (a batch's creation is logged without one)
+        and e.get("status") == 200
+        and e.get("fault") in (None, "latency")
     ]

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from evalkit.models.backends import BACKENDS, Backend
+from evalkit.models.prices import cost_usd
 from evalkit.models.request import ChatRequest, ChatResponse
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -75,17 +76,6 @@ def is_refusal(text: str) -> bool:
     return len(text) < 400 and bool(_REFUSAL.match(text))
 
 
-def cost_usd(prices: dict, model: str, usage: dict) -> float | None:
-    """Cost from ``[model.prices.<model>] input/output`` in USD per million tokens; None if unpriced."""
-    p = prices.get(model)
-    if not p:
-        return None
-    return (
-        usage.get("prompt_tokens", 0) * float(p.get("input", 0))
-        + usage.get("completion_tokens", 0) * float(p.get("output", 0))
-    ) / 1e6
-
-
 class _Loop:
     """One asyncio loop on a daemon thread, per process."""
 
@@ -113,6 +103,53 @@ class Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+def parse_completion(
+    completion,
+    request: ChatRequest,
+    name: str,
+    base_url: str,
+    prices: dict,
+    latency: float,
+    batch: bool = False,
+) -> ChatResponse:
+    """A chat completion (the SDK's object, direct or from a batch's output file) as a response;
+    raises :class:`Retryable` for what must not be taken as an answer (no choices, refusal, empty)."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise Retryable(f"malformed response from {base_url}: no choices")
+    msg = choices[0].message
+    usage = {}
+    if getattr(completion, "usage", None) is not None:
+        usage = {
+            "prompt_tokens": int(completion.usage.prompt_tokens or 0),
+            "completion_tokens": int(completion.usage.completion_tokens or 0),
+        }
+        # Prompt tokens the provider served from its prefix cache (billed at the cached price).
+        details = getattr(completion.usage, "prompt_tokens_details", None)
+        if getattr(details, "cached_tokens", None):
+            usage["cached_tokens"] = int(details.cached_tokens)
+    tool_calls = [
+        {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+        for tc in (msg.tool_calls or [])
+    ]
+    text = msg.content
+    if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
+        raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
+    if text is not None and is_refusal(text):
+        raise Retryable(f"refusal from the model: {text[:200]}")
+    if not (text or "").strip() and not tool_calls:
+        raise Retryable("empty answer from the model")
+    return ChatResponse(
+        text=text if (text or "").strip() else None,
+        backend=name,
+        model=request.model,
+        usage=usage,
+        latency_s=latency,
+        tool_calls=tool_calls,
+        cost_usd=cost_usd(prices, request.model, usage, batch),
+    )
 
 
 class OpenAIBackend(Backend):
@@ -182,36 +219,8 @@ class OpenAIBackend(Backend):
             raise Retryable(f"connection error from {self.base_url}: {e.__cause__ or e}") from None
         except (ValueError, openai.APIResponseValidationError) as e:
             raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
-        latency = time.perf_counter() - t0
-        choices = getattr(completion, "choices", None)
-        if not choices:
-            raise Retryable(f"malformed response from {self.base_url}: no choices")
-        msg = choices[0].message
-        usage = {}
-        if getattr(completion, "usage", None) is not None:
-            usage = {
-                "prompt_tokens": int(completion.usage.prompt_tokens or 0),
-                "completion_tokens": int(completion.usage.completion_tokens or 0),
-            }
-        tool_calls = [
-            {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
-            for tc in (msg.tool_calls or [])
-        ]
-        text = msg.content
-        if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
-            raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
-        if text is not None and is_refusal(text):
-            raise Retryable(f"refusal from the model: {text[:200]}")
-        if not (text or "").strip() and not tool_calls:
-            raise Retryable("empty answer from the model")
-        return ChatResponse(
-            text=text if (text or "").strip() else None,
-            backend=self.name,
-            model=request.model,
-            usage=usage,
-            latency_s=latency,
-            tool_calls=tool_calls,
-            cost_usd=cost_usd(self.prices, request.model, usage),
+        return parse_completion(
+            completion, request, self.name, self.base_url, self.prices, time.perf_counter() - t0
         )
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:

@@ -256,44 +256,52 @@ def parse_grades(text: str) -> dict[str, Any]:
     return out
 
 
-def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int) -> dict[str, Any]:
-    """Ask the answering model and the judge ``replicates`` times; mean grades per dimension."""
+def answer_request(q: dict[str, Any], inp: ProbeInput, model: str, replicate: int = 0):
+    """The answering model's request: only the post-compaction context and the question."""
     from evalkit.models import ChatRequest
 
+    return ChatRequest(
+        model=model,
+        messages=(
+            {"role": "system", "content": ANSWER_SYSTEM},
+            {
+                "role": "user",
+                "content": f"<context>\n{inp.visible_text()}\n</context>\n\nQuestion: {q['text']}",
+            },
+        ),
+        max_tokens=400,
+        replicate=replicate,
+        purpose="answer",
+    )
+
+
+def judge_request(q: dict[str, Any], answer: str, model: str, replicate: int = 0):
+    """The judge's request: question, expected facts and the answer to grade."""
+    from evalkit.models import ChatRequest
+
+    payload = {"question": q["text"], "expected_facts": q["expected"], "answer": answer}
+    return ChatRequest(
+        model=model,
+        messages=(
+            {"role": "system", "content": JUDGE_SYSTEM},
+            {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+        ),
+        max_tokens=300,
+        replicate=replicate,
+        purpose="judge",
+    )
+
+
+def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int) -> dict[str, Any]:
+    """Ask the answering model and the judge ``replicates`` times; mean grades per dimension."""
     client = _client(inp)
     name = model.get("model", "")
     grades: list[dict[str, Any]] = []
     for r in range(max(1, replicates)):
-        answer = client(
-            ChatRequest(
-                model=name,
-                messages=(
-                    {"role": "system", "content": ANSWER_SYSTEM},
-                    {
-                        "role": "user",
-                        "content": f"<context>\n{inp.visible_text()}\n</context>\n\nQuestion: {q['text']}",
-                    },
-                ),
-                max_tokens=400,
-                replicate=r,
-                purpose="answer",
-            )
-        )
+        answer = client(answer_request(q, inp, name, r))
         if not answer.ok:
             raise RuntimeError(f"answer call failed: {answer.error}")
-        payload = {"question": q["text"], "expected_facts": q["expected"], "answer": answer.text}
-        verdict = client(
-            ChatRequest(
-                model=name,
-                messages=(
-                    {"role": "system", "content": JUDGE_SYSTEM},
-                    {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
-                ),
-                max_tokens=300,
-                replicate=r,
-                purpose="judge",
-            )
-        )
+        verdict = client(judge_request(q, answer.text or "", name, r))
         if not verdict.ok:
             raise RuntimeError(f"judge call failed: {verdict.error}")
         g = parse_grades(verdict.text or "")

@@ -53,6 +53,18 @@ def system_prompt(template: tuple[str, ...], guidance: str, extra: tuple[str, ..
 
 # The baseline's instructions, as sent (other modules and tests quote it).
 SYSTEM_PROMPT = system_prompt(TEMPLATE, GUIDANCE)
+# request_layout = "prefix": one system message for every arm; each arm's instructions follow
+# the conversation in the user message (docs/models.md, "Prefix-cache-aware requests").
+PREFIX_SYSTEM = (
+    "You are compacting a coding agent's conversation so it can continue with less context. "
+    "The conversation comes first; your instructions follow it."
+)
+
+
+def instructions_of(policy: Policy) -> str:
+    """An arm's summarizer instructions: the system message, or with the prefix layout the
+    ``<instructions>`` block after the conversation."""
+    return system_prompt(policy.template, policy.guidance, policy.instructions)
 
 
 def is_made(msg: Message) -> bool:
@@ -274,15 +286,22 @@ class PromptBuilder:
 
 def build_prompt(p: Pass) -> PromptBuilder:
     """``<conversation>`` (or ``<previous-summary>`` + ``<new-activity>``), then, for the
-    ``retained`` candidate, the kept tail in ``<retained>``, then the instruction."""
+    ``retained`` candidate, the kept tail in ``<retained>``, then the instruction. With
+    ``request_layout = "prefix"``: ``<new-activity>`` before ``<previous-summary>``, and the arm's
+    instructions in ``<instructions>`` before the closing instruction."""
     b, pol = PromptBuilder(p.job.order), p.policy
+    prefix = p.job.settings.request_layout == "prefix"
     prev = pol.previous(p)
-    if prev is not None:
+    if prev is not None and not prefix:
         b.lit(f"<previous-summary>\n{prev}\n</previous-summary>\n<new-activity>\n")
     else:
-        b.lit("<conversation>\n")
+        b.lit("<new-activity>\n" if prev is not None else "<conversation>\n")
     b.messages(p.taken, pol.renderer)
     b.lit("\n</new-activity>\n\n" if prev is not None else "\n</conversation>\n\n")
+    if prev is not None and prefix:
+        # The new activity is often the same for every arm (the cut is measured from the end);
+        # each arm's earlier summary is its own, so it follows.
+        b.lit(f"<previous-summary>\n{prev}\n</previous-summary>\n\n")
     if pol.retained:
         kept = [(m, p.job.renders.get(m, pol.renderer), None) for m in p.tail if not is_made(m)]
         b.lit("<retained>\n")
@@ -291,6 +310,8 @@ def build_prompt(p: Pass) -> PromptBuilder:
             "\n</retained>\n\nThe <retained> messages stay in context verbatim after the summary: do not "
             "summarize them, but write Progress and Next Steps as the state after them.\n"
         )
+    if prefix:
+        b.lit(f"<instructions>\n{instructions_of(pol)}\n</instructions>\n\n")
     b.lit(UPDATE_PROMPT if prev is not None else FIRST_PROMPT)
     return b
 
@@ -367,6 +388,22 @@ def call_summarizer(job: Job, request: ChatRequest, key: str) -> ChatResponse:
     return resp
 
 
+def check_prefix_layout(backend: str) -> None:
+    """The offline stand-in reads each arm's sections from the system message, which the prefix
+    layout leaves generic: it would silently summarize every arm with its default template."""
+    from evalkit.models import is_offline_standin
+
+    try:
+        offline = is_offline_standin(backend)
+    except KeyError:
+        return  # a plugin's backend: a real model
+    if offline:
+        raise ValueError(
+            f"replay.request_layout = \"prefix\" is for real endpoints; the offline stand-in {backend!r} "
+            "reads each arm's template from the system message: use the reference layout"
+        )
+
+
 def run_pipeline(job: Job, policy: Policy) -> Outcome | None:
     """The reference compaction, step by step; None when there is nothing to compact."""
     cut = policy.cut(job)
@@ -379,13 +416,17 @@ def run_pipeline(job: Job, policy: Policy) -> Outcome | None:
     # first-kept message unchanged): seed 004's redundant compaction, which skip-redundant skips.
     if (not p.taken and p.previous is None) or not policy.gate(p):
         return None
+    if job.settings.request_layout == "prefix":
+        check_prefix_layout(job.backend_name)
     prompt = policy.prompt(p)
     request = ChatRequest(
         model=job.model,
         messages=(
             {
                 "role": "system",
-                "content": system_prompt(policy.template, policy.guidance, policy.instructions),
+                "content": PREFIX_SYSTEM
+                if job.settings.request_layout == "prefix"
+                else instructions_of(policy),
             },
             {"role": "user", "content": prompt.text()},
         ),

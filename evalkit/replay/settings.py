@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 TRIGGERS = ("tokens", "messages", "recorded")
+# Summarizer request layouts: "reference" is the reference compactor's (instructions in the system
+# message, previous summary before the new activity); "prefix" puts what arms and rounds share first
+# and each arm's instructions last, so a provider's prompt-prefix cache can serve the shared part.
+LAYOUTS = ("reference", "prefix")
 
 
 @dataclass(frozen=True)
@@ -27,10 +31,15 @@ class ReplaySettings:
     summary_source_chars: int = 0
     tokenizer: str = "chars4"
     external_timeout: float = 60.0  # seconds per compaction for external:CMD candidates
+    request_layout: str = "reference"  # reference | prefix (docs/models.md): the same for every arm
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise ValueError(f"replay.trigger: {self.trigger!r} is not one of {', '.join(TRIGGERS)}")
+        if self.request_layout not in LAYOUTS:
+            raise ValueError(
+                f"replay.request_layout: {self.request_layout!r} is not one of {', '.join(LAYOUTS)}"
+            )
 
     @property
     def threshold(self) -> int:

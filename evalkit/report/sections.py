@@ -16,6 +16,7 @@ import pandas as pd
 
 from evalkit.models import is_offline_standin
 from evalkit.report.calibration import section_calibration
+from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
@@ -810,5 +811,6 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
     ("Noise floor", section_noise),
+    ("Cost: planned vs actual", section_cost),
     ("Caveats", section_caveats),
 ]

@@ -1,0 +1,81 @@
+"""A run under a budget: start the invocation's ledger, and turn a budget stop into an
+incomplete run that says how far it got (``incomplete.json``) instead of a crash."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from evalkit.models.budget import StopRun, budget_for
+from evalkit.progress import log
+
+MARKER = "incomplete.json"
+EXIT_INCOMPLETE = 3
+
+
+class RunIncomplete(SystemExit):
+    """The run stopped before its end (budget); exit status 3. The run folder keeps what was done."""
+
+    def __init__(self, message: str):
+        super().__init__(EXIT_INCOMPLETE)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def incomplete(run_dir: str | Path) -> dict | None:
+    """The record of why a run is incomplete, or None if it is not."""
+    p = Path(run_dir) / MARKER
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+
+
+def _cached_calls(run_dir: Path) -> int | None:
+    import sqlite3
+
+    p = run_dir / "model-calls.sqlite"
+    if not p.is_file():
+        return None
+    with sqlite3.connect(p) as c:
+        return c.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+
+def _planned_calls(run_dir: Path) -> int | None:
+    p = run_dir / "plan.json"
+    if not p.is_file():
+        return None
+    return int(json.loads(p.read_text(encoding="utf-8"))["totals"]["all"]["requests"])
+
+
+@contextmanager
+def spending(exp, paths) -> Iterator[None]:
+    """Run the stages inside; a :class:`StopRun` (budget, batch stragglers) becomes
+    ``incomplete.json`` and :class:`RunIncomplete`."""
+    root = Path(paths.root)
+    budget = budget_for(exp.section("model"), root)
+    if budget is not None:
+        budget.start()
+    try:
+        yield
+    except StopRun as e:
+        spent = budget.spent() if budget else None
+        cached, planned = _cached_calls(root), _planned_calls(root)
+        record = {
+            "reason": e.reason,
+            "detail": str(e),
+            "calls_this_invocation": spent.calls if spent else None,
+            "cost_usd_this_invocation": round(spent.cost_usd, 6) if spent else None,
+            "calls_answered_in_cache": cached,
+            "calls_planned": planned,
+            "at": time.time(),
+            "resume": f"evalkit run --resume{' --config ' + exp.source if not exp.source.endswith(']') else ''}",
+        }
+        (root / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        got = f"{cached} calls answered so far" + (f" of ~{planned} planned" if planned else "")
+        msg = f"{root}: stopped ({e.reason}: {e}); {got}, all kept. `{record['resume']}` continues"
+        log(msg)
+        raise RunIncomplete(msg) from None
+    (root / MARKER).unlink(missing_ok=True)

@@ -1,0 +1,53 @@
+"""Replay without the pipeline's side effects, with a client that may decline a call.
+
+Two things walk the corpus this way: the cost plan (``evalkit.plan``), whose client answers from
+the call cache or with a stand-in summary of an assumed length, and provider batch jobs
+(``evalkit.models.batch``), whose client answers from the cache and raises :class:`Pending` for
+anything else, so each walk collects the next compaction round of every (session, arm) as one
+batch. Both use the engine's own ``replay_session``: the requests they see are exactly the ones a
+real replay would send, as far as the answers before them are the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from evalkit.events import Event
+from evalkit.replay.engine import SessionCache, replay_session
+from evalkit.replay.settings import ReplaySettings
+from evalkit.session import Session
+
+
+class Pending(Exception):
+    """The walking client has no answer for this request yet: stop this (session, arm) here."""
+
+
+@dataclass
+class Walk:
+    """What one walk produced: the events of every (session, arm) that ran to its end, and the
+    (session, arm, replicate) triples that stopped at a pending request."""
+
+    events: dict[str, list[Event]] = field(default_factory=dict)
+    pending: list[tuple[str, str, int]] = field(default_factory=list)
+
+
+def walk(sessions: Iterable[Session], arms: list[str], replay: dict, model: dict, client) -> Walk:
+    """Replay every session under every arm and replicate with ``client`` (in this process).
+
+    Before each (session, arm) the client's ``arm`` attribute is set (if it has one), so it can
+    attribute the requests it sees."""
+    settings = ReplaySettings.from_section(replay)
+    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    out = Walk({a: [] for a in arms})
+    for session in sessions:
+        cache = SessionCache(session, settings.tokenizer)
+        for arm in arms:
+            if hasattr(client, "arm"):
+                client.arm = arm
+            for r in range(n_reps):
+                try:
+                    out.events[arm].extend(replay_session(session, arm, settings, model, client, cache, r))
+                except Pending:
+                    out.pending.append((session.id, arm, r))
+    return out

@@ -1,0 +1,117 @@
+"""The cost plan against a real run: ``evalkit plan``'s call and token counts are within 10% of
+what the run then sends to the fake server (real HTTP, the real openai SDK)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from evalkit.config import load_experiment
+from evalkit.models.fakeserver import answered, settled_log
+from evalkit.plan import build_plan, render_plan, write_plan
+from evalkit.run import run_experiment
+
+# The fake server's echo answer: "[fake-server echo <sha12>] " and up to 400 characters.
+ECHO_TOKENS = 106
+
+
+def write_config(
+    tmp_path: Path, url: str, arms=("baseline", "head-tail", "short"), sessions=2, window=40000, **model
+) -> Path:
+    extra = "".join(
+        f"{k} = {v!r}\n".replace("'", '"').replace("True", "true").replace("False", "false")
+        for k, v in model.items()
+    )
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    p = tmp_path / "exp.toml"
+    p.write_text(
+        f"""name = "plantest"
+seed = 7
+[corpus]
+kind = "synth"
+sessions = {sessions}
+[replay]
+arms = {list(arms)!r}
+window = {window}
+reserve = 4000
+keep_recent = 5000
+workers = 2
+[model]
+backend = "openai"
+model = "fake-model"
+base_url = "{url}"
+max_retries = 2
+{extra}
+[model.prices.fake-model]
+input = 1.0
+cached_input = 0.25
+output = 4.0
+""".replace("'", '"'),
+        encoding="utf-8",
+    )
+    return p
+
+
+def actual_by_purpose(cache: Path) -> dict[str, tuple[int, int]]:
+    with sqlite3.connect(cache) as c:
+        rows = c.execute("SELECT purpose, COUNT(*), SUM(tokens_in) FROM calls GROUP BY purpose").fetchall()
+    return {p: (n, t) for p, n, t in rows}
+
+
+def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
+    url, log = fake_server_process("--no-bodies")
+    exp = load_experiment(write_config(tmp_path, url))
+    run = tmp_path / "run"
+    plan = build_plan(exp, run, sample=10, summary_tokens=ECHO_TOKENS, answer_tokens=ECHO_TOKENS)
+    text = render_plan(plan)
+    assert "summarizer" in text and "judge" in text and "stand-in summary of 106 tokens" in text
+    assert plan.sampled == plan.sessions == 2
+    write_plan(plan, run / "plan.json")  # the run keeps it; the report compares it with the actual calls
+    run_experiment(exp, run)
+    sent = answered(settled_log(log))
+    actual = actual_by_purpose(run / "model-calls.sqlite")
+    planned_summ = plan.totals("summarizer")
+    planned_judge = plan.totals("judge")
+    n_summ, tok_summ = actual["summarize"]
+    n_judge = actual["answer"][0] + actual["judge"][0]
+    tok_judge = actual["answer"][1] + actual["judge"][1]
+    assert abs(planned_summ.requests - n_summ) <= 0.1 * n_summ, (planned_summ.requests, n_summ)
+    assert abs(planned_summ.input_tokens - tok_summ) <= 0.1 * tok_summ, (planned_summ.input_tokens, tok_summ)
+    assert abs(planned_judge.requests - n_judge) <= 0.1 * n_judge, (planned_judge.requests, n_judge)
+    assert abs(planned_judge.input_tokens - tok_judge) <= 0.1 * tok_judge, (
+        planned_judge.input_tokens,
+        tok_judge,
+    )
+    # Every planned call was sent once: the server answered exactly the calls the cache holds.
+    assert len(sent) == n_summ + n_judge
+    assert plan.totals().cost_usd > 0
+    report = (run / "report" / "report.md").read_text()
+    section = report.split("## Cost: planned vs actual", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in section.splitlines() if ln.startswith("| summarizer"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"{planned_summ.requests:,}" and cells[2] == f"{n_summ:,}"
+    assert cells[4] == f"{tok_summ:,}" and cells[9].startswith("$") and cells[10].startswith("$")
+    assert int(cells[6].replace(",", "")) > 0  # the fake server's prefix cache answered cached_tokens
+
+
+def test_plan_counts_cached_calls(tmp_path, fake_server_process):
+    """Planned again after the run, every summarizer call is already in the cache: nothing to pay."""
+    url, _ = fake_server_process("--no-bodies")
+    exp = load_experiment(write_config(tmp_path, url, arms=("baseline",), sessions=1))
+    run = tmp_path / "run"
+    before = build_plan(exp, run, summary_tokens=ECHO_TOKENS).totals("summarizer")
+    run_experiment(exp, run)
+    after = build_plan(exp, run, summary_tokens=ECHO_TOKENS).totals("summarizer")
+    assert before.in_cache == 0 and before.requests > 0
+    assert after.in_cache == after.requests == before.requests
+    assert after.cost_usd in (None, 0.0)
+
+
+def test_plan_creates_nothing_in_the_run_folder(tmp_path):
+    """Planning a budgeted experiment whose run folder does not exist yet leaves it absent."""
+    exp = load_experiment(
+        write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=1, max_calls=3)
+    )
+    run = tmp_path / "never"
+    assert build_plan(exp, run).totals("summarizer").requests > 0
+    assert not run.exists()
