@@ -26,6 +26,7 @@ MODULES = [
     "models",
     "gate",
     "continuation",
+    "facts",
 ]
 
 

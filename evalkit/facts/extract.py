@@ -62,6 +62,16 @@ class FileTouch:
 
 
 @dataclass(frozen=True, slots=True)
+class Identifier:
+    """A specific the session depends on: a PR or issue number, a commit SHA, a URL, a branch, a
+    created directory, a function or class the agent defined or edited, an exact error string."""
+
+    message_index: int
+    kind: str  # "pr" | "sha" | "url" | "branch" | "dir" | "symbol" | "error"
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionPoint:
     message_index: int
     tokens_before: int | None
@@ -81,6 +91,7 @@ class Facts:
     files_read: list[FileTouch] = field(default_factory=list)
     files_modified: list[FileTouch] = field(default_factory=list)
     compactions: list[CompactionPoint] = field(default_factory=list)
+    identifiers: list[Identifier] = field(default_factory=list)
 
 
 # A constraint is a user line with one of these markers. The list follows the issue's wording
@@ -194,6 +205,7 @@ _KINDS = {
     "files_read": FileTouch,
     "files_modified": FileTouch,
     "compactions": CompactionPoint,
+    "identifiers": Identifier,
 }
 
 
