@@ -122,7 +122,9 @@ def same_identifier(pred: tuple[str, str], label: tuple[str, str]) -> bool:
     return a == b
 
 
-def _match(preds: list, labels: list, same: Callable[[object, object], bool]) -> tuple[Score, list, list, list]:
+def _match(
+    preds: list, labels: list, same: Callable[[object, object], bool]
+) -> tuple[Score, list, list, list]:
     """Greedy one-to-one matching in order; returns the score, matched pairs, misses and extras."""
     free = list(range(len(preds)))
     pairs, misses = [], []
@@ -162,7 +164,10 @@ def check_session(session: Session, facts: Facts, label: dict) -> SessionCheck:
     record(
         "tallies",
         [(mid[t.message_index], t.passed, t.failed, t.errors, t.skipped) for t in facts.tallies],
-        [(t["msg"], t["passed"], t["failed"], t.get("errors", 0), t.get("skipped", 0)) for t in label["tallies"]],
+        [
+            (t["msg"], t["passed"], t["failed"], t.get("errors", 0), t.get("skipped", 0))
+            for t in label["tallies"]
+        ],
         lambda a, b: a == b,
     )
     pairs = record(
@@ -231,7 +236,9 @@ def check_labels(path: str | os.PathLike, transcripts: str | os.PathLike) -> Che
         want = entry.get("session")
         match = [s for s in sessions if want is None or s.id == want]
         if not match:
-            raise ValueError(f"{path}: {entry['file']}: no session {want or ''} imported ({report.summary()})")
+            raise ValueError(
+                f"{path}: {entry['file']}: no session {want or ''} imported ({report.summary()})"
+            )
         s = match[0]
         checks.append(check_session(s, compute_facts(s), entry))
     return CheckResult(str(path), checks)

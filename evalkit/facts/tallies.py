@@ -319,7 +319,9 @@ _NODE = re.compile(
 
 
 @TALLY_PARSERS.register(
-    "node", "node --test's 'ℹ tests N / pass / fail / cancelled / skipped' (spec or TAP '# ')", needles=("tests ",)
+    "node",
+    "node --test's 'ℹ tests N / pass / fail / cancelled / skipped' (spec or TAP '# ')",
+    needles=("tests ",),
 )
 def parse_node(text: str) -> Tally | None:
     m = _last(_NODE, text)
@@ -356,9 +358,7 @@ _SPECIFICITY = {"plain": 0}
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z])")
 # What log collectors put before each line of a runner's output: act's "[job/step]   | ",
 # ISO timestamps (GitHub Actions raw logs, `ts`), box-drawing rails (docker buildx, earthly).
-_PREFIX = re.compile(
-    r"^(?:\[[^\]\n]{1,120}\]\s*\|\s?|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\s+|[│┃║|]\s)+", re.M
-)
+_PREFIX = re.compile(r"^(?:\[[^\]\n]{1,120}\]\s*\|\s?|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\s+|[│┃║|]\s)+", re.M)
 
 
 def clean_output(text: str) -> tuple[str, list[int] | None]:
@@ -366,7 +366,7 @@ def clean_output(text: str) -> tuple[str, list[int] | None]:
     from each kept character to its offset in ``text`` (None when nothing was removed)."""
     cuts = [(m.start(), m.end()) for m in _ANSI.finditer(text)] if "\x1b" in text else []
     if "\r" in text:
-        cuts += [(i, i + 1) for i in range(len(text)) if text[i] == "\r"]
+        cuts += [(m.start(), m.end()) for m in re.finditer(r"\r+", text)]
     cuts += [(m.start(), m.end()) for m in _PREFIX.finditer(text) if m.end() > m.start()]
     if not cuts:
         return text, None
@@ -384,13 +384,9 @@ def clean_output(text: str) -> tuple[str, list[int] | None]:
     return "".join(parts), index
 
 
-def _best(text: str) -> Tally | None:
+def _best(text: str, entries: list) -> Tally | None:
     best: Tally | None = None
-    for entry in TALLY_PARSERS:
-        # Substring checks are ~100x cheaper than the regexes; most outputs hold no tally at all.
-        needles = entry.info.get("needles")
-        if needles and not any(n in text for n in needles):
-            continue
+    for entry in entries:
         t = entry.obj(text)
         if t is None:
             continue
@@ -408,14 +404,21 @@ def find_tally(text: str) -> Tally | None:
     """
     if not text:
         return None
-    plain = "\x1b" not in text and "\r" not in text
-    best = _best(text) if plain else None
-    if best is None or not plain or _PREFIX.search(text, best.offset, best.offset + 200):
-        cleaned, index = clean_output(text)
-        if index is not None:
-            t = _best(cleaned)
-            if t is not None:
-                off = index[t.offset] if t.offset < len(index) else len(text)
-                # The line as printed, less its escape codes: probes look for it in contexts.
-                best = Tally(t.runner, t.passed, t.failed, t.errors, t.skipped, off, t.line, t.unit)
-    return best
+    # Substring checks are ~100x cheaper than the regexes; most outputs hold no tally at all.
+    # Escape codes wrap words but do not split them, so the raw text is checked.
+    has = text.__contains__
+    entries = [e for e in TALLY_PARSERS if not e.info.get("needles") or any(map(has, e.info["needles"]))]
+    if not entries:
+        return None
+    raw = "\x1b" not in text and "\r" not in text
+    best = _best(text, entries) if raw else None
+    if raw and (best is not None or not _PREFIX.search(text)):
+        return best
+    cleaned, index = clean_output(text)
+    if index is None:
+        return best
+    t = _best(cleaned, entries)
+    if t is None:
+        return best
+    off = index[t.offset] if t.offset < len(index) else len(text)
+    return Tally(t.runner, t.passed, t.failed, t.errors, t.skipped, off, t.line, t.unit)
