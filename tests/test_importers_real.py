@@ -7,9 +7,11 @@ the importer); each test says how.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import zipfile
 
 from evalkit.facts import compute_facts
+from evalkit.importers.common import UNRECOGNISED
 from evalkit.importers import detect_format, import_paths
 from evalkit.session import ToolResult, tool_pairs_valid
 
@@ -36,7 +38,10 @@ def test_every_real_file_imports_auto_detected(transcripts):
     sessions, report = import_paths([transcripts])
     assert not report.problems, report.summary()
     # Only the folder's README.md and manifest.json are not transcripts.
-    assert report.skipped["format not recognised"] == 2
+    assert report.skipped[UNRECOGNISED] == 2
+    # Each file that was not imported is named, with why (issue #13).
+    assert sorted(Path(i.path).name for i in report.unrecognised()) == ["README.md", "manifest.json"]
+    assert all("format not recognised" in i.reason for i in report.unrecognised())
     manifest = json.loads((transcripts / "manifest.json").read_text())
     fmt = {
         "claude-code-jsonl": "claude-code",
@@ -170,7 +175,8 @@ def test_openhands_eval_record(transcripts):
     # observations with non-zero exit_code: id 8 (ls src/lib, 2) and id 20 (grep, 1, no output:
     # a search that found nothing, not a failure); 11 editor results start "ERROR:".
     s, report = _one(transcripts / "openhands/OpenHands-repo/multi_swe_bench__ponylang__ponyc-4593.json")
-    assert _counts(s) == (68, 32, 2)
+    # Failing results: the 2 non-zero exits and the 11 editor results starting "ERROR:" (issue #13).
+    assert _counts(s) == (68, 32, 13)
     f = compute_facts(s)
     assert [(x.command, x.exit_code) for x in f.failures][:1] == [("ls src/lib", 2)]
     assert [x.tool for x in f.failures].count("str_replace_editor") == 11

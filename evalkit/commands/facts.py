@@ -22,7 +22,9 @@ def _facts_args(p):
         "--transcripts",
         help="folder the label files' paths are relative to (default: shared/transcripts found upward)",
     )
-    p.add_argument("--misses", action="store_true", help="with --check: list unmatched labels and predictions")
+    p.add_argument(
+        "--misses", action="store_true", help="with --check: list unmatched labels and predictions"
+    )
 
 
 @command("facts", "derive a corpus's facts, or check the extractor against hand labels (--check LABELS)")

@@ -57,7 +57,9 @@ _LEAD_IN = re.compile(
     re.I,
 )
 # Headers that open quoted material (a pasted issue) and those that end it.
-_QUOTE_OPEN = re.compile(r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$", re.I)
+_QUOTE_OPEN = re.compile(
+    r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$", re.I
+)
 _QUOTE_CLOSE = re.compile(
     r"^\s*(?:INSTRUCTIONS:|</(?:issue|issue_description|pr_description|problem_statement)>|IMPORTANT:)", re.I
 )

@@ -248,7 +248,11 @@ class _Builder:
                 for name in identifiers.symbols(added):  # OpenHands' editor reports the new text as a diff
                     self.identifier(at, "symbol", name)
         out = res.output
-        opened = [g1 or g2 for g1, g2 in _OPEN_FILE.findall(out)] if "(Open file:" in out or "[File:" in out else []
+        opened = (
+            [g1 or g2 for g1, g2 in _OPEN_FILE.findall(out)]
+            if "(Open file:" in out or "[File:" in out
+            else []
+        )
         if opened and opened[-1] != "n/a":
             self.open_file = opened[-1]
         if call is None or not (failed or self.open_failures):

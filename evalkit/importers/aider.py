@@ -97,7 +97,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
     def applied(path_text: str, n: int):
         flush_assistant()
         cid = f"{b.session_id}:edit{len(b.messages)}"
-        b.add("assistant", [ToolCall(cid, "edit", {"path": path_text})], n, {"synthetic": True, "harness": "aider"})
+        b.add(
+            "assistant",
+            [ToolCall(cid, "edit", {"path": path_text})],
+            n,
+            {"synthetic": True, "harness": "aider"},
+        )
         b.result(cid, f"Applied edit to {path_text}", line=n)
 
     def finish():
