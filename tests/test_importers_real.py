@@ -7,12 +7,12 @@ the importer); each test says how.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import zipfile
+from pathlib import Path
 
 from evalkit.facts import compute_facts
-from evalkit.importers.common import UNRECOGNISED
 from evalkit.importers import detect_format, import_paths
+from evalkit.importers.common import UNRECOGNISED
 from evalkit.session import ToolResult, tool_pairs_valid
 
 

@@ -77,10 +77,9 @@ def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> 
         return True
     if res.exit_code is None and tally is not None and (tally.failed or tally.errors):
         return True
-    if res.exit_code is None and cmd:
-        if "Traceback (most recent call last):" in out or "not found" in out:
-            own = own_output(out)
-            return bool(_TRACEBACK.search(own) or _NOT_FOUND.search(own))
+    if res.exit_code is None and cmd and ("Traceback (most recent call last):" in out or "not found" in out):
+        own = own_output(out)
+        return bool(_TRACEBACK.search(own) or _NOT_FOUND.search(own))
     return False
 
 
