@@ -44,6 +44,10 @@ _KEYWORDLESS = (
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b"
 )
 _RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
+# Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
+# the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
+_MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
+_CLAUSE_START = re.compile(r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$", re.I)
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)
@@ -104,18 +108,26 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         yield stripped, advice
 
 
+def _rule_in(text: str) -> re.Match | None:
+    """The first marker in ``text`` that states a rule for the agent."""
+    for m in _RULE.finditer(text):
+        if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(text[: m.start()]):
+            return m
+    return _IMPERATIVE.match(text)
+
+
 def _clauses(sentence: str) -> list[str]:
     """A sentence's rule-bearing clause. A permission after the rule is cut ("you cannot use X,
     but you can write scripts"); a rule after a permission keeps it ("You can look, but don't
     modify them": "them" needs the first half). A long condition before the rule is cut too."""
     parts = re.split(r",\s+but\s+", sentence)
-    if len(parts) > 1 and _RULE.search(parts[0]):
+    if len(parts) > 1 and _rule_in(parts[0]):
         sentence = parts[0]
     words = sentence.split()
     if len(words) > 20:
         pieces = sentence.split(", ")
         for k, piece in enumerate(pieces):
-            if _RULE.search(piece) or _IMPERATIVE.match(piece):
+            if _rule_in(piece):
                 return [", ".join(pieces[k:])]
     return [sentence]
 
@@ -128,13 +140,12 @@ def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
             if len(s) < 8 or s.endswith("?") or _STRAY.match(s):
                 continue
-            m = _RULE.search(s) or _IMPERATIVE.match(s)
-            if not m:
+            if not _rule_in(s):
                 continue
             if advice and not _PROHIBIT_OR_ONLY.search(s):
                 continue
             for clause in _clauses(s):
-                km = _RULE.search(clause) or _IMPERATIVE.match(clause)
+                km = _rule_in(clause)
                 if km:
                     yield clause.strip(), " ".join(km.group(0).lower().split())
 

@@ -39,6 +39,17 @@ _REFUSAL_ANYWHERE = (
     "searchreplacenoexactmatch",
     "failed to match!",
 )
+def refusal_line(output: str) -> str | None:
+    """The line in which a tool or harness refused the call, when the output opens with one
+    (after an "ERROR:" header line, the message under it)."""
+    if not _REFUSAL_START.match(output):
+        return None
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    if lines and lines[0].rstrip(":").upper() == "ERROR" and len(lines) > 1:
+        return lines[1]
+    return lines[0] if lines else None
+
+
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 _NOT_FOUND = re.compile(r"^(?:\S+: )?(?:line \d+: )?\S+: (?:command )?not found\s*$", re.M)
 

@@ -2,7 +2,8 @@
 
 Kinds (``Identifier.kind``):
 
-- ``pr``: a PR or issue number ("PR #12", "issue 40", ``owner/repo#7``, a ``/pull/N`` URL), as "#N";
+- ``pr``: a PR or issue number ("PR #12", "PR 12", "issue #40", "fixes #3", ``owner/repo#7``, a
+  ``/pull/N`` URL), as "#N" ("Issue 1" of a list and "world's #1" are not);
 - ``sha``: a commit SHA (7-40 hex digits with a digit and a letter) said by the user or agent;
 - ``url``: an http(s) URL said by the user or agent or passed to a tool;
 - ``branch``: a branch the agent created, switched to or pushed (``git checkout -b``, ``switch
@@ -24,7 +25,8 @@ from collections.abc import Iterator
 
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}|]+")
 _PR = re.compile(
-    r"(?:\b(?:PR|pull request|pull|issue|fixes|closes|resolves|fix|close|resolve)\s*#?\s*(\d{1,7})\b)"
+    r"(?:\b(?:PR|pull request)[ \t]*#?(\d{1,7})\b)"
+    r"|(?:\b(?:issue|pull|fixes|closes|resolves|fix|close|resolve|see)[ \t]*#(\d{1,7})\b)"
     r"|(?:\b[\w.-]+/[\w.-]+#(\d{1,7})\b)"
     r"|(?:github\.com/[\w.-]+/[\w.-]+/(?:pull|issues)/(\d{1,7}))"
     r"|(?:\bgh (?:pr|issue) (?:view|checkout|merge|close|comment|edit|diff|review) #?(\d{1,7})\b)",
@@ -90,9 +92,14 @@ def symbols(new_text: str) -> Iterator[str]:
 
 
 def error_string(output: str) -> str:
-    """The exact error a failing call reported: the exception line ("TypeError: …") if there is
-    one, else the first line of a harness refusal, else the last line that says error/failed."""
+    """The exact error a failing call reported: the first line of a harness or tool refusal, else
+    the exception line ("TypeError: …"), else the last line that says error/failed."""
+    from evalkit.facts.failures import refusal_line
+
     text = _TOOL_ERROR_TAG.sub("", output).strip()
+    refused = refusal_line(text)
+    if refused:
+        return refused[:300]
     found = [m.group(1).strip() for m in _ERROR_LINE.finditer(text)]
     if found:
         return found[-1][:300]
