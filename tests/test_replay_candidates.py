@@ -127,7 +127,9 @@ def test_empty_source_stub_loses_nothing_where_baseline_loses_the_oversized_mess
     in the session and stubs it later against an empty source (losing only what exceeds 64 KiB).
     """
     s, big = _paste_session()
-    settings = ReplaySettings(trigger="messages", max_messages=16, keep_messages=4, summary_source_chars=65_536)
+    settings = ReplaySettings(
+        trigger="messages", max_messages=16, keep_messages=4, summary_source_chars=65_536
+    )
     base, fix = run(s, "baseline", settings), run(s, "empty-source-stub", settings)
     assert big.id in base[0].removed_ids and "[truncated]" in prompt(base[0], s)
     assert base[0].source_chars == settings.summary_source_chars
@@ -326,3 +328,32 @@ def test_candidates_command_lists_every_arm_with_its_evidence(capsys):
         assert e.name in out and e.description in out
         if e.info["evidence"] != "-":
             assert f"evidence: {e.info['evidence']}" in out
+
+
+def test_recorded_compaction_with_nothing_to_summarize_is_counted(tmp_path):
+    # Issue #13: a recorded compaction right after the first request leaves nothing to summarize;
+    # replay makes no event for it, and says so instead of skipping it silently.
+    from evalkit.corpus import write_corpus
+    from evalkit.replay import SessionCache, replay_corpus
+
+    b = Builder()
+    b.user("Go.")
+    b.recorded_compaction()
+    filler_turns(b, 8)
+    b.recorded_compaction()
+    filler_turns(b, 8)
+    s = b.session()
+    st = ReplaySettings(trigger="recorded", keep_recent=800)
+    cache = SessionCache(s, st.tokenizer)
+    evs = replay_session(s, "baseline", st, MODEL, make_client(MODEL), cache)
+    assert len(evs) == 1
+    assert cache.nothing_to_summarize == {"baseline": 1}
+    write_corpus([s], tmp_path / "corpus", source="test", kind="test")
+    replay_corpus(
+        tmp_path / "corpus",
+        tmp_path,
+        {"arms": ["baseline"], "trigger": "recorded", "keep_recent": 800, "workers": 1},
+        MODEL,
+    )
+    got = json.loads((tmp_path / "events" / "recorded_nothing_to_summarize.json").read_text())
+    assert got == {"baseline": 1}

@@ -60,10 +60,13 @@ def _sha_ok(h: str) -> bool:
 
 def in_text(text: str) -> Iterator[tuple[str, str]]:
     """(kind, value) of the PR/issue numbers, SHAs and URLs in a message's or call's text."""
-    for m in _URL.finditer(text):
-        yield "url", m.group(0).rstrip(".,;:!?")
-    for m in _PR.finditer(text):
-        yield "pr", "#" + next(g for g in m.groups() if g)
+    # Substring checks first: most texts hold no URL and no "#N".
+    if "://" in text:
+        for m in _URL.finditer(text):
+            yield "url", m.group(0).rstrip(".,;:!?")
+    if "#" in text or "PR" in text or "pull" in text or "Pull" in text or "gh " in text:
+        for m in _PR.finditer(text):
+            yield "pr", "#" + next(g for g in m.groups() if g)
     for m in _SHA.finditer(text):
         if _sha_ok(m.group(1)):
             yield "sha", m.group(1)
