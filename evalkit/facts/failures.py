@@ -108,7 +108,9 @@ def attempt_key(call: ToolCall | None) -> str:
         target = _path_arg(call.args) or next(
             (str(v) for k, v in sorted(call.args.items()) if isinstance(v, str) and k not in ("thought",)), ""
         )
-        return f"{call.name.lower()} {target}".strip()
+        # An editor's sub-command is part of the attempt: viewing a file does not fix a failed edit.
+        sub = call.args.get("command") if isinstance(call.args.get("command"), str) else ""
+        return " ".join(x for x in (call.name.lower(), sub.lower(), target) if x)
     norm = normalize_command(cmd)
     # "| head -50", "| tail", "2>&1", "|| true" change what is shown, not what runs.
     norm = re.sub(r"\s*(?:\|\s*(?:head|tail|less|more|cat|tee)\b.*|\|\|\s*true\s*)$", "", norm)
