@@ -28,9 +28,11 @@ HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
 GENUINE_COMMANDS = ("/ask", "/code", "/architect")
 
 
-YES_NO = re.compile(r"^\((?:y/n|Y/n|y/N)[^)]*\)\s*(.*?)\s*$")
+YES_NO = re.compile(r"^[(\[](?:y/n|Y/n|y/N)[^)\]]*[)\]]\s*(.*?)\s*$")
 APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 LINT_START = "# Fix any errors below"
+# aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
+COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 
 
 def detect(probe: Probe) -> bool:
@@ -164,6 +166,9 @@ def read(probe: Probe, report: ImportReport, options: dict):
             reply = yn.group(1)
             if reply:  # a bare y/n is an answer to aider, not an instruction to the model
                 b.text("user", reply, n, synthetic=reply.lower() in ("y", "n", "yes", "no", "a", "d", "s"))
+            continue
+        if COST_LINE.match(line):
+            flush_assistant()
             continue
         if line.startswith(">") and not line.startswith(">>>>>>> "):
             flush_assistant()
