@@ -7,7 +7,8 @@ Other slash commands are synthetic user text. Lines starting with ``> `` are aid
 output (token counts, commits, the echo of command output) and are skipped, except:
 
 - ``> Applied edit to PATH``: aider applied the model's edit block; it becomes a synthetic
-  ``edit`` call on PATH answered by that line, so files modified are known;
+  ``edit`` call on PATH answered by that line, so files modified are known; ``> Skipping edits
+  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error;
 - ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
   the model, so it is kept as synthetic user text (one message per report);
 - ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
@@ -30,6 +31,8 @@ GENUINE_COMMANDS = ("/ask", "/code", "/architect")
 
 YES_NO = re.compile(r"^[(\[](?:y/n|Y/n|y/N)[^)\]]*[)\]]\s*(.*?)\s*$")
 APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
+# Edits aider did not apply: the user declined a new file, or a SEARCH block matched nothing.
+NOT_APPLIED = re.compile(r"^(?:Skipping edits to (.+?)|# \d+ SEARCH/REPLACE blocks? failed to match!.*)\s*$")
 LINT_START = "# Fix any errors below"
 # aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
 COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
@@ -96,7 +99,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
             b.text("user", "\n".join(lint).strip(), lint_line, synthetic=True, meta={"harness": "aider lint"})
         lint = None
 
-    def applied(path_text: str, n: int):
+    def applied(path_text: str, n: int, status: str | None = None):
+        """aider's application of an edit block: a synthetic edit call answered by its status."""
         flush_assistant()
         cid = f"{b.session_id}:edit{len(b.messages)}"
         b.add(
@@ -105,7 +109,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             n,
             {"synthetic": True, "harness": "aider"},
         )
-        b.result(cid, f"Applied edit to {path_text}", line=n)
+        b.result(cid, status or f"Applied edit to {path_text}", is_error=status is not None, line=n)
 
     def finish():
         flush_lint()
@@ -176,6 +180,10 @@ def read(probe: Probe, report: ImportReport, options: dict):
             m = APPLIED.match(body)
             if m:
                 applied(m.group(1), n)
+                continue
+            m = NOT_APPLIED.match(body)
+            if m:
+                applied(m.group(1) or "", n, status=body)
                 continue
             if body.startswith(LINT_START):
                 lint, lint_line = [body], n
