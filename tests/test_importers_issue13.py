@@ -343,3 +343,15 @@ def test_mini_swe_agent_trajectory(tmp_path):
     assert [c.text for c in f.constraints] == ["You must not modify the tests."]
     assert [x.path for x in f.files_modified] == ["parser.py"]
     assert isinstance(s.messages[-1].blocks[0], ToolResult)
+
+
+def test_aider_declined_edit_is_a_failing_call(transcripts):
+    # session1128 line 559: "> Skipping edits to <source>python" (the user declined a new file):
+    # an edit that changed nothing, a failure; the five "Applied edit to testsr.py" are not.
+    s, _ = _one(
+        transcripts / "aider/Aider-AI-aider/sessions/aider-chat-history__session1128__2024-08-22T06-29-25.md"
+    )
+    f = compute_facts(s)
+    assert [x.command for x in f.failures] == ["edit <source>python"]
+    assert {x.path for x in f.files_modified} == {"testsr.py"}
+    assert not any(m.text.startswith("Cost: $") for m in s.messages)  # wrapped status line
