@@ -116,6 +116,26 @@ def test_constraints_without_a_keyword_and_as_clauses():
     assert _rules("then it should be moved to `abs_fnames`.") == []
 
 
+def test_process_directives_are_constraints_but_the_request_is_not():
+    # An imperative about how the agent works is a rule, with or without a time frame before it.
+    assert _rules("Build the parser. Commit only after the linter passes. Please wait for my review.") == [
+        "Commit only after the linter passes.",
+        "Please wait for my review.",
+    ]
+    assert _rules("Port the CLI to click. Once you have a draft, run the whole suite again.") == [
+        "Once you have a draft, run the whole suite again."
+    ]
+    # The opening request is the task even when its verb is a process verb; so are verbs that
+    # make the artefact or the answer, and permissions.
+    assert _rules("Run the benchmarks and tell me which is fastest.") == []
+    assert _rules("Look at the logs. Fix the crash. Summarize what you changed.") == []
+    assert _rules("Edit all the files you need to and run any checks you want.") == []
+    # The agent's work as the subject of an obligation.
+    assert _rules("Refactor io.py. Your reply has to stay under one screen.") == [
+        "Your reply has to stay under one screen."
+    ]
+
+
 def test_template_advice_is_not_a_constraint():
     text = (
         "IMPORTANT TIPS:\n1. Always start by trying to replicate the bug.\n"

@@ -1,7 +1,11 @@
 """User constraints: the rules a user (or the task prompt) sets on how the agent works.
 
 A constraint is one sentence or clause, not the paragraph around it, so a summary that keeps the
-rule can be matched against it. What is skipped, and why:
+rule can be matched against it. It is a directive about the agent's way of working rather than
+its deliverable: a marked rule (prohibition, obligation, ``only`` limit, a modal with the agent
+or its work as subject, an answer-form limit), or a process imperative ("run the tests again",
+"finish after you are done coding") anywhere but the message's opening request. What is skipped,
+and why:
 
 - quoted material: fenced code, ``>`` quotes, indented blocks, and a pasted issue between an
   ``ISSUE:``/``<issue>`` header and the next instruction header (the rules in it are the issue
@@ -35,8 +39,13 @@ _ONLY = (
     r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
     r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b"
 )
-# Modal verbs count when the agent is the subject ("you must", "we should") or at the start.
-_MODAL = r"(?:\byou|\bwe)\s+(?:\w+\s+)?(?:must|should|are required to|shall)\b"
+# Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
+_MODAL = (
+    r"(?:\byou|\bwe|\byour \w+)\s+(?:\w+\s+)?"
+    r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
+    # "all the files you need to and run …": an elided verb is a permission, not a rule.
+    r"(?!\s+(?:and|or)\b|\s*[,.;:!)])"
+)
 # Rules with no marker word: answer-form limits and the wordings the issue names.
 _KEYWORDLESS = (
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
@@ -51,6 +60,23 @@ _CLAUSE_START = re.compile(r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)
+# Imperatives about the agent's way of working, as opposed to the deliverable: verbs of running,
+# checking, ending and thinking about its own process. Verbs that make or change the artefact
+# (fix, add, create, write, edit, use, make, implement) or produce the answer (summarize, explain,
+# list, report) name the task instead and are not here; a rule phrased with them needs one of the
+# markers above.
+_PROCESS_VERB = (
+    r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint)"
+)
+_DIRECTIVE = re.compile(
+    rf"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
+    rf"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?{_PROCESS_VERB}\b(?!\s+(?:out|into)\b)",
+    re.I,
+)
+# A time or condition on the agent's own progress before a directive ("When you think you have
+# fixed it, run …", "Once you are done, please …"): the directive is what follows the comma.
+_FRAME = re.compile(r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*", re.I)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -116,6 +142,11 @@ def _rule_in(text: str) -> re.Match | None:
     return _IMPERATIVE.match(text)
 
 
+def _directive(sentence: str) -> bool:
+    """A process imperative addressed to the agent, possibly after a time or condition frame."""
+    return bool(_DIRECTIVE.match(_FRAME.sub("", sentence, count=1)))
+
+
 def _clauses(sentence: str) -> list[str]:
     """A sentence's rule-bearing clause. A permission after the rule is cut ("you cannot use X,
     but you can write scripts"); a rule after a permission keeps it ("You can look, but don't
@@ -133,14 +164,24 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
-    """(rule, marker) for each sentence or clause of a user message that states a rule."""
+    """(rule, marker) for each sentence or clause of a user message that states a rule.
+
+    A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,
+    an answer-form limit) or is a process directive: an imperative about how the agent works
+    (see ``_PROCESS_VERB``). The message's opening sentence is its request, the task itself, so
+    a directive there counts only with a marker ("Run the tests" alone is the task).
+    """
+    first = True
     for line, advice in _candidate_lines(text):
         line = _LIST_MARK.sub("", line).strip()
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
+            opening, first = first, first and not s
             if len(s) < 8 or s.endswith("?") or _STRAY.match(s):
                 continue
             if not _rule_in(s):
+                if not advice and not opening and _directive(s):
+                    yield s, "directive"
                 continue
             if advice and not _PROHIBIT_OR_ONLY.search(s):
                 continue
