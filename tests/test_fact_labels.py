@@ -224,6 +224,47 @@ def test_failed_or_rejected_edits_modify_nothing():
     }
 
 
+def test_batch_edits_refusals_and_the_shell_folder():
+    """Regressions found by the heldout3 labels (issue #13): MultiEdit's edits carry new text; a
+    harness-flagged refusal of a non-shell call is its first line, not its echoed arguments; a
+    relative path is the file in the folder SWE-agent's prompt names."""
+    refusal = "Found 2 matches of the string to replace, but replace_all is false.\nString:    x = compute()"
+    s = _session(
+        Message("s:m0", "user", [Text("fix it")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [
+                ToolCall(
+                    "e1",
+                    "MultiEdit",
+                    {"file_path": "t.py", "edits": [{"old_string": "a", "new_string": "def g():"}]},
+                )
+            ],
+        ),
+        Message("s:m2", "tool", [ToolResult("e1", refusal, True)]),
+        Message("s:m3", "assistant", [ToolCall("c1", "bash", {"command": "ls"})]),
+        Message(
+            "s:m4", "tool", [ToolResult("c1", "a.py\n(Open file: n/a)\n(Current directory: /repo)\nbash-$")]
+        ),
+        Message("s:m5", "assistant", [ToolCall("c2", "bash", {"command": "create b.py"})]),
+        Message(
+            "s:m6", "tool", [ToolResult("c2", "[File: /repo/b.py (1 lines total)]\n(Open file: /repo/b.py)")]
+        ),
+    )
+    f = compute_facts(s)
+    ids = {(i.kind, i.value) for i in f.identifiers}
+    assert ("symbol", "g") in ids
+    assert ("error", "Found 2 matches of the string to replace, but replace_all is false.") in ids
+    assert ("error", "String:    x = compute()") not in ids
+    assert [x.path for x in f.files_modified] == ["/repo/b.py"]
+
+
+def test_pasted_code_and_logs_hold_no_directives():
+    pasted = "These fail now:\n\n    def test_x():\n        # Check the content\n        assert x\n\ntest/test_x.py:74: AssertionError\n"
+    assert _rules(pasted) == []
+
+
 def test_identifiers_in_words_and_commands():
     text = "See PR #12 and https://github.com/o/r/issues/40; the fix is in 3f9c2ab, not the world's #1."
     got = set(in_text(text))

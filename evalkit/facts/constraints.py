@@ -71,7 +71,7 @@ _PROCESS_VERB = (
 )
 _DIRECTIVE = re.compile(
     rf"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
-    rf"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?{_PROCESS_VERB}\b(?!\s+(?:out|into)\b)",
+    rf"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?{_PROCESS_VERB}(?=\s|[.!,;]?$)(?!\s+(?:out|into)\b)",
     re.I,
 )
 # A time or condition on the agent's own progress before a directive ("When you think you have
@@ -97,6 +97,7 @@ _ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])")
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
+_ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -123,12 +124,13 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
             advice = False
         stripped = line.strip()
         # Quotes, pasted shell sessions, pytest's "E   " lines and code or log blocks indented
-        # past a list item's continuation are not instructions.
+        # past a list item's continuation are not instructions (an indented "# …" is a code
+        # comment: Markdown headings are not indented).
         if (
             not stripped
             or stripped.startswith((">", "$ ", "E   "))
             or raw.startswith("\t")
-            or (raw.startswith("    ") and not _LIST_MARK.match(stripped))
+            or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
         ):
             continue
         yield stripped, advice

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -122,6 +123,9 @@ _TEST_COMMAND = re.compile(
     r"mvn\b[^|;&]*\btest|gradlew? [^|;&]*\btest|make (?:test|check))\b"
 )
 _OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)\s*$|^\[File: (.+?) \(\d+ lines total\)\]", re.M)
+# SWE-agent's prompt trailer names the shell's working directory: a relative path a command
+# touches is that folder's file (so "create x.py" and a later edit of "/repo/x.py" are one file).
+_CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 # aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
 
@@ -152,10 +156,8 @@ def _call_identifiers(call: ToolCall) -> Iterator[tuple[str, str]]:
         yield from identifiers.in_command(cmd)
         if cmd.lstrip().startswith(("edit ", "insert", "append")):  # SWE-agent: the body is the new text
             yield from (("symbol", n) for n in identifiers.symbols(cmd.split("\n", 1)[-1]))
-    for key in identifiers.NEW_TEXT_KEYS:
-        v = call.args.get(key)
-        if isinstance(v, str):
-            yield from (("symbol", n) for n in identifiers.symbols(v))
+    for v in _new_texts(call):
+        yield from (("symbol", n) for n in identifiers.symbols(v))
     for key in ("input", "patch"):  # apply_patch: the added lines
         v = call.args.get(key)
         if isinstance(v, str) and "*** Begin Patch" in v:
@@ -163,8 +165,15 @@ def _call_identifiers(call: ToolCall) -> Iterator[tuple[str, str]]:
             yield from (("symbol", n) for n in identifiers.symbols(added))
 
 
+def _new_texts(call: ToolCall) -> list[str]:
+    """The new text an edit call writes: its own text argument, and each edit of a batch
+    (Claude Code's MultiEdit carries ``edits: [{old_string, new_string}, …]``)."""
+    parts = [call.args] + [e for e in call.args.get("edits") or [] if isinstance(e, dict)]
+    return [v for a in parts for k in identifiers.NEW_TEXT_KEYS if isinstance(v := a.get(k), str)]
+
+
 def _has_new_text(call: ToolCall) -> bool:
-    return any(isinstance(call.args.get(k), str) and call.args[k].strip() for k in identifiers.NEW_TEXT_KEYS)
+    return any(v.strip() for v in _new_texts(call))
 
 
 class _Builder:
@@ -175,6 +184,7 @@ class _Builder:
         self.calls: dict[str, tuple[int, ToolCall, list[str]]] = {}  # id -> (index, call, modified)
         self.open_failures: dict[str, list[int]] = {}  # attempt key -> unfixed failure indices
         self.open_file: str | None = None
+        self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
 
     def identifier(self, i: int, kind: str, value: str) -> None:
@@ -205,6 +215,8 @@ class _Builder:
                             self.identifier(i, "symbol", name)
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)
+            if self.cwd:
+                modified = [p if p.startswith(("/", "~")) else posixpath.join(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
             for kind, value in _call_identifiers(call):
@@ -255,6 +267,9 @@ class _Builder:
         )
         if opened and opened[-1] != "n/a":
             self.open_file = opened[-1]
+        cwd = _CWD.findall(out) if "(Current directory:" in out else []
+        if cwd:
+            self.cwd = cwd[-1]
         if call is None or not (failed or self.open_failures):
             return
         key = attempt_key(call)
@@ -265,7 +280,7 @@ class _Builder:
             self.facts.failures.append(
                 Failure(i, res.call_id, command, norm, res.exit_code, error_line(res.output), None, call.name)
             )
-            self.identifier(i, "error", identifiers.error_string(res.output))
+            self.identifier(i, "error", identifiers.error_string(res.output, refused=res.is_error and not cmd))
         else:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):

@@ -94,13 +94,15 @@ def symbols(new_text: str) -> Iterator[str]:
         yield m.group(1) or m.group(2)
 
 
-def error_string(output: str) -> str:
+def error_string(output: str, refused: bool = False) -> str:
     """The exact error a failing call reported: the first line of a harness or tool refusal, else
-    the exception line ("TypeError: …"), else the last line that says error/failed."""
+    the exception line ("TypeError: …"), else the last line that says error/failed. ``refused``:
+    the harness flagged a call that ran no command as an error, so its output opens with the
+    refusal whatever its wording."""
     from evalkit.facts.failures import refusal_line
 
     text = _TOOL_ERROR_TAG.sub("", output).strip()
-    refused = refusal_line(text)
+    refused = refusal_line(text) or (refused and text.splitlines()[0].strip() if text else None)
     if refused:
         return refused[:300]
     found = [m.group(1).strip() for m in _ERROR_LINE.finditer(text)]
