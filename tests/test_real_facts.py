@@ -73,7 +73,7 @@ def test_claude_code_2b4ed4c0_failures(transcripts):
 def test_openhands_ponyc_4595(transcripts):
     # Run observations with extras.metadata.exit_code != 0: ids 36 (127), 38 (2), 40 (2), 42 (127),
     # 46 (127); none re-run with the same command afterwards. The task message's lines with a rule
-    # marker, read one by one: 7 (don't, always, avoid, DON'T, don't, make sure ×2).
+    # marker, read one by one: 7 (don't, always, avoid, DON'T, don't, make sure ×2); its process steps.
     f = _facts(transcripts / "openhands/OpenHands-repo/multi_swe_bench__ponylang__ponyc-4595.json")
     # Plus the editor's "ERROR: No replacement was performed" (id 34) before them.
     assert [x.exit_code for x in f.failures] == [None, 127, 2, 2, 127, 127]
@@ -86,9 +86,23 @@ def test_openhands_ponyc_4595(transcripts):
     assert f.failures[1].error_line == "make: *** [Makefile:192: build] Error 2"
     assert all(x.fixed_at is None for x in f.failures)
     # The pasted issue (<issue_description>…</issue_description>) is quoted material: its "don't",
-    # "always" and "avoid" are the issue author's. The task's own rules, one sentence or clause each:
-    assert [c.keyword for c in f.constraints] == ["don't", "don't", "minimal changes", "make sure", "make sure"]
-    assert f.constraints[-1].text == "Make sure all these tests pass with your changes."
+    # "always" and "avoid" are the issue author's. The task's own rules, one sentence or clause
+    # each: the marked ones and the process steps of its "Follow these steps" list (README rule).
+    texts = [c.text for c in f.constraints]
+    assert [c.keyword for c in f.constraints][:3] == ["don't", "don't", "minimal changes"]
+    for start in (
+        "Rerun your reproduce script",
+        "Once you are done with the initial implementation, please carefully re-read",
+        "Run all of the tests in the repo",
+        "Repeat this process",
+        "Make sure all these tests pass with your changes.",
+        "Your thinking should be thorough",
+    ):
+        assert any(t.startswith(start) for t in texts), start
+    # Known limits: the list's header is read as a directive, and steps phrased with verbs that
+    # make something ("Create a script …", "Write tests …") are not found.
+    assert "Follow these steps to resolve the issue:" in texts
+    assert not any(t.startswith(("Create a script", "Write tests")) for t in texts)
     assert f.tallies == []
 
 
