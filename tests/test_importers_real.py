@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import zipfile
+from pathlib import Path
 
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
+from evalkit.importers.common import UNRECOGNISED
 from evalkit.session import ToolResult, tool_pairs_valid
 
 
@@ -36,7 +38,10 @@ def test_every_real_file_imports_auto_detected(transcripts):
     sessions, report = import_paths([transcripts])
     assert not report.problems, report.summary()
     # Only the folder's README.md and manifest.json are not transcripts.
-    assert report.skipped["format not recognised"] == 2
+    assert report.skipped[UNRECOGNISED] == 2
+    # Each file that was not imported is named, with why (issue #13).
+    assert sorted(Path(i.path).name for i in report.unrecognised()) == ["README.md", "manifest.json"]
+    assert all("format not recognised" in i.reason for i in report.unrecognised())
     manifest = json.loads((transcripts / "manifest.json").read_text())
     fmt = {
         "claude-code-jsonl": "claude-code",
@@ -75,16 +80,17 @@ def test_claude_code_b45ad5d8(transcripts):
     genuine = [m for m in s.messages if m.is_genuine_user()]
     assert [m.text[:30] for m in genuine] == ["Can you please help to use the"]
     f = compute_facts(s)
-    assert (len(f.tallies), len(f.failures), len(f.constraints)) == (0, 0, 0)
-    assert [x.path for x in f.files_modified] == [
-        "/Users/dain/workspace/claude-code-log/claude_code_log/utils.py"
-    ] * 2
+    # The first Edit was refused ("File has not been read yet"): a failing call that modified
+    # nothing, fixed by the later Edit of the same file.
+    assert (len(f.tallies), len(f.failures), len(f.constraints)) == (0, 1, 0)
+    assert f.failures[0].fixed_at is not None
+    assert [x.path for x in f.files_modified] == ["/Users/dain/workspace/claude-code-log/claude_code_log/utils.py"]
 
 
 def test_claude_code_2b4ed4c0(transcripts):
     # Lines 1-2 queue-operation/progress (skipped); 1 user request; 10 distinct assistant
     # message.ids (yeXn4F … VDRM7X); 9 tool_result lines, 6 with is_error (lines 6, 12, 14, 17, 21,
-    # 23). Of those, 4 are Bash (12, 14, 17, 21) -> 4 failing commands, none re-run successfully.
+    # 23): WebSearch and Read permission refusals and 4 Bash refusals, none re-run successfully.
     s, _ = _one(
         transcripts
         / "claude-code/daaain-claude-code-log/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl"
@@ -92,10 +98,12 @@ def test_claude_code_2b4ed4c0(transcripts):
     assert _counts(s) == (20, 9, 6)
     f = compute_facts(s)
     assert [x.command for x in f.failures] == [
+        "websearch Claude Code CLI -p flag WebSearch Task tool capabilities 2025 2026",
         'claude -p "What tools are available to you? List them all." 2>&1 | head -100',
         'claude -p "What tools are available to you? List them all." 2>&1',
         "claude --version",
         'ls -la ~/.claude/ 2>/dev/null || echo "No .claude directory"',
+        "read ~/.claude/CLAUDE.md",
     ]
     assert all(x.fixed_at is None for x in f.failures)
     assert len(f.tallies) == 0
@@ -164,14 +172,15 @@ def test_openhands_eval_record(transcripts):
     # ponyc-4593 history: system, user message, recall + its observation (skipped), 12 run, 9 read,
     # 11 edit actions each with its observation (cause), 1 error observation with no cause (a
     # malformed call: synthetic user text) and finish. 1+1+32+32+1+1 = 68 messages. Run
-    # observations with non-zero exit_code: id 8 (ls src/lib, 2) and id 20 (grep, 1).
+    # observations with non-zero exit_code: id 8 (ls src/lib, 2) and id 20 (grep, 1, no output:
+    # a search that found nothing, not a failure); 11 editor results start "ERROR:".
     s, report = _one(transcripts / "openhands/OpenHands-repo/multi_swe_bench__ponylang__ponyc-4593.json")
-    assert _counts(s) == (68, 32, 2)
+    # Failing results: the 2 non-zero exits and the 11 editor results starting "ERROR:" (issue #13).
+    assert _counts(s) == (68, 32, 13)
     f = compute_facts(s)
-    assert [(x.command, x.exit_code) for x in f.failures] == [
-        ("ls src/lib", 2),
-        ('grep -r "CommandParser" src', 1),
-    ]
+    assert [(x.command, x.exit_code) for x in f.failures][:1] == [("ls src/lib", 2)]
+    assert [x.tool for x in f.failures].count("str_replace_editor") == 11
+    assert not any(x.command.startswith("grep") for x in f.failures)
     assert report.skipped["openhands action/recall"] == 1
 
 
@@ -195,18 +204,21 @@ def test_aider_sessions(transcripts):
     s, _ = _one(d / "aider-chat-history__session0325__2024-08-09T18-45-35.md")
     f = compute_facts(s)
     assert [(t.passed, t.failed) for t in f.tallies] == [(1, 3), (4, 0)]
-    assert [c.args["command"] for m in s.messages for c in m.tool_calls()] == [
+    assert [c.args["command"] for m in s.messages for c in m.tool_calls() if c.name == "bash"] == [
         "pytest tests/basic/test_io.py"
     ] * 2
+    # "> Applied edit to aider/io.py" (lines 45, 84, 493): aider's edits, as synthetic edit calls.
+    assert [c.args["path"] for m in s.messages for c in m.tool_calls() if c.name == "edit"] == ["aider/io.py"] * 3
     users = [m.text for m in s.messages if m.is_genuine_user()]
     assert users == ["make `abs_read_only_fnames` an optional param", "to `get_input` too"]
     assert s.meta["model"] == "claude-3-5-sonnet-20240620"
     # session0012: 20 inputs, two "/test pytest tests/basic/test_repomap.py" runs ("1 failed, 6
-    # passed" each), and two constraint lines typed by the user.
+    # passed" each), and one rule typed by the user (line 588: "don't use `IgnorantTemporaryDirectory`
+    # use GitTemporaryDirectory"); line 131's "check only subtree files appear" is the task itself.
     s, _ = _one(d / "aider-chat-history__session0012__2024-08-06T08-47-10.md")
     f = compute_facts(s)
     assert [(t.passed, t.failed) for t in f.tallies] == [(6, 1), (6, 1)]
-    assert len(f.constraints) == 2
+    assert [c.keyword for c in f.constraints] == ["don't"]
 
 
 def test_inspect_json_and_eval_zip(transcripts, tmp_path):

@@ -317,3 +317,22 @@ def test_every_probe_is_documented_with_metrics_and_catches():
     for e in PROBES:
         assert e.description and e.info["catches"] and e.info["doc"], e.name
         assert e.info["metrics"] and set(e.info["metrics"].values()) <= {"higher", "lower", "info"}
+
+
+def test_tally_present_is_unknown_when_the_latest_run_printed_no_tally():
+    # Issue #13: a crashed latest run must not let the previous run's tally count as "latest".
+    from evalkit.probes import ProbeInput
+    from tests.conftest import FIXTURES
+
+    b = Builder()
+    b.user("run the tests")
+    b.tool("bash", {"command": "pytest -q"}, "12 passed, 3 failed in 0.40s", 1)
+    crashed = (FIXTURES / "runner_output" / "pytest_crashed.txt").read_text()
+    b.tool("bash", {"command": "pytest -q -x"}, crashed, 3)
+    b.user("and now?")
+    s = b.session()
+    ev = event(s, at=6, keep_from=5, summary="- 12 passed, 3 failed")
+    inp = ProbeInput(ev, SessionView(s, compute_facts(s)), [], [])
+    (v,) = PROBES.get("tally_present")(inp)
+    assert (v.metric, v.value) == ("tally_present", None)
+    assert v.error and "unknown" in v.error

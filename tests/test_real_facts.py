@@ -35,7 +35,8 @@ def test_claude_code_12a546d1_tallies(transcripts):
     # grep '=== … in N.NNs ===' on the raw file: 5 distinct pytest summaries (each appears twice:
     # in the tool_result and in toolUseResult.stdout). The only is_error result (line 90) is the
     # "1 failed, 19 passed" run; its command is never re-run verbatim (the later passing run drops
-    # --tb=short), so it stays unfixed. CC of that age did not prefix "Exit code N": no exit code.
+    # --tb=short), which fixes it: the same target re-run with other flags counts (issue #13).
+    # CC of that age did not prefix "Exit code N": no exit code.
     f = _facts(
         transcripts
         / "claude-code/daaain-claude-code-log/-Users-dain-workspace-claude-code-log-sample__12a546d1-83a7-49a6-abba-5400db340b43.jsonl"
@@ -48,7 +49,7 @@ def test_claude_code_12a546d1_tallies(transcripts):
         ("pytest", 20, 0),
     ]
     assert [(x.command, x.exit_code, x.fixed_at) for x in f.failures] == [
-        ("uv run pytest -m browser -v --tb=short", None, None)
+        ("uv run pytest -m browser -v --tb=short", None, 75)
     ]
     assert f.constraints == []
 
@@ -60,7 +61,7 @@ def test_claude_code_2b4ed4c0_failures(transcripts):
         transcripts
         / "claude-code/daaain-claude-code-log/-src-experiments-claude_p__2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl"
     )
-    assert [x.error_line for x in f.failures] == [
+    assert [x.error_line for x in f.failures[1:-1]] == [
         'This Bash command contains multiple operations. The following part requires approval: claude -p "What tools are available to you? List them all." 2>&1',
         "This command requires approval",
         "This command requires approval",
@@ -72,32 +73,43 @@ def test_claude_code_2b4ed4c0_failures(transcripts):
 def test_openhands_ponyc_4595(transcripts):
     # Run observations with extras.metadata.exit_code != 0: ids 36 (127), 38 (2), 40 (2), 42 (127),
     # 46 (127); none re-run with the same command afterwards. The task message's lines with a rule
-    # marker, read one by one: 7 (don't, always, avoid, DON'T, don't, make sure ×2).
+    # marker, read one by one: 7 (don't, always, avoid, DON'T, don't, make sure ×2); its process steps.
     f = _facts(transcripts / "openhands/OpenHands-repo/multi_swe_bench__ponylang__ponyc-4595.json")
-    assert [x.exit_code for x in f.failures] == [127, 2, 2, 127, 127]
+    # Plus the editor's "ERROR: No replacement was performed" (id 34) before them.
+    assert [x.exit_code for x in f.failures] == [None, 127, 2, 2, 127, 127]
+    assert f.failures[0].tool == "str_replace_editor"
+    f.failures.pop(0)
     assert [x.command for x in f.failures][1:3] == [
         "cd /workspace/ponylang__ponyc__0.1 && make",
         "make clean && make",
     ]
     assert f.failures[1].error_line == "make: *** [Makefile:192: build] Error 2"
     assert all(x.fixed_at is None for x in f.failures)
-    assert [c.keyword for c in f.constraints] == [
-        "don't",
-        "always",
-        "avoid",
-        "don't",
-        "don't",
-        "make sure",
-        "make sure",
-    ]
-    assert f.constraints[-1].text == "Make sure all these tests pass with your changes."
+    # The pasted issue (<issue_description>…</issue_description>) is quoted material: its "don't",
+    # "always" and "avoid" are the issue author's. The task's own rules, one sentence or clause
+    # each: the marked ones and the process steps of its "Follow these steps" list (README rule).
+    texts = [c.text for c in f.constraints]
+    assert [c.keyword for c in f.constraints][:3] == ["don't", "don't", "minimal changes"]
+    for start in (
+        "Rerun your reproduce script",
+        "Once you are done with the initial implementation, please carefully re-read",
+        "Run all of the tests in the repo",
+        "Repeat this process",
+        "Make sure all these tests pass with your changes.",
+        "Your thinking should be thorough",
+    ):
+        assert any(t.startswith(start) for t in texts), start
+    # Known limits: the list's header is read as a directive, and steps phrased with verbs that
+    # make something ("Create a script …", "Write tests …") are not found.
+    assert "Follow these steps to resolve the issue:" in texts
+    assert not any(t.startswith(("Create a script", "Write tests")) for t in texts)
     assert f.tallies == []
 
 
 def test_aider_session0325(transcripts):
     # Lines 279 and 507: "3 failed, 1 passed in 0.35s" and "4 passed in 0.48s", each the output of
-    # "#### /test pytest tests/basic/test_io.py". Aider records no exit codes, so no failing
-    # commands; the two typed requests state no rule.
+    # "#### /test pytest tests/basic/test_io.py". Aider records no exit codes: the first run fails
+    # by its tally and the second, the same command, fixes it; the two typed requests state no rule.
     f = _facts(
         transcripts / "aider/Aider-AI-aider/sessions/aider-chat-history__session0325__2024-08-09T18-45-35.md"
     )
@@ -105,4 +117,5 @@ def test_aider_session0325(transcripts):
         (1, 3, "pytest tests/basic/test_io.py"),
         (4, 0, "pytest tests/basic/test_io.py"),
     ]
-    assert (f.failures, f.constraints) == ([], [])
+    assert [(x.command, x.fixed_at is not None) for x in f.failures] == [("pytest tests/basic/test_io.py", True)]
+    assert f.constraints == []

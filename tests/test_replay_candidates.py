@@ -326,3 +326,32 @@ def test_candidates_command_lists_every_arm_with_its_evidence(capsys):
         assert e.name in out and e.description in out
         if e.info["evidence"] != "-":
             assert f"evidence: {e.info['evidence']}" in out
+
+
+def test_recorded_compaction_with_nothing_to_summarize_is_counted(tmp_path):
+    # Issue #13: a recorded compaction right after the first request leaves nothing to summarize;
+    # replay makes no event for it, and says so instead of skipping it silently.
+    from evalkit.corpus import write_corpus
+    from evalkit.replay import SessionCache, replay_corpus
+
+    b = Builder()
+    b.user("Go.")
+    b.recorded_compaction()
+    filler_turns(b, 8)
+    b.recorded_compaction()
+    filler_turns(b, 8)
+    s = b.session()
+    st = ReplaySettings(trigger="recorded", keep_recent=800)
+    cache = SessionCache(s, st.tokenizer)
+    evs = replay_session(s, "baseline", st, MODEL, make_client(MODEL), cache)
+    assert len(evs) == 1
+    assert cache.nothing_to_summarize == {"baseline": 1}
+    write_corpus([s], tmp_path / "corpus", source="test", kind="test")
+    replay_corpus(
+        tmp_path / "corpus",
+        tmp_path,
+        {"arms": ["baseline"], "trigger": "recorded", "keep_recent": 800, "workers": 1},
+        MODEL,
+    )
+    got = json.loads((tmp_path / "events" / "recorded_nothing_to_summarize.json").read_text())
+    assert got == {"baseline": 1}

@@ -28,6 +28,7 @@ MODULES = [
     "continuation",
     "calibrate",
     "plan",
+    "facts",
 ]
 
 

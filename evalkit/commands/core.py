@@ -15,7 +15,10 @@ def _run_args(p):
     p.add_argument("--sessions", type=int, help="override corpus.sessions")
     p.add_argument("--arms", help="override replay.arms, comma-separated")
     p.add_argument("--resume", action="store_true", help="skip stages whose output exists in the run folder")
-    p.add_argument("--report-out", help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)")
+    p.add_argument(
+        "--report-out",
+        help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
+    )
 
 
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
@@ -75,38 +78,6 @@ def cmd_validate(args) -> int:
         print(e, file=sys.stderr)
     print(stats.summary())
     return 2 if stats.skipped else 0
-
-
-def _facts_args(p):
-    p.add_argument("path", help="canonical JSONL file or corpus folder")
-    p.add_argument("--out", help="write facts.jsonl here (default: print a per-session summary)")
-
-
-@command("facts", "derive the facts (tallies, constraints, failures, files, compactions) of a corpus")
-@arguments(_facts_args)
-def cmd_facts(args) -> int:
-    from evalkit.corpus import AtomicWriter, ReadStats, read_sessions
-    from evalkit.facts import compute_facts, facts_to_dict
-
-    stats = ReadStats()
-    out = AtomicWriter(args.out).__enter__() if args.out else None
-    try:
-        for s in read_sessions(args.path, "skip", stats):
-            f = compute_facts(s)
-            if out:
-                out.write(json.dumps(facts_to_dict(f)) + "\n")
-            else:
-                print(
-                    f"{s.id}: {len(f.tallies)} tallies, {len(f.failures)} failing commands, "
-                    f"{len(f.constraints)} constraints, {len(f.files_modified)} files modified, "
-                    f"{len(f.compactions)} recorded compactions"
-                )
-    finally:
-        if out:
-            out.close()
-            Path(str(args.out) + ".tmp").replace(args.out)
-    print(stats.summary(), file=sys.stderr)
-    return 0
 
 
 @command("candidates", "list every arm (baseline and candidates) with its description and evidence")

@@ -24,6 +24,11 @@ def _import_args(p):
         help="importer option, e.g. messages_column=conversation (hf)",
     )
     p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any input file was not imported (unrecognised format) or had problems",
+    )
+    p.add_argument(
         "--show-issues",
         type=int,
         default=20,
@@ -36,6 +41,7 @@ def _import_args(p):
 @arguments(_import_args)
 def cmd_import(args) -> int:
     from evalkit.importers import IMPORTERS, import_to_corpus, load_all
+    from evalkit.importers.common import UNRECOGNISED
 
     load_all()
     if args.format != "auto":
@@ -55,13 +61,25 @@ def cmd_import(args) -> int:
             f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)",
             file=sys.stderr,
         )
+    skipped = report.unrecognised()
+    for issue in skipped[: args.show_issues]:
+        print(f"skipped {issue}", file=sys.stderr)
     print(report.summary())
     st = manifest["stats"]
     print(
         f"  facts: {st['tallies']} tallies, {st['failing_commands']} failing commands, {st['constraints']} constraints"
     )
     print(f"corpus written to {args.out}")
-    return 0 if report.sessions else 2
+    if not report.sessions:
+        return 2
+    if args.strict and (report.skipped.get(UNRECOGNISED) or report.problems):
+        print(
+            f"--strict: {report.skipped.get(UNRECOGNISED, 0)} inputs not imported, "
+            f"{sum(report.problems.values())} problems",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
 
 
 @command("importers", "list the session importers with what each reads")

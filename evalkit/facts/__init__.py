@@ -1,8 +1,10 @@
 """Ground truth per session, derived once and stored with the corpus (``facts.jsonl``).
 
 Probes and continuation runs compare what a compacted context still shows against these facts:
-test tallies, user constraints, failing commands, files read and modified, and the compactions
-the recording harness itself performed.
+test tallies, user constraints, failing tool calls, files read and modified, identifiers (PR
+numbers, SHAs, URLs, branches, created directories, symbols, error strings) and the compactions
+the recording harness itself performed. How well each kind holds on real sessions is measured
+against hand labels by :mod:`evalkit.facts.check` (``evalkit facts --check``).
 """
 
 from evalkit.facts.commands import command_of, normalize_command
@@ -12,6 +14,7 @@ from evalkit.facts.extract import (
     Facts,
     Failure,
     FileTouch,
+    Identifier,
     TallyFact,
     compute_facts,
     facts_from_dict,
@@ -27,6 +30,7 @@ __all__ = [
     "Facts",
     "Failure",
     "FileTouch",
+    "Identifier",
     "Tally",
     "TallyFact",
     "command_of",

@@ -41,7 +41,7 @@ EDIT_TOOLS = {
     "patch",
 }
 EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_tool"}
-PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "notebook_path", "filepath")
+PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "notebook_path", "filepath", "filePath")
 
 
 def command_of(call: ToolCall) -> str | None:
@@ -91,10 +91,62 @@ def _path_arg(args: dict) -> str | None:
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 _SHELL_READ = re.compile(r"^(?:cat|head|tail|less|more|bat|nl)\s+(?:-\S+\s+)*([^\s|;&><]+)\s*$")
 _SHELL_WRITE = re.compile(r"(?:^|[;&|]\s*)(?:[^>]*[^>\d])?>>?\s*([^\s|;&>]+)")
+# Quoted strings hold text, not redirections: python -c "…", gh pr create --body "…", echo '…'.
+_QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+# Shell commands that change files named as their arguments: (command, which arguments).
+_SHELL_MODIFY = re.compile(r"(?:^|[;&|(]\s*)(mv|cp|rm|touch|tee|sed\s+-i\S*|truncate)\s+([^;&|<>\n]+)")
+# Python writes inside an interpreter call (OpenHands' IPython cells, python -c).
+_PY_WRITE = re.compile(
+    r"open\(\s*(?:r|f)?['\"]([^'\"]+)['\"]\s*,\s*['\"][wax]b?\+?['\"]|Path\(\s*['\"]([^'\"]+)['\"]\s*\)\.write_(?:text|bytes)"
+)
+# SWE-agent's own editor commands, run through its bash tool.
+_SWE_EDIT = re.compile(r"^(?:edit|insert|append)\b")
+_SWE_CREATE = re.compile(r"^create\s+(\S+)")
 
 
-def files_of(call: ToolCall) -> tuple[list[str], list[str]]:
-    """(files read, files modified) by one call."""
+def _shell_text(cmd: str) -> str:
+    """The command with heredoc bodies dropped and quoted strings blanked (kept as ``""``)."""
+    lines, out, end = cmd.split("\n"), [], None
+    for ln in lines:
+        if end is not None:
+            if ln.strip() == end:
+                end = None
+            continue
+        m = _HEREDOC.search(ln)
+        if m:
+            end = m.group(2)
+        out.append(ln)
+    return _QUOTED.sub('""', "\n".join(out))
+
+
+def _args_of(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def shell_modified(cmd: str) -> list[str]:
+    """Files a shell command writes: redirections, ``tee``, ``mv``/``cp`` (both ends for mv),
+    ``rm``, ``touch``, ``sed -i``, and Python ``open(…, 'w')`` inside ``python -c``."""
+    found = [m.group(1) or m.group(2) for m in _PY_WRITE.finditer(cmd)]
+    text = _shell_text(cmd)
+    found += [w for w in _SHELL_WRITE.findall(text) if w not in ("/dev/null", "&1", "&2", '""')]
+    for m in _SHELL_MODIFY.finditer(text):
+        verb = m.group(1).split()[0]
+        args = [a for a in _args_of(m.group(2)) if not a.startswith("-") and a != '""']
+        if verb == "sed":
+            args = args[1:]  # the script comes first
+        elif verb == "cp":
+            args = args[-1:]
+        found += args
+    return list(dict.fromkeys(p for p in found if p and not p.startswith("$")))
+
+
+def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], list[str]]:
+    """(files read, files modified) by one call. ``open_file`` is the file an editor without a
+    path argument edits (SWE-agent's ``edit`` acts on the file its last ``open`` showed)."""
     name = call.name.lower()
     args = call.args
     path = _path_arg(args)
@@ -110,15 +162,23 @@ def files_of(call: ToolCall) -> tuple[list[str], list[str]]:
             text = args.get("input") or args.get("patch") or ""
             found = _PATCH_FILE.findall(text) if isinstance(text, str) else []
             return [], [p.strip() for p in found] or ([path] if path else [])
-        return [], ([path] if path else [])
+        return [], ([path] if path else ([open_file] if open_file else []))
+    code = args.get("code")
+    if isinstance(code, str) and name in ("execute_ipython_cell", "ipython", "python", "run_ipython"):
+        return [], shell_modified(code)
     cmd = command_of(call)
     if cmd:
-        # Only the plainest shell reads/writes count; anything cleverer is not a file fact.
-        m = _SHELL_READ.match(cmd.strip())
+        s = cmd.strip()
+        if _SWE_EDIT.match(s):
+            return [], [open_file] if open_file else []
+        m = _SWE_CREATE.match(s)
+        if m:
+            return [], [m.group(1)]
+        # Only the plainest shell reads count; anything cleverer is not a file fact.
+        m = _SHELL_READ.match(s)
         if m:
             return [m.group(1)], []
         if "apply_patch" in cmd:
             return [], [p.strip() for p in _PATCH_FILE.findall(cmd)]
-        writes = [w for w in _SHELL_WRITE.findall(cmd) if w not in ("/dev/null", "&1", "&2")]
-        return [], writes
+        return [], shell_modified(cmd)
     return [], []

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from evalkit.facts import identifiers
 from evalkit.facts.commands import command_of, files_of, normalize_command
+from evalkit.facts.constraints import constraint_lines, constraint_sentences
+from evalkit.facts.failures import attempt_key, call_failed
 from evalkit.facts.tallies import find_tally
 from evalkit.session import Compaction, Session, Text, ToolCall
+
+__all__ = ["compute_facts", "constraint_lines", "error_line", "is_test_command"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +49,8 @@ class Constraint:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A command whose result was an error or a non-zero exit."""
+    """A tool call that failed (evalkit.facts.failures.call_failed); ``command`` is the shell
+    command, or the tool's name and target for other tools."""
 
     message_index: int
     call_id: str
@@ -51,7 +58,8 @@ class Failure:
     normalized: str
     exit_code: int | None
     error_line: str
-    fixed_at: int | None  # message index of a later success of the same normalized command
+    fixed_at: int | None  # message index of a later success of the same attempt (failures.attempt_key)
+    tool: str = ""  # the tool's name: failures of edits, patches and rejected calls count too
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +67,16 @@ class FileTouch:
     message_index: int
     path: str
     tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class Identifier:
+    """A specific the session depends on: a PR or issue number, a commit SHA, a URL, a branch, a
+    created directory, a function or class the agent defined or edited, an exact error string."""
+
+    message_index: int
+    kind: str  # "pr" | "sha" | "url" | "branch" | "dir" | "symbol" | "error"
+    value: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,32 +99,11 @@ class Facts:
     files_read: list[FileTouch] = field(default_factory=list)
     files_modified: list[FileTouch] = field(default_factory=list)
     compactions: list[CompactionPoint] = field(default_factory=list)
+    identifiers: list[Identifier] = field(default_factory=list)
+    untallied_runs: list[int] = field(default_factory=list)  # test runs whose output has no tally
 
 
-# A constraint is a user line with one of these markers. The list follows the issue's wording
-# ("never", "don't", "must", "always", "only", "use X not Y", "keep …") plus their common variants.
-_CONSTRAINT = re.compile(
-    r"\b(never|don'?t|do not|must(?: not)?|always|only|avoid|keep|make sure|no more than|"
-    r"use \S+(?: \S+)? (?:not|instead of)|prefer|without|stick to|under no circumstances)\b",
-    re.I,
-)
 _ERROR_LINE = re.compile(r"(error|exception|traceback|failed|fatal|not found|denied|FAIL)", re.I)
-
-
-def constraint_lines(text: str) -> Iterator[tuple[str, str]]:
-    """(line, keyword) for each line of a user message that states a rule or preference."""
-    fenced = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("```"):
-            fenced = not fenced  # pasted code and logs are not the user's instructions
-            continue
-        line = line.lstrip("-*• ").strip()
-        if fenced or len(line) < 8 or line.startswith((">", "$ ")):
-            continue
-        m = _CONSTRAINT.search(line)
-        if m:
-            yield line, m.group(1).lower()
 
 
 def error_line(output: str) -> str:
@@ -118,71 +115,184 @@ def error_line(output: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def compute_facts(session: Session) -> Facts:
-    """Facts of one session, in message order."""
-    facts = Facts(session=session.id)
-    calls: dict[str, ToolCall] = {}
-    open_failures: dict[str, int] = {}  # normalized command -> index into facts.failures
-    for i, msg in enumerate(session.messages):
+# A test run whose output holds no tally leaves the latest result unknown (cut off, crashed,
+# another reporter): these are the commands that run tests.
+_TEST_COMMAND = re.compile(
+    r"\b(?:pytest|py\.test|unittest|nose2|tox|go test|cargo (?:test|nextest)|jest|vitest|mocha|"
+    r"node --test|(?:npm|yarn|pnpm|bun) (?:run )?test|deno test|rspec|phpunit|ctest|"
+    r"mvn\b[^|;&]*\btest|gradlew? [^|;&]*\btest|make (?:test|check))\b"
+)
+_OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)\s*$|^\[File: (.+?) \(\d+ lines total\)\]", re.M)
+# SWE-agent's prompt trailer names the shell's working directory: a relative path a command
+# touches is that folder's file (so "create x.py" and a later edit of "/repo/x.py" are one file).
+_CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
+# aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
+_AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
+
+
+def is_test_command(cmd: str) -> bool:
+    """Does this shell command run a test suite?"""
+    return bool(_TEST_COMMAND.search(cmd))
+
+
+def _strings(value) -> Iterator[str]:
+    """Every string inside a call's (nested) arguments."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in ("thought", "description", "todos"):
+                yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _call_identifiers(call: ToolCall) -> Iterator[tuple[str, str]]:
+    for text in _strings(call.args):
+        yield from identifiers.in_text(text)
+    cmd = command_of(call)
+    if cmd:
+        yield from identifiers.in_command(cmd)
+        if cmd.lstrip().startswith(("edit ", "insert", "append")):  # SWE-agent: the body is the new text
+            yield from (("symbol", n) for n in identifiers.symbols(cmd.split("\n", 1)[-1]))
+    for v in _new_texts(call):
+        yield from (("symbol", n) for n in identifiers.symbols(v))
+    for key in ("input", "patch"):  # apply_patch: the added lines
+        v = call.args.get(key)
+        if isinstance(v, str) and "*** Begin Patch" in v:
+            added = "\n".join(ln[1:] for ln in v.splitlines() if ln.startswith("+"))
+            yield from (("symbol", n) for n in identifiers.symbols(added))
+
+
+def _new_texts(call: ToolCall) -> list[str]:
+    """The new text an edit call writes: its own text argument, and each edit of a batch
+    (Claude Code's MultiEdit carries ``edits: [{old_string, new_string}, …]``)."""
+    parts = [call.args] + [e for e in call.args.get("edits") or [] if isinstance(e, dict)]
+    return [v for a in parts for k in identifiers.NEW_TEXT_KEYS if isinstance(v := a.get(k), str)]
+
+
+def _has_new_text(call: ToolCall) -> bool:
+    return any(v.strip() for v in _new_texts(call))
+
+
+class _Builder:
+    """One pass over a session's messages; each tool call is judged when its result arrives."""
+
+    def __init__(self, session: Session):
+        self.facts = Facts(session=session.id)
+        self.calls: dict[str, tuple[int, ToolCall, list[str]]] = {}  # id -> (index, call, modified)
+        self.open_failures: dict[str, list[int]] = {}  # attempt key -> unfixed failure indices
+        self.open_file: str | None = None
+        self.cwd: str | None = None
+        self.seen_ids: set[tuple[str, str]] = set()
+
+    def identifier(self, i: int, kind: str, value: str) -> None:
+        if value and (kind, value) not in self.seen_ids:
+            self.seen_ids.add((kind, value))
+            self.facts.identifiers.append(Identifier(i, kind, value))
+
+    def message(self, i: int, msg) -> None:
         for block in msg.blocks:
             if isinstance(block, Compaction):
-                facts.compactions.append(
+                self.facts.compactions.append(
                     CompactionPoint(
                         i, block.tokens_before, block.tokens_after, block.trigger, len(block.summary)
                     )
                 )
+        own = [b.text for b in msg.blocks if isinstance(b, Text) and not b.synthetic]
         if msg.is_genuine_user():
-            for b in msg.blocks:
-                if isinstance(b, Text) and not b.synthetic:
-                    for line, kw in constraint_lines(b.text):
-                        facts.constraints.append(Constraint(i, line, kw))
+            for text in own:
+                for rule, kw in constraint_sentences(text):
+                    self.facts.constraints.append(Constraint(i, rule, kw))
+        if msg.role in ("user", "assistant") and not msg.meta.get("synthetic"):
+            for text in own:
+                for kind, value in identifiers.in_text(text):
+                    self.identifier(i, kind, value)
+                if msg.role == "assistant":
+                    for m in _AIDER_REPLACE.finditer(text):
+                        for name in identifiers.symbols(m.group(1)):
+                            self.identifier(i, "symbol", name)
         for call in msg.tool_calls():
-            calls[call.id] = call
-            read, modified = files_of(call)
-            facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
-            facts.files_modified.extend(FileTouch(i, p, call.name) for p in modified)
+            read, modified = files_of(call, self.open_file)
+            if self.cwd:
+                modified = [p if p.startswith(("/", "~")) else posixpath.join(self.cwd, p) for p in modified]
+            self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
+            self.calls[call.id] = (i, call, modified)
+            for kind, value in _call_identifiers(call):
+                self.identifier(i, kind, value)
         for res in msg.tool_results():
-            call = calls.get(res.call_id)
-            cmd = command_of(call) if call else None
-            tally = find_tally(res.output)
-            if tally:
-                facts.tallies.append(
-                    TallyFact(
-                        i,
-                        res.call_id,
-                        cmd or "",
-                        tally.runner,
-                        tally.passed,
-                        tally.failed,
-                        tally.errors,
-                        tally.skipped,
-                        tally.offset,
-                        tally.line,
-                        len(res.output),
-                        tally.unit,
-                    )
+            self.result(i, res)
+
+    def result(self, i: int, res) -> None:
+        at, call, modified = self.calls.get(res.call_id, (i, None, []))
+        cmd = command_of(call) if call else None
+        tally = find_tally(res.output)
+        if tally:
+            self.facts.tallies.append(
+                TallyFact(
+                    i,
+                    res.call_id,
+                    cmd or "",
+                    tally.runner,
+                    tally.passed,
+                    tally.failed,
+                    tally.errors,
+                    tally.skipped,
+                    tally.offset,
+                    tally.line,
+                    len(res.output),
+                    tally.unit,
                 )
-            if cmd is None:
-                continue
-            norm = normalize_command(cmd)
-            failed = res.is_error or (res.exit_code not in (None, 0))
-            if failed:
-                open_failures[norm] = len(facts.failures)
-                facts.failures.append(
-                    Failure(i, res.call_id, cmd, norm, res.exit_code, error_line(res.output), None)
-                )
-            elif norm in open_failures:
-                k = open_failures.pop(norm)
-                facts.failures[k] = _fixed(facts.failures[k], i)
-                # Earlier failures of the same command were fixed by the same success.
-                for j, f in enumerate(facts.failures):
-                    if f.normalized == norm and f.fixed_at is None:
-                        facts.failures[j] = _fixed(f, i)
-    return facts
+            )
+        elif cmd and is_test_command(cmd):
+            self.facts.untallied_runs.append(i)
+        failed = call_failed(call, res, tally)
+        if not failed:  # a failed or rejected edit changed nothing
+            self.facts.files_modified.extend(FileTouch(at, p, call.name) for p in modified if call)
+            if (
+                call is not None
+                and not _has_new_text(call)
+                and modified
+                and res.output.lstrip().startswith("--- ")
+            ):
+                added = "\n".join(ln[1:] for ln in res.output.splitlines() if ln.startswith("+"))
+                for name in identifiers.symbols(added):  # OpenHands' editor reports the new text as a diff
+                    self.identifier(at, "symbol", name)
+        out = res.output
+        opened = (
+            [g1 or g2 for g1, g2 in _OPEN_FILE.findall(out)]
+            if "(Open file:" in out or "[File:" in out
+            else []
+        )
+        if opened and opened[-1] != "n/a":
+            self.open_file = opened[-1]
+        cwd = _CWD.findall(out) if "(Current directory:" in out else []
+        if cwd:
+            self.cwd = cwd[-1]
+        if call is None or not (failed or self.open_failures):
+            return
+        key = attempt_key(call)
+        if failed:
+            command = cmd or key
+            norm = normalize_command(cmd) if cmd else key
+            self.open_failures.setdefault(key, []).append(len(self.facts.failures))
+            self.facts.failures.append(
+                Failure(i, res.call_id, command, norm, res.exit_code, error_line(res.output), None, call.name)
+            )
+            self.identifier(i, "error", identifiers.error_string(res.output, refused=res.is_error and not cmd))
+        else:
+            # Every earlier failure of the same attempt is fixed by this success.
+            for k in self.open_failures.pop(key, []):
+                self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=i)
 
 
-def _fixed(f: Failure, at: int) -> Failure:
-    return Failure(f.message_index, f.call_id, f.command, f.normalized, f.exit_code, f.error_line, at)
+def compute_facts(session: Session) -> Facts:
+    """Facts of one session, in message order."""
+    b = _Builder(session)
+    for i, msg in enumerate(session.messages):
+        b.message(i, msg)
+    return b.facts
 
 
 # --------------------------------------------------------------------------- storage
@@ -194,6 +304,7 @@ _KINDS = {
     "files_read": FileTouch,
     "files_modified": FileTouch,
     "compactions": CompactionPoint,
+    "identifiers": Identifier,
 }
 
 
@@ -202,7 +313,11 @@ def facts_to_dict(f: Facts) -> dict:
 
 
 def facts_from_dict(d: dict) -> Facts:
-    return Facts(session=d["session"], **{k: [cls(**x) for x in d.get(k, [])] for k, cls in _KINDS.items()})
+    return Facts(
+        session=d["session"],
+        untallied_runs=list(d.get("untallied_runs", [])),
+        **{k: [cls(**x) for x in d.get(k, [])] for k, cls in _KINDS.items()},
+    )
 
 
 def read_facts(path: str | os.PathLike) -> Iterator[Facts]:

@@ -102,7 +102,8 @@ def parse_unittest(text: str) -> Tally | None:
     ran = int(m.group(1))
     # "expected failures=1" must not be read as "failures=1": split on commas, keep whole keys.
     kv = dict(re.findall(r"(?:^|, )([a-z_ ]+)=(\d+)", m.group(3) or ""))
-    failed = int(kv.get("failures", 0)) + int(kv.get("unexpected_successes", 0))
+    # unittest spells it "unexpected successes=1" (a space); it fails the run like a failure does.
+    failed = int(kv.get("failures", 0)) + int(kv.get("unexpected successes", 0))
     errors = int(kv.get("errors", 0))
     skipped = int(kv.get("skipped", 0))
     passed = ran - failed - errors - skipped
@@ -180,7 +181,7 @@ _GO_END = re.compile(r"^(?:ok|FAIL)(?:\s+\S+\s+(?:[\d.]+s|\(cached\)|\[[^\]]+\])
 
 @TALLY_PARSERS.register(
     "go",
-    "go test: '--- PASS/FAIL/SKIP' lines under -v, else 'ok'/'FAIL' per package",
+    "go test: '--- PASS/FAIL/SKIP' lines (subtests too) under -v, else 'ok'/'FAIL' per package",
     needles=("ok ", "ok\t", "FAIL"),
 )
 def parse_go(text: str) -> Tally | None:
@@ -189,19 +190,26 @@ def parse_go(text: str) -> Tally | None:
         return None
     last = ends[-1]
     start, line = _line_at(text, last.start())
+    # A package that does not compile runs no test: an error, not a failed test.
+    build_failed = len(re.findall(r"^FAIL\s+\S+\s+\[(?:build|setup) failed\]", text, re.M))
     per_test = _GO_TEST.findall(text)
     # Without -v go prints failing tests but not passing ones, so per-test counts are only
-    # complete when "=== RUN" lines show a verbose run.
+    # complete when "=== RUN" lines show a verbose run. Subtests count as tests, as in
+    # `go test -json`'s per-test records.
     if per_test and "=== RUN" in text:
-        # Subtests print their own lines indented; count only top-level tests so the counts
-        # agree with `go test -json`'s per-test Action records for top-level tests.
-        top = re.findall(r"^--- (PASS|FAIL|SKIP): \S+ \(", text, re.M)
-        kinds = top or per_test
-        return Tally("go", kinds.count("PASS"), kinds.count("FAIL"), 0, kinds.count("SKIP"), start, line)
-    pkgs = re.findall(r"^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\)|\[[^\]]*\])", text, re.M)
-    if not pkgs:
+        return Tally(
+            "go",
+            per_test.count("PASS"),
+            per_test.count("FAIL"),
+            build_failed,
+            per_test.count("SKIP"),
+            start,
+            line,
+        )
+    pkgs = re.findall(r"^(ok|FAIL)\s+\S+\s+(?:[\d.]+s|\(cached\))", text, re.M)
+    if not pkgs and not build_failed:
         return None
-    return Tally("go", pkgs.count("ok"), pkgs.count("FAIL"), 0, 0, start, line, unit="packages")
+    return Tally("go", pkgs.count("ok"), pkgs.count("FAIL"), build_failed, 0, start, line, unit="packages")
 
 
 # cargo test: "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out"
@@ -301,6 +309,29 @@ def parse_ctest(text: str) -> Tally | None:
     return Tally("ctest", max(total - failed - skipped, 0), failed, 0, skipped, start, line)
 
 
+# node --test: the spec reporter ends with "ℹ tests 8" … "ℹ todo 1" lines, the TAP reporter with
+# the same keys after "# ". Cancelled tests (a timeout, a parent that failed first) are errors.
+_NODE = re.compile(
+    r"^[ℹ#] tests (\d+)\s*\n(?:[ℹ#] suites \d+\s*\n)?[ℹ#] pass (\d+)\s*\n[ℹ#] fail (\d+)\s*\n"
+    r"[ℹ#] cancelled (\d+)\s*\n[ℹ#] skipped (\d+)\s*\n(?:[ℹ#] todo (\d+))?",
+    re.M,
+)
+
+
+@TALLY_PARSERS.register(
+    "node",
+    "node --test's 'ℹ tests N / pass / fail / cancelled / skipped' (spec or TAP '# ')",
+    needles=("tests ",),
+)
+def parse_node(text: str) -> Tally | None:
+    m = _last(_NODE, text)
+    if not m:
+        return None
+    _, passed, failed, cancelled, skipped, _todo = (int(g) if g else 0 for g in m.groups())
+    start, line = _line_at(text, m.start())
+    return Tally("node", passed, failed, cancelled, skipped, start, line)
+
+
 # The plain line any tool can print: "N passed, N failed" alone on a line, optionally
 # ", N skipped" after it and one word with a colon before it.
 _PLAIN = re.compile(r"^\s*(?:\w+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$", re.M)
@@ -322,16 +353,40 @@ def parse_plain(text: str) -> Tally | None:
 _SPECIFICITY = {"plain": 0}
 
 
-def find_tally(text: str) -> Tally | None:
-    """The final tally in ``text`` by any registered parser, or None."""
-    if not text:
-        return None
-    best: Tally | None = None
-    for entry in TALLY_PARSERS:
-        # Substring checks are ~100x cheaper than the regexes; most outputs hold no tally at all.
-        needles = entry.info.get("needles")
-        if needles and not any(n in text for n in needles):
+# Escape sequences a coloured or TTY run prints: CSI (colours, cursor), OSC (titles, links) and
+# character-set designations ("ESC(B" after tput sgr0).
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z])")
+# What log collectors put before each line of a runner's output: act's "[job/step]   | ",
+# ISO timestamps (GitHub Actions raw logs, `ts`), box-drawing rails (docker buildx, earthly).
+_PREFIX = re.compile(r"^(?:\[[^\]\n]{1,120}\]\s*\|\s?|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\s+|[│┃║|]\s)+", re.M)
+
+
+def clean_output(text: str) -> tuple[str, list[int] | None]:
+    """``text`` without escape codes, carriage returns and per-line log prefixes, with the map
+    from each kept character to its offset in ``text`` (None when nothing was removed)."""
+    cuts = [(m.start(), m.end()) for m in _ANSI.finditer(text)] if "\x1b" in text else []
+    if "\r" in text:
+        cuts += [(m.start(), m.end()) for m in re.finditer(r"\r+", text)]
+    cuts += [(m.start(), m.end()) for m in _PREFIX.finditer(text) if m.end() > m.start()]
+    if not cuts:
+        return text, None
+    cuts.sort()
+    parts, index, pos = [], [], 0
+    for a, b in cuts:
+        if b <= pos:
             continue
+        a = max(a, pos)
+        parts.append(text[pos:a])
+        index.extend(range(pos, a))
+        pos = b
+    parts.append(text[pos:])
+    index.extend(range(pos, len(text)))
+    return "".join(parts), index
+
+
+def _best(text: str, entries: list) -> Tally | None:
+    best: Tally | None = None
+    for entry in entries:
         t = entry.obj(text)
         if t is None:
             continue
@@ -339,3 +394,31 @@ def find_tally(text: str) -> Tally | None:
         if best is None or key > (best.offset, _SPECIFICITY.get(best.runner, 1)):
             best = t
     return best
+
+
+def find_tally(text: str) -> Tally | None:
+    """The final tally in ``text`` by any registered parser, or None.
+
+    Colour codes, carriage returns and log prefixes are removed before parsing; the offset
+    returned is still the tally line's offset in ``text`` itself.
+    """
+    if not text:
+        return None
+    # Substring checks are ~100x cheaper than the regexes; most outputs hold no tally at all.
+    # Escape codes wrap words but do not split them, so the raw text is checked.
+    has = text.__contains__
+    entries = [e for e in TALLY_PARSERS if not e.info.get("needles") or any(map(has, e.info["needles"]))]
+    if not entries:
+        return None
+    raw = "\x1b" not in text and "\r" not in text
+    best = _best(text, entries) if raw else None
+    if raw and (best is not None or not _PREFIX.search(text)):
+        return best
+    cleaned, index = clean_output(text)
+    if index is None:
+        return best
+    t = _best(cleaned, entries)
+    if t is None:
+        return best
+    off = index[t.offset] if t.offset < len(index) else len(text)
+    return Tally(t.runner, t.passed, t.failed, t.errors, t.skipped, off, t.line, t.unit)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers.common import ImportReport, Issue, Probe
+from evalkit.importers.common import UNRECOGNISED, ImportReport, Issue, Probe
 from evalkit.registry import Registry
 from evalkit.session import Session
 
@@ -48,6 +48,7 @@ MODULES = [
     "codex",
     "claude_code",
     "openhands",
+    "mini_swe_agent",
     "swe_agent",
     "openai",
 ]
@@ -125,13 +126,29 @@ def _inputs(
         if imp is None and explicit and chosen is not None:
             imp = chosen  # a file named on the command line is read as the format asked for
         if imp is None:
-            why = "format not recognised" if chosen is None else f"not a {chosen.name} file"
-            report.skip(p, 0, why)
+            report.skip(p, 0, f"{UNRECOGNISED}: {_why_not(probe, chosen)}", key=UNRECOGNISED)
             return
         yield imp, probe
 
     for p in paths:
         yield from walk(Path(p), True)
+
+
+def _why_not(probe: Probe, chosen: Importer | None) -> str:
+    """Why no importer took a file, in words a user can act on."""
+    try:
+        size = probe.path.stat().st_size
+        head = probe.head
+    except OSError as e:
+        return f"unreadable ({e.strerror})"
+    if size == 0:
+        return "empty file"
+    if b"\0" in head[:4096]:
+        return "binary file (not a session format evalkit reads)"
+    if chosen is not None:
+        return f"not a {chosen.name} file (its detector rejected the content)"
+    kind = "JSON" if probe.looks_json() else "JSONL" if probe.jsonl else "text"
+    return f"format not recognised ({kind} that no importer's detector accepts; see `evalkit importers`)"
 
 
 def iter_sessions(

@@ -1,11 +1,20 @@
 """Aider chat history Markdown (``.aider.chat.history.md``).
 
 One session per ``# aider chat started at`` header. ``#### `` lines are user input (consecutive
-ones form one message); ``/run`` and ``/test`` become a bash call (in an assistant message marked
-synthetic, since the user, not the model, ran it) answered by the pasted output. Other slash
-commands are synthetic user text. Lines starting with ``> `` are aider's own status output (token
-counts, commits, the echo of command output) and are skipped; the rest is assistant text. Aider
-writes no exit codes and no compaction records.
+ones form one message); ``/run``, ``/test`` and ``!cmd`` become a bash call (in an assistant
+message marked synthetic, since the user, not the model, ran it) answered by the pasted output.
+Other slash commands are synthetic user text. Lines starting with ``> `` are aider's own status
+output (token counts, commits, the echo of command output) and are skipped, except:
+
+- ``> Applied edit to PATH``: aider applied the model's edit block; it becomes a synthetic
+  ``edit`` call on PATH answered by that line, so files modified are known; ``> Skipping edits
+  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error;
+- ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
+  the model, so it is kept as synthetic user text (one message per report);
+- ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
+
+A ``(y/n…)`` line is aider's prompt followed by the user's reply, filed as user text. The rest is
+assistant text. Aider writes no exit codes and no compaction records.
 """
 
 from __future__ import annotations
@@ -20,8 +29,19 @@ HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
 GENUINE_COMMANDS = ("/ask", "/code", "/architect")
 
 
+YES_NO = re.compile(r"^[(\[](?:y/n|Y/n|y/N)[^)\]]*[)\]]\s*(.*?)\s*$")
+APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
+# Edits aider did not apply: the user declined a new file, or a SEARCH block matched nothing.
+NOT_APPLIED = re.compile(r"^(?:Skipping edits to (.+?)|# \d+ SEARCH/REPLACE blocks? failed to match!.*)\s*$")
+LINT_START = "# Fix any errors below"
+# aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
+COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
+
+
 def detect(probe: Probe) -> bool:
-    return any(HEADER.match(line) for line in probe.head_text.split("\n")[:50])
+    # Real histories often start with pages of text from an earlier aider version's header-less
+    # session, so the first header can sit far past the first lines.
+    return any(HEADER.match(line) for line in probe.head_text.split("\n"))
 
 
 def _lines(path, report: ImportReport):
@@ -39,6 +59,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
     assistant: list[str] = []
     assistant_line = 0
     output: list[str] | None = None  # collecting a /run or /test output
+    lint: list[str] | None = None  # collecting a lint report shown to the model
+    lint_line = 0
     command = ""
     count = 0
 
@@ -71,7 +93,26 @@ def read(probe: Probe, report: ImportReport, options: dict):
             b.result(cid, "\n".join(output).rstrip(), line=user_line + 1)
         output = None
 
+    def flush_lint():
+        nonlocal lint
+        if lint and b is not None:
+            b.text("user", "\n".join(lint).strip(), lint_line, synthetic=True, meta={"harness": "aider lint"})
+        lint = None
+
+    def applied(path_text: str, n: int, status: str | None = None):
+        """aider's application of an edit block: a synthetic edit call answered by its status."""
+        flush_assistant()
+        cid = f"{b.session_id}:edit{len(b.messages)}"
+        b.add(
+            "assistant",
+            [ToolCall(cid, "edit", {"path": path_text})],
+            n,
+            {"synthetic": True, "harness": "aider"},
+        )
+        b.result(cid, status or f"Applied edit to {path_text}", is_error=status is not None, line=n)
+
     def finish():
+        flush_lint()
         flush_output()
         flush_user()
         flush_assistant()
@@ -102,14 +143,20 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 if last:
                     flush_output()
                 continue
+        if lint is not None:
+            if line.startswith(">"):
+                lint.append(line[2:] if line.startswith("> ") else line[1:])
+                continue
+            flush_lint()
         if line.startswith("#### "):
             flush_assistant()
             text = line[5:].rstrip()
-            if text.startswith(("/run", "/test")) and len(text.split(maxsplit=1)) == 2:
+            shell = text.startswith("!") and len(text) > 1
+            if shell or (text.startswith(("/run", "/test")) and len(text.split(maxsplit=1)) == 2):
                 flush_user()
                 user, user_line = [text], n
                 flush_user()
-                command = text.split(maxsplit=1)[1]
+                command = text[1:].strip() if shell else text.split(maxsplit=1)[1]
                 output = []
                 continue
             if not user:
@@ -117,9 +164,30 @@ def read(probe: Probe, report: ImportReport, options: dict):
             user.append(text)
             continue
         flush_user()
-        if line.startswith(">"):
+        yn = YES_NO.match(line)
+        if yn:
+            flush_assistant()
+            reply = yn.group(1)
+            if reply:  # a bare y/n is an answer to aider, not an instruction to the model
+                b.text("user", reply, n, synthetic=reply.lower() in ("y", "n", "yes", "no", "a", "d", "s"))
+            continue
+        if COST_LINE.match(line):
+            flush_assistant()
+            continue
+        if line.startswith(">") and not line.startswith(">>>>>>> "):
             flush_assistant()
             body = line[1:].strip()
+            m = APPLIED.match(body)
+            if m:
+                applied(m.group(1), n)
+                continue
+            m = NOT_APPLIED.match(body)
+            if m:
+                applied(m.group(1) or "", n, status=body)
+                continue
+            if body.startswith(LINT_START):
+                lint, lint_line = [body], n
+                continue
             if body.startswith("Models:"):
                 b.meta.setdefault("model", body[len("Models:") :].split(" with ")[0].strip())
             elif body.startswith("Aider v"):

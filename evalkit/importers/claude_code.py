@@ -6,7 +6,9 @@ line become one :class:`Compaction`; command wrappers, reminders, meta lines and
 notices are synthetic text. Title ``summary`` lines become ``meta.title``; progress, snapshots,
 attachments, queue operations and system notices are skipped and counted. Sub-agent files
 (``isSidechain``) are their own sessions with ``meta.parent_session``. The file is read in file
-order (the ``parentUuid`` tree is not walked), which is the order the lines were appended.
+order (the ``parentUuid`` tree is not walked), which is the order the lines were appended; a
+line whose ``uuid`` was already read (a resumed session's file repeats the old conversation) is
+skipped and counted, so nothing is imported twice.
 """
 
 from __future__ import annotations
@@ -112,11 +114,18 @@ def read(probe: Probe, report: ImportReport, options: dict):
             pending_boundary = None
 
     title = None
+    seen: set[str] = set()  # record uuids: a resumed session's file repeats its old prefix
     for n, e in jsonl_records(path, report):
         t = e.get("type")
         if not isinstance(t, str) or t not in ENTRY_TYPES:
             report.problem(path, n, f"unknown entry type {t!r}; skipped", key="unknown entry type")
             continue
+        uid = e.get("uuid")
+        if isinstance(uid, str) and t in ("user", "assistant", "system"):
+            if uid in seen:
+                report.skip(path, n, "claude-code line repeated (resumed session; same uuid)")
+                continue
+            seen.add(uid)
         if t == "summary":
             if isinstance(e.get("summary"), str):
                 title = e["summary"]

@@ -5,7 +5,9 @@ mostly repeat them, so only ``exec_command_end`` (exit codes) and ``turn_aborted
 the rest are counted as skipped. Calls pair with outputs by ``call_id``. A ``compacted`` line is
 a :class:`Compaction` whose message meta keeps the ``replacement_history`` texts (what Codex itself
 kept); a ``turn_aborted`` answers the calls still open with an aborted result and adds a
-synthetic interruption notice.
+synthetic interruption notice. ``web_search_call`` items become a ``web_search`` call (with the
+query) answered by its status; a ``patch_apply_end`` with ``success: false``, a call the user
+rejected and "apply_patch verification failed" are failing results.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from evalkit.importers.common import (
 from evalkit.session import Compaction, Thinking, ToolCall, ToolResult
 
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+# Output text of a call the user declined or a patch that did not apply (no exit code is written).
+_REFUSED = re.compile(
+    r"rejected by user|apply_patch verification failed|patch rejected|declined by user", re.I
+)
 _SYNTHETIC = re.compile(
     r"^\s*(?:<environment_context>|<user_instructions>|<permissions instructions>|# AGENTS\.md instructions|"
     r"<user_shell_command>|<turn_aborted>|<subagent_notification>)"
@@ -102,8 +108,10 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 msg.meta["replacement_history"] = kept
         elif t == "event_msg":
             kind = p.get("type")
-            if kind == "exec_command_end" and isinstance(p.get("call_id"), str):
+            if kind in ("exec_command_end", "patch_apply_end") and isinstance(p.get("call_id"), str):
                 code, status = as_int(p.get("exit_code")), str(p.get("status") or "")
+                if kind == "patch_apply_end" and p.get("success") is False:
+                    status = "failed"  # a patch that did not apply: no exit code, a failure
                 exits[p["call_id"]] = (code, status)
                 if p["call_id"] in results:  # the output line came first: patch its exit code
                     msg, k = results[p["call_id"]]
@@ -183,10 +191,19 @@ def _item(b: SessionBuilder, p: dict, n: int, exits: dict, results: dict, open_c
         status = ""
         if cid in exits:
             code, status = exits[cid]
-        msg = b.add("tool", [ToolResult(cid, text, status == "failed" or code not in (None, 0), code)], n)
+        failed = status == "failed" or code not in (None, 0) or bool(_REFUSED.search(text[:2000]))
+        msg = b.add("tool", [ToolResult(cid, text, failed, code)], n)
         results[cid] = (msg, 0)
         if cid in open_calls:
             open_calls.remove(cid)
+    elif kind == "web_search_call":
+        # The search runs on the server: the rollout holds the query and a status, no output.
+        action = p.get("action") if isinstance(p.get("action"), dict) else {}
+        cid = str(p.get("id") or f"{b.session_id}:web{len(b.messages)}")
+        args = {k: v for k, v in action.items() if k != "type" and isinstance(v, str | list)}
+        _assistant_block(b, ToolCall(cid, "web_search", args), n)
+        status = str(p.get("status") or "completed")
+        b.add("tool", [ToolResult(cid, f"[web search {status}]", status == "failed", None)], n)
     else:
         rep.skip(path, n, f"codex response_item/{kind}")
 

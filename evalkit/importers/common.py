@@ -36,6 +36,7 @@ HEAD_BYTES = 64 * 1024
 MAX_JSON_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 64 * 1024 * 1024
 KEEP_ISSUES = 500  # issues kept verbatim for printing; all are counted
+UNRECOGNISED = "input not imported"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +80,18 @@ class ImportReport:
         """Bad input: counted under ``key`` (default: the reason), kept with file and line."""
         self._add(Issue(str(path), line, reason, "problem"), key or reason)
 
-    def skip(self, path: Path | str, line: int, reason: str) -> None:
-        """A record ignored by design (progress lines, snapshots, UI events): counted by reason."""
-        self._add(Issue(str(path), line, reason, "skipped"), reason)
+    def skip(self, path: Path | str, line: int, reason: str, key: str | None = None) -> None:
+        """A record ignored by design (progress lines, snapshots, UI events): counted under ``key``
+        (default: the reason), kept with file and line."""
+        self._add(Issue(str(path), line, reason, "skipped"), key or reason)
+
+    def unrecognised(self) -> list[Issue]:
+        """The input files no importer took, each with why (kept issues only)."""
+        return [
+            i
+            for i in self.issues
+            if i.kind == "skipped" and i.line == 0 and i.reason.startswith(UNRECOGNISED)
+        ]
 
     def count_session(self, s: Session) -> None:
         self.sessions += 1
@@ -261,7 +271,9 @@ def decode_reported(raw: bytes, path, n: int, report: ImportReport) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        report.problem(path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced")
+        report.problem(
+            path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
+        )
         return raw.decode("utf-8", errors="replace")
 
 
@@ -602,7 +614,8 @@ class OpenAIMapper:
 
     def _tool(self, m: dict, role_raw: str, line: int, where: str) -> None:
         output = as_text(m.get("content"))
-        err = m.get("error")
+        output, exit_code, envelope_error = unwrap_envelope(output)
+        err = m.get("error") or envelope_error
         is_error = bool(err)
         if isinstance(err, dict) and err.get("message"):
             # Inspect: the model saw the error message; keep it in the output.
@@ -622,7 +635,7 @@ class OpenAIMapper:
                 )
                 return
             _, cid = self._open_legacy.pop(idx)
-            self.b.result(cid, output, is_error, line=line)
+            self.b.result(cid, output, is_error, exit_code, line=line)
             return
         ids = m.get("tool_call_ids") if isinstance(m.get("tool_call_ids"), list) else [m.get("tool_call_id")]
         ids = [i for i in ids if isinstance(i, str) and i]
@@ -635,7 +648,38 @@ class OpenAIMapper:
             )
             return
         for cid in ids:
-            self.b.result(cid, output, is_error, line=line)
+            self.b.result(cid, output, is_error, exit_code, line=line)
+
+
+_ENVELOPE_KEYS = {"output", "exit_code", "error", "returncode", "stdout", "stderr", "status"}
+
+
+def unwrap_envelope(content: str) -> tuple[str, int | None, str | None]:
+    """(output, exit code, error) of a tool result an agent wrapped as a JSON object
+    (``{"output": …, "exit_code": N, "error": …}``, hermes-agent's shape); plain text unchanged.
+
+    Kept as one escaped string, the runner's tally and the exit code would be invisible."""
+    text = content.strip()
+    if not (text.startswith("{") and text.endswith("}") and '"' in text):
+        return content, None, None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return content, None, None
+    if (
+        not isinstance(obj, dict)
+        or not obj
+        or not set(obj) <= _ENVELOPE_KEYS
+        or not (set(obj) & {"output", "stdout"})
+    ):
+        return content, None, None
+    parts = [as_text(obj.get(k)) for k in ("output", "stdout", "stderr") if obj.get(k)]
+    code = as_int(obj.get("exit_code", obj.get("returncode")))
+    err = obj.get("error")
+    err_text = as_text(err) if err else None
+    if err_text:
+        parts.append(err_text)
+    return "\n".join(parts), code, err_text
 
 
 def short_id(text: str) -> str:

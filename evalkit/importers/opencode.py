@@ -1,4 +1,9 @@
-"""sst/opencode sessions: the classic ``storage/`` folder tree and the SQLite ``opencode.db``.
+"""sst/opencode sessions: the classic ``storage/`` folder tree, the SQLite ``opencode.db`` and the
+JSON that ``opencode export`` prints (``{"info": session, "messages": [{"info", "parts"}]}``).
+
+The database is the user's live store: it is never opened for writing. A WAL-mode database is
+read from a private copy (database and ``-wal``), since even a read-only connection creates a
+``-shm`` file beside it; without a ``-wal`` it is opened ``immutable``.
 
 Both hold the same objects (session info, messages, parts); :func:`_session` maps one session's
 messages and parts whichever store they came from. An assistant message holds several
@@ -11,8 +16,11 @@ interrupted error result.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -72,37 +80,58 @@ def _storage_sessions(
         yield info, msgs, str(sfile)
 
 
+@contextlib.contextmanager
+def _connect(db: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection that leaves nothing beside the user's database."""
+    wal = db.with_name(db.name + "-wal")
+    with contextlib.ExitStack() as stack:
+        if wal.exists():
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evalkit-opencode-")))
+            shutil.copy2(db, tmp / db.name)
+            shutil.copy2(wal, tmp / wal.name)
+            con = sqlite3.connect(tmp / db.name)
+        else:
+            con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
+            yield con
+        finally:
+            con.close()
+
+
 def _sqlite_sessions(
     db: Path, report: ImportReport
 ) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    with _connect(db) as con:
+        yield from _sqlite_rows(con, db, report)
+
+
+def _sqlite_rows(
+    con: sqlite3.Connection, db: Path, report: ImportReport
+) -> Iterator[tuple[dict, list[tuple[dict, list[dict], str]], str]]:
     con.row_factory = sqlite3.Row
-    try:
-        sessions = con.execute("SELECT * FROM session ORDER BY time_created, id").fetchall()
-        for srow in sessions:
-            info = dict(zip(srow.keys(), tuple(srow), strict=True))
-            info.setdefault("parentID", info.get("parent_id"))
-            msgs = []
-            for mrow in con.execute(
-                "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (srow["id"],)
+    sessions = con.execute("SELECT * FROM session ORDER BY time_created, id").fetchall()
+    for srow in sessions:
+        info = dict(zip(srow.keys(), tuple(srow), strict=True))
+        info.setdefault("parentID", info.get("parent_id"))
+        msgs = []
+        for mrow in con.execute(
+            "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (srow["id"],)
+        ):
+            where = f"{db}#message/{mrow['id']}"
+            m = _row_data(mrow["data"], where, report)
+            if m is None:
+                continue
+            m["id"] = mrow["id"]
+            parts = []
+            for prow in con.execute(
+                "SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mrow["id"],)
             ):
-                where = f"{db}#message/{mrow['id']}"
-                m = _row_data(mrow["data"], where, report)
-                if m is None:
-                    continue
-                m["id"] = mrow["id"]
-                parts = []
-                for prow in con.execute(
-                    "SELECT id, data FROM part WHERE message_id = ? ORDER BY id", (mrow["id"],)
-                ):
-                    p = _row_data(prow["data"], f"{db}#part/{prow['id']}", report)
-                    if p is not None:
-                        p["id"] = prow["id"]
-                        parts.append(p)
-                msgs.append((m, parts, where))
-            yield info, msgs, f"{db}#session/{srow['id']}"
-    finally:
-        con.close()
+                p = _row_data(prow["data"], f"{db}#part/{prow['id']}", report)
+                if p is not None:
+                    p["id"] = prow["id"]
+                    parts.append(p)
+            msgs.append((m, parts, where))
+        yield info, msgs, f"{db}#session/{srow['id']}"
 
 
 def _row_data(raw, where: str, report: ImportReport) -> dict | None:
@@ -244,17 +273,48 @@ def _assistant(b: SessionBuilder, m: dict, parts: list[dict], where: str, report
 # --------------------------------------------------------------------------- registration
 
 
+def _is_export(d) -> bool:
+    """``opencode export``'s shape: session info plus messages that each hold info and parts."""
+    if (
+        not isinstance(d, dict)
+        or not isinstance(d.get("info"), dict)
+        or not isinstance(d.get("messages"), list)
+    ):
+        return False
+    msgs = d["messages"]
+    return all(
+        isinstance(m, dict) and isinstance(m.get("info"), dict) and isinstance(m.get("parts"), list)
+        for m in msgs[:5]
+    )
+
+
 def detect(probe: Probe) -> bool:
     if probe.path.is_dir():
         return _storage_root(probe.path) is not None
+    if probe.looks_json():
+        head = probe.head_text.lstrip()
+        return head.startswith("{") and '"messages"' in head and '"info"' in head and _is_export(probe.json)
     if not probe.head.startswith(SQLITE_MAGIC):
         return False
-    con = sqlite3.connect(f"file:{probe.path}?mode=ro", uri=True)
-    try:
+    with _connect(probe.path) as con:
         names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    finally:
-        con.close()
     return {"session", "message", "part"} <= names
+
+
+def read_export(probe: Probe, report: ImportReport, options: dict):
+    d = probe.json
+    if not _is_export(d):
+        report.problem(
+            probe.path, 0, "not an opencode export (info + messages[info, parts])", key="file skipped"
+        )
+        return
+    msgs = [
+        (m["info"], m["parts"], f"{probe.path}#message/{m['info'].get('id', k)}")
+        for k, m in enumerate(d["messages"])
+    ]
+    s = _session(d["info"], msgs, str(probe.path), probe.path, report)
+    if s:
+        yield s
 
 
 def read_folder(probe: Probe, report: ImportReport, options: dict):
@@ -281,13 +341,15 @@ def read_db(probe: Probe, report: ImportReport, options: dict):
 
 
 def read(probe: Probe, report: ImportReport, options: dict):
-    return read_folder(probe, report, options) if probe.path.is_dir() else read_db(probe, report, options)
+    if probe.path.is_dir():
+        return read_folder(probe, report, options)
+    return read_export(probe, report, options) if probe.looks_json() else read_db(probe, report, options)
 
 
 register(
     Importer(
         "opencode",
-        "sst/opencode sessions: the storage/ folder tree or the SQLite opencode.db (session/message/part)",
+        "sst/opencode sessions: the storage/ tree, the SQLite opencode.db, or `opencode export` JSON",
         detect,
         read,
         folder=None,

@@ -4,7 +4,7 @@ history where action arguments sit on the event itself.
 
 Actions pair with observations by ``cause`` (or, without ids, with the next observation); the
 exit code is ``extras.metadata.exit_code`` (older: ``exit_code``), ``success: false`` and
-``observation: "error"`` mark failures. ``condensation`` actions are recorded compactions.
+``observation: "error"`` mark failures, and so does an editor observation starting ``ERROR:``. ``condensation`` actions are recorded compactions.
 Agent state changes, null observations and recall traffic are skipped and counted.
 """
 
@@ -235,7 +235,9 @@ def _observation(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: di
     suffix = md.get("suffix")
     if isinstance(suffix, str) and suffix.strip():
         out += suffix  # the model saw the exit-code suffix
-    is_error = kind == "error" or e.get("success") is False or code not in (None, 0)
+    # The file editor reports a refused edit or view as text starting "ERROR:" with no flag set.
+    editor_error = kind in ("edit", "read") and out.lstrip().startswith("ERROR:")
+    is_error = kind == "error" or e.get("success") is False or code not in (None, 0) or editor_error
     b.add("tool", [ToolResult(cid, out, is_error, code)], ln)
 
 

@@ -6,9 +6,14 @@ parser runs put the command in the assistant's ``action`` (or the trajectory ste
 ``bash`` call whose result is the next observation (the following user message, or the
 trajectory step's observation when the history has none, as for the final ``submit``).
 Demonstrations (``is_demo``) are synthetic text. The run's ``info.exit_status`` goes to meta.
+SWE-agent records no exit codes; an observation in which its own tools refuse the action (an
+edit that introduced a syntax error, a usage message, "No replacement was performed", a command
+that does not exist) is flagged as an error.
 """
 
 from __future__ import annotations
+
+import re
 
 from evalkit.importers import Importer, register
 from evalkit.importers.common import (
@@ -21,6 +26,17 @@ from evalkit.importers.common import (
     short_id,
 )
 from evalkit.session import Text, ToolCall
+
+_TOOL_ERROR = re.compile(
+    r"^\s*(?:Your proposed edit has introduced new syntax error|Usage: \w+|Error: |ERROR:|"
+    r"No replacement was performed|Invalid `?\w+`? parameter)|^\S+: command not found\s*$",
+    re.M,
+)
+
+
+def tool_refused(observation: str) -> bool:
+    """Does a SWE-agent observation say its tool refused the action?"""
+    return bool(_TOOL_ERROR.search(observation[:2000]))
 
 
 def detect(probe: Probe) -> bool:
@@ -100,12 +116,13 @@ def _text_parser(b: SessionBuilder, history: list, traj: list[dict]) -> None:
             b.add("assistant", blocks, i + 1)
             step += 1
         elif role == "user" and open_call is not None:
-            b.result(open_call, text, line=i + 1)
+            b.result(open_call, text, tool_refused(text), line=i + 1)
             open_call = None
         else:
             b.text(role, text, i + 1)
     if open_call is not None and step - 1 < len(traj) and isinstance(traj[step - 1].get("observation"), str):
-        b.result(open_call, traj[step - 1]["observation"])
+        obs = traj[step - 1]["observation"]
+        b.result(open_call, obs, tool_refused(obs))
 
 
 register(

@@ -26,6 +26,14 @@ def latest_tally(inp: ProbeInput) -> TallyFact | None:
     return before[-1] if before else None
 
 
+def latest_run_unknown(inp: ProbeInput, t: TallyFact | None) -> bool:
+    """The latest test run before the compaction point printed no parsable tally (cut off,
+    crashed, another reporter): its result is unknown, and an older tally is not "latest"."""
+    at = inp.event.at_message
+    runs = [i for i in inp.facts.untallied_runs if i <= at]
+    return bool(runs) and (t is None or runs[-1] > t.message_index)
+
+
 def latest_long_removed(inp: ProbeInput, long_chars: int) -> TallyFact | None:
     """The tally of the latest test output longer than ``long_chars`` that this compaction removed."""
     removed = inp.memo("removed", lambda: set(inp.event.removed_ids))
@@ -112,6 +120,8 @@ def tally_present(inp: ProbeInput, long_chars: int = 2_000) -> list[ProbeValue]:
     No tally before the compaction point: no rows (nothing to find is neither 0 nor 1).
     """
     t = latest_tally(inp)
+    if latest_run_unknown(inp, t):
+        return [ProbeValue("tally_present", None, error="unknown: the latest test run printed no parsable tally")]
     if t is None:
         return []
     present = tally_visible(inp, t)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from evalkit.events import Event, Invariants, events_path
 from evalkit.models import Backend, ChatResponse, make_client
-from evalkit.progress import track
+from evalkit.progress import log, track
 from evalkit.replay.candidates import check_arm, policy_for
 from evalkit.replay.compactor import (
     CARRY_FILES_META,
@@ -61,6 +61,8 @@ class SessionCache:
         self.recorded = {m.id for m in session.messages}
         self.renders = RenderCache()
         self.memo: dict[str, ChatResponse] = {}
+        # Per arm: recorded compactions (trigger "recorded") that left nothing to summarize.
+        self.nothing_to_summarize: Counter[str] = Counter()
         self._tokens: dict[str, int] = {}
         self._chars: dict[str, int] = {}
 
@@ -151,6 +153,8 @@ def replay_session(
             outcome = Outcome(list(context), summary_error=str(e), meta={"stopped": True})
             broken = True
         if outcome is None:
+            if _is_recorded_compaction(msg):
+                cache.nothing_to_summarize[arm] += 1
             continue
         event = _event(session, arm, settings, cache, context, tokens, i, job, outcome, counter)
         event.backend, event.model, event.replicate = backend_name, job.model, rep
@@ -241,10 +245,15 @@ def _worker_client(model: dict, run_dir: str | None) -> Backend:
 
 
 def replay_session_arms(
-    session: Session, arms: list[str], settings: ReplaySettings, model: dict, client: Backend
+    session: Session,
+    arms: list[str],
+    settings: ReplaySettings,
+    model: dict,
+    client: Backend,
+    cache: SessionCache | None = None,
 ) -> list[list[Event]]:
     """Every arm (and replicate) of one session, sharing the session's caches."""
-    cache = SessionCache(session, settings.tokenizer)
+    cache = cache or SessionCache(session, settings.tokenizer)
     n_reps = max(1, int(model.get("replicates", 1) or 1))
     return [
         [e for r in range(n_reps) for e in replay_session(session, a, settings, model, client, cache, r)]
@@ -252,15 +261,16 @@ def replay_session_arms(
     ]
 
 
-def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> list[list[str]]:
+def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> tuple[list[list[str]], dict]:
     line, arms, section, model, run_dir = args
     session = session_from_dict(json.loads(line))
     settings = ReplaySettings.from_section(section)
-    per_arm = replay_session_arms(session, arms, settings, model, _worker_client(model, run_dir))
-    return [[e.to_json() for e in evs] for evs in per_arm]
+    cache = SessionCache(session, settings.tokenizer)
+    per_arm = replay_session_arms(session, arms, settings, model, _worker_client(model, run_dir), cache)
+    return [[e.to_json() for e in evs] for evs in per_arm], dict(cache.nothing_to_summarize)
 
 
-def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator[list[list[str]]]:
+def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator:
     """``pool.map`` in order, but with at most ``window`` sessions in flight: ``Executor.map``
     reads the whole corpus (~3 MB a session) into memory before the first result."""
     pending: deque = deque()
@@ -302,16 +312,18 @@ def replay_corpus(
     # One open file per arm for the whole replay; closed in the finally below.
     fhs = {a: open(str(p) + ".tmp", "w", encoding="utf-8") for a, p in out.items()}  # noqa: SIM115
     counts = dict.fromkeys(arms, 0)
+    nothing: Counter[str] = Counter()  # recorded compactions that left nothing to summarize
     jobs = ((line, arms, replay, model, str(run_dir)) for line in _session_lines(Path(corpus_dir)))
     try:
         if workers == 1:
-            results: Iterator[list[list[str]]] = map(_replay_line, jobs)
+            results: Iterator = map(_replay_line, jobs)
             pool = None
         else:
             pool = ProcessPoolExecutor(max_workers=workers)
             results = _bounded_map(pool, jobs, 2 * workers)
         try:
-            for per_arm in track(results, "replay", total=n_sessions, unit="sessions"):
+            for per_arm, skipped in track(results, "replay", total=n_sessions, unit="sessions"):
+                nothing.update(skipped)
                 for a, lines in zip(arms, per_arm, strict=True):
                     for ln in lines:
                         fhs[a].write(ln + "\n")
@@ -324,4 +336,13 @@ def replay_corpus(
             fh.close()
     for p in out.values():
         os.replace(str(p) + ".tmp", p)
+    if nothing:
+        # Counted and said, not silently dropped: these recorded compactions produced no event.
+        (Path(run_dir) / "events" / "recorded_nothing_to_summarize.json").write_text(
+            json.dumps(dict(sorted(nothing.items())), indent=1) + "\n", encoding="utf-8"
+        )
+        log(
+            "replay: recorded compactions with nothing to summarize (not replayed): "
+            + ", ".join(f"{a}={n}" for a, n in sorted(nothing.items()))
+        )
     return counts

@@ -1,0 +1,197 @@
+"""User constraints: the rules a user (or the task prompt) sets on how the agent works.
+
+A constraint is one sentence or clause, not the paragraph around it, so a summary that keeps the
+rule can be matched against it. It is a directive about the agent's way of working rather than
+its deliverable: a marked rule (prohibition, obligation, ``only`` limit, a modal with the agent
+or its work as subject, an answer-form limit), or a process imperative ("run the tests again",
+"finish after you are done coding") anywhere but the message's opening request. What is skipped,
+and why:
+
+- quoted material: fenced code, ``>`` quotes, indented blocks, and a pasted issue between an
+  ``ISSUE:``/``<issue>`` header and the next instruction header (the rules in it are the issue
+  author's, not the user's);
+- questions ("does it only run on main?") and stray keywords ("Never mind!", "Don't worry");
+- requirements on the code being written ("then it should be moved to …"): a modal verb counts
+  only when the agent is its subject (``you``/``we``) or the sentence is an imperative;
+- in a harness template's ``TIPS``/``STRATEGY`` sections, advice ("Always check the code after
+  an edit"): only prohibitions and ``only`` limits count there.
+
+The labelling rules these follow are in ``tests/fixtures/labels/README.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+# Prohibitions: sentence-level markers that forbid something.
+_PROHIBIT = (
+    r"never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|can not|may not|"
+    r"no need to|under no circumstances|avoid|refrain from"
+)
+# Obligations and limits that need no subject check.
+_OBLIGE = (
+    r"always|make sure|be sure to|ensure that|remember to|no more than|at most|stick to|"
+    r"use [\w./-]+(?: [\w./-]+)? (?:not|instead of)|prefer"
+)
+# "only" limits a scope when it sits next to an action verb.
+_ONLY = (
+    r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
+    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b"
+)
+# Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
+_MODAL = (
+    r"(?:\byou|\bwe|\byour \w+)\s+(?:\w+\s+)?"
+    r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
+    # "all the files you need to and run …": an elided verb is a permission, not a rule.
+    r"(?!\s+(?:and|or)\b|\s*[,.;:!)])"
+)
+# Rules with no marker word: answer-form limits and the wordings the issue names.
+_KEYWORDLESS = (
+    r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
+    r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
+    r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b"
+)
+_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
+# Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
+# the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
+_MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
+_CLAUSE_START = re.compile(r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$", re.I)
+_PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
+# Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
+_IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)
+# Imperatives about the agent's way of working, as opposed to the deliverable: verbs of running,
+# checking, ending and thinking about its own process. Verbs that make or change the artefact
+# (fix, add, create, write, edit, use, make, implement) or produce the answer (summarize, explain,
+# list, report) name the task instead and are not here; a rule phrased with them needs one of the
+# markers above.
+_PROCESS_VERB = (
+    r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint)"
+)
+_DIRECTIVE = re.compile(
+    rf"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
+    rf"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?{_PROCESS_VERB}(?=\s|[.!,;]?$)(?!\s+(?:out|into)\b)",
+    re.I,
+)
+# A time or condition on the agent's own progress before a directive ("When you think you have
+# fixed it, run …", "Once you are done, please …"): the directive is what follows the comma.
+_FRAME = re.compile(r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*", re.I)
+_STRAY = re.compile(
+    r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
+    r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
+    re.I,
+)
+_LEAD_IN = re.compile(
+    r"^(?:(?:remember|note(?: however)?(?: that)?|please note(?: that)?|important|n\.?b\.?)\s*[,:!-]?\s*)+",
+    re.I,
+)
+# Headers that open quoted material (a pasted issue) and those that end it.
+_QUOTE_OPEN = re.compile(
+    r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$", re.I
+)
+_QUOTE_CLOSE = re.compile(
+    r"^\s*(?:INSTRUCTIONS:|</(?:issue|issue_description|pr_description|problem_statement)>|IMPORTANT:)", re.I
+)
+_ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
+_SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])")
+_LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
+_ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
+
+
+def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
+    """(line, in_advice_section) for each line that is the user's own words."""
+    fenced = quoted = advice = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        if _QUOTE_OPEN.match(line):
+            quoted = True
+            continue
+        if quoted:
+            if not _QUOTE_CLOSE.match(line):
+                continue
+            quoted = False
+        if _ADVICE_HEADER.match(line):
+            advice = True
+            continue
+        if _SECTION_HEADER.match(line) or _QUOTE_CLOSE.match(line):
+            advice = False
+        stripped = line.strip()
+        # Quotes, pasted shell sessions, pytest's "E   " lines and code or log blocks indented
+        # past a list item's continuation are not instructions (an indented "# …" is a code
+        # comment: Markdown headings are not indented).
+        if (
+            not stripped
+            or stripped.startswith((">", "$ ", "E   "))
+            or raw.startswith("\t")
+            or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
+        ):
+            continue
+        yield stripped, advice
+
+
+def _rule_in(text: str) -> re.Match | None:
+    """The first marker in ``text`` that states a rule for the agent."""
+    for m in _RULE.finditer(text):
+        if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(text[: m.start()]):
+            return m
+    return _IMPERATIVE.match(text)
+
+
+def _directive(sentence: str) -> bool:
+    """A process imperative addressed to the agent, possibly after a time or condition frame."""
+    return bool(_DIRECTIVE.match(_FRAME.sub("", sentence, count=1)))
+
+
+def _clauses(sentence: str) -> list[str]:
+    """A sentence's rule-bearing clause. A permission after the rule is cut ("you cannot use X,
+    but you can write scripts"); a rule after a permission keeps it ("You can look, but don't
+    modify them": "them" needs the first half). A long condition before the rule is cut too."""
+    parts = re.split(r",\s+but\s+", sentence)
+    if len(parts) > 1 and _rule_in(parts[0]):
+        sentence = parts[0]
+    words = sentence.split()
+    if len(words) > 20:
+        pieces = sentence.split(", ")
+        for k, piece in enumerate(pieces):
+            if _rule_in(piece):
+                return [", ".join(pieces[k:])]
+    return [sentence]
+
+
+def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
+    """(rule, marker) for each sentence or clause of a user message that states a rule.
+
+    A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,
+    an answer-form limit) or is a process directive: an imperative about how the agent works
+    (see ``_PROCESS_VERB``). The message's opening sentence is its request, the task itself, so
+    a directive there counts only with a marker ("Run the tests" alone is the task).
+    """
+    first = True
+    for line, advice in _candidate_lines(text):
+        line = _LIST_MARK.sub("", line).strip()
+        for sentence in _SENTENCE_END.split(line):
+            s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
+            opening, first = first, first and not s
+            if len(s) < 8 or s.endswith("?") or _STRAY.match(s):
+                continue
+            if not _rule_in(s):
+                if not advice and not opening and _directive(s):
+                    yield s, "directive"
+                continue
+            if advice and not _PROHIBIT_OR_ONLY.search(s):
+                continue
+            for clause in _clauses(s):
+                km = _rule_in(clause)
+                if km:
+                    yield clause.strip(), " ".join(km.group(0).lower().split())
+
+
+# The legacy name: candidates and the continuation stage call it per user message.
+constraint_lines = constraint_sentences
