@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from evalkit.corpus import build_corpus
+from evalkit.corpus.synth import generate_session
 from evalkit.facts import compute_facts
 from evalkit.session import session_to_json, tool_pairs_valid
-from evalkit.synth import generate_session
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes():

@@ -466,7 +466,7 @@ def generate_session(seed: int, index: int) -> Session:
 
     return Session(
         id=sid,
-        source=Source(format="synthetic", path="", origin=f"evalkit.synth seed={seed} index={index}"),
+        source=Source(format="synthetic", path="", origin=f"evalkit.corpus.synth seed={seed} index={index}"),
         messages=b.messages,
         meta={
             "synthetic": True,
