@@ -151,13 +151,20 @@ def test_heuristic_recorded_retry_is_skipped_when_shown_and_change_since_is_not_
     assert _metrics(lost2, t)["refail_30"] == 0.0
 
 
-def test_unrelated_edit_keeps_a_shown_failure_known_and_a_lost_one_a_refail():
-    """The heuristic skips exactly the re-runs the metric would count: an edit to a file the
-    failure does not name (src/a.py vs the build error's src/x.ts) leaves the outcome known."""
+def test_the_heuristic_has_its_own_stale_rule_not_the_metrics():
+    """The heuristic treats any edit as making a shown failure stale (it re-runs the recorded
+    command), while refail_N counts that re-run when the edit touched no file the failure names:
+    the agent does not skip exactly what the metric counts. Without an edit, a shown failure is
+    skipped and a lost one retried."""
     s = _session(edit_after_failure=True, future=("build",), edit_path="src/a.py")
+    for summary in ("## Blocked\n- `npm run build`: " + BUILD_ERR.strip(), "(nothing useful)"):
+        inp = _inp(s, _event(s, summary))
+        t = heuristic_agent(inp, ReplayEnvironment(inp.record, AT))
+        assert [st.op.command for st in t.steps] == ["npm run build"]  # the recorded re-run only
+        assert _metrics(inp, t)["refail_30"] == 1.0
+    s = _session(future=("build",))
     shown = _inp(s, _event(s, "## Blocked\n- `npm run build`: " + BUILD_ERR.strip()))
-    t = heuristic_agent(shown, ReplayEnvironment(shown.record, AT))
-    assert t.steps == [] and _metrics(shown, t)["refail_30"] == 0.0
+    assert heuristic_agent(shown, ReplayEnvironment(shown.record, AT)).steps == []
     lost = _inp(s, _event(s, "(nothing useful)"))
     t = heuristic_agent(lost, ReplayEnvironment(lost.record, AT))
     assert [st.op.command for st in t.steps] == ["npm run build", "npm run build"]  # retry, then the recorded one

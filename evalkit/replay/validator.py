@@ -17,7 +17,21 @@ from evalkit.session import Message
 
 # Words in a command that make it a test run (a tool or a target); matched as whole words.
 TEST_WORDS = frozenset(
-    {"test", "tests", "pytest", "jest", "vitest", "mocha", "rspec", "phpunit", "ctest", "tox", "nox", "spec", "check"}
+    {
+        "test",
+        "tests",
+        "pytest",
+        "jest",
+        "vitest",
+        "mocha",
+        "rspec",
+        "phpunit",
+        "ctest",
+        "tox",
+        "nox",
+        "spec",
+        "check",
+    }
 )
 USER_LINE_CHARS = 400  # longer lines are pasted material, not a typed instruction
 PASTE_LINES = 40  # a user message with more lines is a paste
