@@ -205,7 +205,9 @@ def run_experiment(
         scored or not (paths.root / "continuation" / "manifest.json").exists()
     ):
         cont = timed("continuation", stage_continuation, exp, paths)
-        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        log(
+            f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
+        )
     write_model_call_stats(exp, paths)
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)

@@ -167,7 +167,10 @@ def test_the_heuristic_has_its_own_stale_rule_not_the_metrics():
     assert heuristic_agent(shown, ReplayEnvironment(shown.record, AT)).steps == []
     lost = _inp(s, _event(s, "(nothing useful)"))
     t = heuristic_agent(lost, ReplayEnvironment(lost.record, AT))
-    assert [st.op.command for st in t.steps] == ["npm run build", "npm run build"]  # retry, then the recorded one
+    assert [st.op.command for st in t.steps] == [
+        "npm run build",
+        "npm run build",
+    ]  # retry, then the recorded one
     assert _metrics(lost, t)["refail_30"] == 1.0
 
 

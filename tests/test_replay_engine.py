@@ -15,7 +15,13 @@ from evalkit.tokens import context_tokens
 ALL = ["baseline", "aa", *[n for n in ARMS.names() if n not in ("baseline", "aa")]]
 # A smaller window than the default and seed 003's 64 KiB summary source force 4-12 compactions
 # per synthetic session (and exercise the budget path every arm shares).
-REPLAY = {"window": 80_000, "reserve": 8_000, "keep_recent": 10_000, "summary_source_chars": 65_536, "workers": 2}
+REPLAY = {
+    "window": 80_000,
+    "reserve": 8_000,
+    "keep_recent": 10_000,
+    "summary_source_chars": 65_536,
+    "workers": 2,
+}
 MODEL = {"backend": "extractive", "model": "extractive-v1", "replicates": 1}
 
 

@@ -22,7 +22,11 @@ def test_sessions_are_well_formed_and_carry_the_planned_content():
         s = generate_session(11, i)
         assert tool_pairs_valid(s.messages)
         f = compute_facts(s)
-        assert f.tallies and f.failures and len(f.constraints) >= 3
+        assert f.tallies and f.failures
+        # The generator records the constraints it planted; each is a line of a user message.
+        planted = s.meta["planted"]["constraints"]
+        users = "\n".join(m.text for m in s.messages if m.is_genuine_user())
+        assert len(planted) >= 3 and all(c in users for c in planted)
         assert any(x.fixed_at for x in f.failures)  # some failures fixed later
         unfixed += sum(1 for x in f.failures if x.fixed_at is None)
         reads = [x.path for x in f.files_read]
@@ -33,11 +37,12 @@ def test_sessions_are_well_formed_and_carry_the_planned_content():
 
 
 def test_corpus_tally_position_and_pastes(tmp_path):
-    """About two thirds of long test outputs have their tally past char 2,000 (seed 000: 66%)."""
+    """Most long test outputs have their tally past char 2,000 (../shared/transcripts: 14 of 16;
+    seed 000: 66%), and oversized pastes (seed 003) are 50-65 KiB."""
     m = build_corpus({"kind": "synth", "sessions": 24}, 5, tmp_path, workers=2)
     st = m["stats"]
     assert st["sessions"] == 24
-    assert 0.55 <= st["tally_past_2000_share"] <= 0.8
+    assert 0.8 <= st["tally_past_2000_share"] <= 0.98
     sizes = []
     with open(tmp_path / "sessions.jsonl") as fh:
         for line in fh:

@@ -18,6 +18,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from evalkit.corpus.phrasings import CONSTRAINTS, FOLLOWUPS, PASTE_INTROS, RESUME_OPENERS, TASKS
 from evalkit.session import Message, Session, Source, Text, Thinking, ToolCall, ToolResult
 
 # Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
@@ -99,45 +100,6 @@ NOUNS = [
     "report",
     "entry",
 ]
-TASKS = [
-    "Add rate limiting to the {m} client and cover it with tests.",
-    "The {m} module drops records when the batch is larger than 500; find out why and fix it.",
-    "Refactor the {m} package so the {n} handling lives in one place.",
-    "Make `{v}_{n}` in {m} handle empty input instead of crashing.",
-    "Port the {m} module from the old callback API to async/await.",
-    "Add a `--dry-run` flag to the {m} command and document it.",
-    "Investigate the flaky test in tests/test_{m}.py and make it deterministic.",
-    "Speed up `{v}_{n}`: it is the hottest function in the {m} profile.",
-]
-FOLLOWUPS = [
-    "Looks good so far. Next, also handle the case where the {n} is missing.",
-    "Can you check the {m} tests again? CI still shows red for me.",
-    "Before you go on: what's the state of the {m} changes?",
-    "Now please extend this to the {m2} module as well.",
-    "Ok. Let's also add a regression test for the {n} bug.",
-    "Thanks. Please clean up the debug prints you added in {m}.",
-]
-CONSTRAINTS = [
-    "Never modify anything under migrations/; those files are generated.",
-    "Don't add new dependencies to pyproject.toml without asking me first.",
-    "Always run the linter before you tell me something is done.",
-    "Use httpx not requests for any new HTTP code.",
-    "Keep the public API of {m} backwards compatible.",
-    "Only touch files inside src/{m}/ for this change.",
-    "You must keep test coverage of {m} at or above 90%.",
-    "Do not commit directly to main; use a branch named fix/{m}-{n}.",
-    "Avoid global state in the {m} module.",
-    "Make sure every new function has a docstring.",
-    "Prefer dataclasses over plain dicts for the {n} records.",
-    "Never print secrets or tokens in logs, not even in debug mode.",
-    "Don't use mocks for the {m} database tests; use the sqlite fixture.",
-    "Keep line length at 100 characters, the formatter is configured for it.",
-    "No more than one retry per request in the {m} client.",
-    "Always use UTC timestamps when storing {n} times.",
-    "Use pathlib instead of os.path in new code.",
-    "Do not change the {n} wire format; other services parse it.",
-]
-PLAIN_LINES = ["Thanks!", "Sounds good.", "Go ahead.", "Let me know when you're done.", "Great, continue."]
 
 
 @dataclass
@@ -150,6 +112,8 @@ class _Builder:
     tokens: int = 0
     calls: int = 0
     module: str = "api"
+    pool: list[str] = field(default_factory=list)
+    code_pool: list[str] = field(default_factory=list)
 
     def add(self, role: str, blocks: list) -> Message:
         msg = Message(f"{self.sid}:m{len(self.messages):05d}", role, blocks)  # type: ignore[arg-type]
@@ -184,7 +148,13 @@ class _Builder:
 
 
 def _fmt(template: str, rng: random.Random, module: str) -> str:
-    return template.format(m=module, m2=rng.choice(MODULES), n=rng.choice(NOUNS), v=rng.choice(VERBS))
+    return template.format(
+        m=module,
+        m2=rng.choice(MODULES),
+        n=rng.choice(NOUNS),
+        v=rng.choice(VERBS),
+        p=f"src/{module}/{rng.choice(NOUNS)}.py",
+    )
 
 
 def _functions(rng: random.Random, module: str, n: int = 48) -> list[str]:
@@ -227,12 +197,18 @@ def _pytest_output(
     dots = "".join("F" if i < failed else "." for i in range(passed + failed))
     rng.shuffle(lst := list(dots))
     body = f"tests/test_{module}.py {''.join(lst)}  [100%]\n"
+    if not late:  # a verbose run: one line per test, as `pytest -v` prints them
+        want = rng.randint(350, 1_900)
+        k = 0
+        while len(head) + len(body) < want:
+            k += 1
+            body += f"tests/test_{module}.py::test_{rng.choice(VERBS)}_{k} PASSED\n"
     tb = ""
     if failed:
         tb = "\n=================================== FAILURES ===================================\n"
         for i in range(failed):
             v, n = rng.choice(VERBS), rng.choice(NOUNS)
-            frames = rng.randint(3, 8) if late else 1
+            frames = rng.randint(1, 3) if late else 1
             tb += f"____________________________ test_{v}_{n}_{i} ____________________________\n\n"
             for f in range(frames):
                 tb += (
@@ -252,7 +228,7 @@ def _pytest_output(
     out = head + body + tb
     if late:
         # Warnings summary sits between the tracebacks and the tally, as pytest prints it.
-        while len(out) < 2_100 + rng.randint(0, 2_500):
+        while len(out) < rng.randint(2_100, 9_000):
             out += (
                 f"tests/test_{module}.py::test_{rng.choice(VERBS)}\n  /workspace/proj/src/{module}/compat.py:"
                 f"{rng.randint(10, 300)}: DeprecationWarning: {rng.choice(NOUNS)} is deprecated\n"
@@ -315,6 +291,69 @@ def _fix(b: _Builder, rng: random.Random, path: str) -> None:
     )
 
 
+# Shapes measured on ../shared/transcripts (79 sessions, 821 tool results, 140 user turns) with
+# `evalkit synth --compare`; the generator aims at them, the comparison checks them.
+OUTPUT_MEDIAN, OUTPUT_SIGMA, OUTPUT_MAX = 450, 0.78, 60_000  # chars; sigma in decades; real max 58,050
+KINDS = ("shell", "other", "edit", "read")
+KIND_WEIGHTS = (0.43, 0.28, 0.15, 0.14)  # real: 352 shell, 228 other, 123 edit/write, 118 read
+USER_TURN_RATE = 0.07  # a user turn per ~14 steps
+PASTE_SHARE = 0.3  # real: 31% of user turns carry pasted material
+# Seed situations the real sample is too small to show (0 of 821 outputs over 80,000 chars, 0 of 140
+# user turns over 50 KiB: consistent with a rate up to ~0.4% / ~2% at 95%). Rates are per session.
+GIANT_OUTPUT_SHARE, GIANT_CHARS = 0.06, (600_000, 800_000)  # seed 004: a kept tail that cannot shrink
+OVERSIZED_PASTE_SHARE = 0.1  # seed 003: one 50-65 KiB paste
+RESUMED_SHARE = 0.04  # real: 3 of 79
+
+
+def _lognormal(rng: random.Random, median: float, sigma: float, lo: int, hi: int) -> int:
+    return int(min(hi, max(lo, 10 ** (math.log10(median) + sigma * rng.gauss(0, 1)))))
+
+
+def _lines_pool(rng: random.Random, module: str) -> list[str]:
+    """Lines that grep/ls/git/other tools print, assembled into outputs of any length."""
+    pool = []
+    for _ in range(160):
+        n, v = rng.choice(NOUNS), rng.choice(VERBS)
+        pool.append(
+            rng.choice(
+                [
+                    f"src/{module}/{n}.py:{rng.randint(1, 400)}:    {v}_{n}(items, limit={rng.randint(1, 9) * 50})",
+                    f" M src/{module}/{n}.py",
+                    f"{rng.randint(1, 30)} files changed, {rng.randint(1, 400)} insertions(+), {rng.randint(0, 90)} deletions(-)",
+                    f"drwxr-xr-x  {rng.randint(2, 9)} dev dev 4096 Oct {rng.randint(1, 28)} {n}",
+                    f"2026-10-{rng.randint(10, 28)}T{rng.randint(0, 23):02d}:00:00Z INFO {module}: {v} {n} ok",
+                    f"- [ ] {v.capitalize()} the {n} in {module}",
+                ]
+            )
+        )
+    return pool
+
+
+def _text_of(rng: random.Random, pool: list[str], chars: int) -> str:
+    avg = sum(map(len, pool)) / len(pool) + 1
+    text = "\n".join(rng.choices(pool, k=max(1, round(chars / avg) + 1)))
+    cut = text.rfind("\n", 0, chars)
+    return (text[:cut] if cut > 0 else text[:chars]) + "\n"
+
+
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+    "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+    "tell you how to proceed."
+)
+
+
+def _user_turn(b: _Builder, rng: random.Random, module: str, pending: list[str], fmt) -> None:
+    lines = [fmt(rng.choice(FOLLOWUPS))]
+    if pending and rng.random() < 0.35:
+        lines.append(pending.pop(0))
+    if rng.random() < PASTE_SHARE:
+        size = _lognormal(rng, 2_400, 0.25, 300, 12_000)
+        body = _code(rng, module, size, b.code_pool) if rng.random() < 0.5 else _text_of(rng, b.pool, size)
+        lines.append(rng.choice(PASTE_INTROS) + "\n```\n" + body + "```")
+    b.add("user", [Text("\n".join(lines))])
+
+
 def generate_session(seed: int, index: int) -> Session:
     """Session ``index`` of the corpus with ``seed``; deterministic."""
     h = int(hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:16], 16)
@@ -322,16 +361,22 @@ def generate_session(seed: int, index: int) -> Session:
     sid = f"synth-{seed}-{index:05d}"
     module = rng.choice(MODULES)
     b = _Builder(sid, rng, module=module)
-    pool = _functions(rng, module)
+    b.pool = _lines_pool(rng, module)
+    code_pool = b.code_pool = _functions(rng, module)
     rounds = rng.randint(2, 6)
     target = _TRIGGER + (rounds - 1) * _ROUND + rng.randint(15_000, 50_000)
 
+    def fmt(t: str) -> str:
+        return _fmt(t, rng, module)
+
     b.add("system", [Text("You are a coding agent working in /workspace/proj. Use the tools to act.")])
-    constraints = [_fmt(c, rng, module) for c in rng.sample(CONSTRAINTS, rng.randint(3, 7))]
-    first = _fmt(rng.choice(TASKS), rng, module)
+    constraints = [fmt(c) for c in rng.sample(CONSTRAINTS, rng.randint(3, 7))]
+    resumed = rng.random() < RESUMED_SHARE
+    first = fmt(rng.choice(RESUME_OPENERS)) + " " if resumed else ""
+    first += fmt(rng.choice(TASKS))
     n_first = rng.randint(1, 2)
     b.add("user", [Text(first + "\n\n" + "\n".join(constraints[:n_first]))])
-    pending_constraints = constraints[n_first:]
+    pending = constraints[n_first:]
 
     # The texts a carry plugin keeps (seed 002): read once, early.
     project_md = (
@@ -347,53 +392,97 @@ def generate_session(seed: int, index: int) -> Session:
 
     test_cmd = f"pytest -q tests/test_{module}.py"
     failing: list[tuple[str, str, int, str]] = []  # open build failures: cmd, output, exit, file named
-    last_fail_src = ""  # the file the latest failing test run points at
+    last_fail_src = ""
     failed_tests = rng.randint(1, 6)
-    user_turns = 0
-    pasted = rng.random() < 0.2
     files = [f"src/{module}/{n}.py" for n in rng.sample(NOUNS, 6)]
-    # Failing tests point into the two "hot" files, and most edits go there: an edit after a
-    # failure usually touches the file the failure names, as in a real fix loop.
-    hot = files[:2]
+    hot = files[:2]  # failing tests point into these, and most edits go there
+    giant_at = rng.uniform(_TRIGGER * 0.5, target) if rng.random() < GIANT_OUTPUT_SHARE else None
+    paste_at = rng.uniform(0, target) if rng.random() < OVERSIZED_PASTE_SHARE else None
 
     while b.tokens < target:
+        if giant_at is not None and b.tokens >= giant_at:
+            giant_at = None
+            log = _text_of(rng, b.pool, rng.randint(*GIANT_CHARS))
+            b.tool(
+                "Bash",
+                {"command": f"cat logs/{module}-full.log"},
+                log,
+                exit_code=0,
+                say="Reading the full log.",
+            )
+            continue
+        if paste_at is not None and b.tokens >= paste_at:
+            paste_at = None
+            log = _text_of(rng, b.pool, rng.randint(50 * 1024, 65 * 1024))
+            b.add("user", [Text("Here is the full CI log:\n```\n" + log + "```")])
+            continue
+        if rng.random() < USER_TURN_RATE:
+            _user_turn(b, rng, module, pending, fmt)
+            continue
+        kind = rng.choices(KINDS, KIND_WEIGHTS)[0]
+        length = _lognormal(rng, OUTPUT_MEDIAN, OUTPUT_SIGMA, 2, OUTPUT_MAX)
         r = rng.random()
-        if r < 0.30:
+        if kind == "read":
             path = rng.choice(files)
-            b.tool("Read", {"file_path": path}, _code(rng, module, rng.randint(6_000, 40_000), pool))
-        elif r < 0.45:
+            if r < 0.017:
+                b.tool("Read", {"file_path": path + ".bak"}, "File does not exist.", is_error=True)
+            else:
+                b.tool("Read", {"file_path": path}, _code(rng, module, length, code_pool))
+        elif kind == "edit":
             path = rng.choice(hot) if rng.random() < 0.7 else rng.choice(files)
             v, n = rng.choice(VERBS), rng.choice(NOUNS)
-            b.tool(
-                "Edit",
-                {
-                    "file_path": path,
-                    "old_string": f"def {v}_{n}(items):",
-                    "new_string": f"def {v}_{n}(items, *, limit=100):",
-                },
-                f"The file {path} has been updated successfully.",
-                say=f"Fixing `{v}_{n}`.",
-            )
-            failed_tests = max(0, failed_tests - rng.randint(0, 2))
-        elif r < 0.50:
-            path = f"tests/test_{module}_{rng.choice(NOUNS)}.py"
-            b.tool(
-                "Write",
-                {"file_path": path, "content": _code(rng, module, rng.randint(800, 3_000), pool)},
-                f"File created successfully at: {path}",
-            )
-        elif r < 0.68:
+            args = {
+                "file_path": path,
+                "old_string": f"def {v}_{n}(items):",
+                "new_string": f"def {v}_{n}(items, *, limit=100):",
+            }
+            if r < 0.057:
+                b.tool(
+                    "Edit",
+                    args,
+                    "String to replace not found in file.\nString: " + args["old_string"],
+                    is_error=True,
+                )
+            elif r < 0.097:
+                b.tool("Edit", args, REJECTED, is_error=True)
+                b.add("user", [Text(fmt(rng.choice(FOLLOWUPS)))])
+            elif r < 0.25:
+                tpath = f"tests/test_{module}_{rng.choice(NOUNS)}.py"
+                b.tool(
+                    "Write",
+                    {"file_path": tpath, "content": _code(rng, module, length, code_pool)},
+                    f"File created successfully at: {tpath}",
+                )
+            else:
+                b.tool(
+                    "Edit", args, f"The file {path} has been updated successfully.", say=f"Fixing `{v}_{n}`."
+                )
+                failed_tests = max(0, failed_tests - rng.randint(0, 2))
+        elif kind == "other":
+            tool = rng.choice(["Grep", "Glob", "TodoWrite", "WebFetch"])
+            if r < 0.022:
+                b.tool(
+                    tool,
+                    {"pattern": rng.choice(NOUNS)},
+                    f"Error: {tool} failed: request timed out after 30s",
+                    is_error=True,
+                )
+            else:
+                b.tool(
+                    tool,
+                    {"pattern": rng.choice(NOUNS), "path": f"src/{module}"},
+                    _text_of(rng, b.pool, length),
+                )
+        elif r < 0.12:
             if last_fail_src and rng.random() < 0.8:
-                # A fix attempt on the file the last failure named before running the tests again;
-                # the rest of the time the agent re-runs without one (a genuine re-fail).
                 _fix(b, rng, last_fail_src)
                 failed_tests = max(0, failed_tests - rng.randint(0, 2))
             passed = rng.randint(20, 180)
-            kind = rng.random()
-            if kind < 0.35:  # short output, tally well inside 2,000 chars
+            shape = rng.random()
+            if shape < 0.33:  # short output, tally well inside 2,000 chars
                 failed, late, cmd = min(failed_tests, 1), False, test_cmd
-            elif kind < 0.35 + 0.65 * 2 / 3:  # long, tally late
-                failed, late, cmd = max(failed_tests, 1), True, test_cmd
+            elif shape < 0.95:  # long, tally late (real: 14 of 16 long test outputs)
+                failed, late, cmd = max(failed_tests, 1) if rng.random() < 0.6 else 0, True, test_cmd
             else:  # long, tally early: tests, then a long type-check report
                 failed, late, cmd = min(failed_tests, 1), False, "make check"
             src = rng.choice(hot)
@@ -409,11 +498,8 @@ def generate_session(seed: int, index: int) -> Session:
                 is_error=failed > 0,
                 say="Running the tests.",
             )
-        elif r < 0.76:
+        elif r < 0.15:
             if failing and rng.random() < 0.7:
-                # Retry the oldest open build failure: usually after a fix to the file its error
-                # names; sometimes unchanged, failing the same way again (a genuine re-fail), and
-                # then it stays open.
                 cmd, text, code, named = failing.pop(0)
                 if rng.random() < 0.75:
                     _fix(b, rng, named)
@@ -428,39 +514,27 @@ def generate_session(seed: int, index: int) -> Session:
                 text = tmpl[1].format(m=module, n=n, N=n.capitalize(), k=rng.randint(10, 300))
                 failing.append((cmd, text, tmpl[2], tmpl[3].format(m=module, n=n)))
                 b.tool("Bash", {"command": cmd}, text, exit_code=tmpl[2], is_error=True)
-        elif r < 0.88:
+        elif r < 0.155:
+            b.tool(
+                "Bash",
+                {"command": f"{rng.choice(VERBS)}-{rng.choice(NOUNS)} --all"},
+                f"bash: {rng.choice(VERBS)}-tool: command not found\n",
+                exit_code=127,
+                is_error=True,
+            )
+        else:
             cmd = rng.choice(
                 [
                     "git diff --stat",
                     "git status --short",
                     f"grep -rn {rng.choice(NOUNS)} src/{module}",
                     f"ls src/{module}",
+                    "git log --oneline -20",
                 ]
             )
-            out = "\n".join(
-                f"src/{module}/{rng.choice(NOUNS)}.py:{rng.randint(1, 400)}: {rng.choice(VERBS)}"
-                for _ in range(rng.randint(3, 60))
-            )
-            b.tool("Bash", {"command": cmd}, out + "\n", exit_code=0)
-        else:
-            user_turns += 1
-            lines = [_fmt(rng.choice(FOLLOWUPS), rng, module)]
-            if pending_constraints and rng.random() < 0.6:
-                lines.append(pending_constraints.pop(0))
-            if pasted and user_turns == 2:
-                log = "\n".join(
-                    f"2026-10-{rng.randint(10, 28)}T{rng.randint(0, 23):02d}:00:00Z ERROR {module}: "
-                    f"{rng.choice(VERBS)} {rng.choice(NOUNS)} failed (attempt {k})"
-                    for k in range(4_000)
-                )
-                lines.append(
-                    "Here is the full CI log:\n```\n" + log[: rng.randint(50 * 1024, 65 * 1024)] + "\n```"
-                )
-            elif rng.random() < 0.3:
-                lines.append(rng.choice(PLAIN_LINES))
-            b.add("user", [Text("\n".join(lines))])
-    if pending_constraints:
-        b.add("user", [Text("One more thing:\n" + "\n".join(pending_constraints))])
+            b.tool("Bash", {"command": cmd}, _text_of(rng, b.pool, length), exit_code=0)
+    if pending:
+        b.add("user", [Text("One more thing:\n" + "\n".join(pending))])
         b.tool("Bash", {"command": test_cmd}, _pytest_output(rng, module, 120, 0, late=False), exit_code=0)
     b.add("assistant", [Text("All requested changes are in place and the tests pass.")])
 
@@ -475,6 +549,9 @@ def generate_session(seed: int, index: int) -> Session:
             "planned_rounds": rounds,
             "carry_files": ["PROJECT.md", "MEMORY.md"],
             "module": module,
+            "resumed": resumed,
+            # What the generator planted, for checking the facts extracted from it.
+            "planted": {"constraints": constraints},
         },
     )
 

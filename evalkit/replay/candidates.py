@@ -56,7 +56,12 @@ def check_arm(name: str) -> None:
     policy_for(name)
 
 
-@arm("baseline", "the reference compactor (REFERENCES.md §1.A; a summary-source budget when configured)", "-", "-")
+@arm(
+    "baseline",
+    "the reference compactor (REFERENCES.md §1.A; a summary-source budget when configured)",
+    "-",
+    "-",
+)
 def baseline(p: Policy) -> Policy:
     return p
 

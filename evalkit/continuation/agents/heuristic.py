@@ -93,11 +93,7 @@ def plan(inp: ContinuationInput) -> list[tuple[ToolCall, Op]]:
         if len(calls) > inp.max_calls:
             break
         prior = _prior(rec, a.op, at)
-        if (
-            prior is not None
-            and not _stale(rec, prior, a.op, at, touched_any)
-            and knows(inp, prior)
-        ):
+        if prior is not None and not _stale(rec, prior, a.op, at, touched_any) and knows(inp, prior):
             continue
         calls.append((a.call, a.op))
         if a.op.kind == "modify" or a.op.modifies:
