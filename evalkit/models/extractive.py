@@ -22,7 +22,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -131,21 +131,21 @@ def _paths_in(text: str) -> tuple[str, ...]:
     return tuple(_PATHLIKE.findall(text)) if "." in text else ()
 
 
-def _salience(p: Parsed) -> list[float]:
-    """Per line: specificity (rare tokens, identifiers, numbers) with repeated lines damped."""
-    lines = p.lines
+def salience(texts: list[str]) -> list[float]:
+    """Per candidate line: specificity (tokens rare among the candidates, identifiers, numbers),
+    with repeated lines damped."""
     df: Counter = Counter()
-    seen: Counter = Counter()
-    for ln in lines:
-        df.update(set(_words(ln.text)))
-        seen[ln.text] += 1
-    n = len(lines) or 1
+    seen = Counter(texts)
+    words = [_words(t) for t in texts]
+    for ws in words:
+        df.update(set(ws))
+    n = len(texts)
+    norm = math.log(n + 1)
     out = []
-    for ln in lines:
-        ws = _words(ln.text)
-        rarity = sum(math.log(n / df[w]) for w in ws) / len(ws) / math.log(n + 1) if ws and n > 1 else 0.0
-        specific = len(_SPECIFIC.findall(ln.text)) / (len(ln.text) or 1)
-        out.append((0.5 + rarity + 4 * specific) / seen[ln.text])
+    for t, ws in zip(texts, words, strict=True):
+        rarity = sum(math.log(n / df[w]) for w in ws) / len(ws) / norm if ws and n > 1 else 0.0
+        specific = len(_SPECIFIC.findall(t)) / (len(t) or 1)
+        out.append((0.5 + rarity + 4 * specific) / seen[t])
     return out
 
 
@@ -153,6 +153,7 @@ def _recency(pos: int, n: int) -> float:
     return 0.4 + 0.6 * (pos + 1) / max(n, 1)
 
 
+@lru_cache(maxsize=1 << 16)
 def _call_text(text: str) -> str:
     """A tool call as a reader would name it: the command, or the tool and its target."""
     name, _, args = text.partition(" ")
@@ -167,7 +168,7 @@ def _call_text(text: str) -> str:
     return name
 
 
-def _outcome_line(body: list[str]) -> str:
+def _outcome_line(body: Sequence[str]) -> str:
     """The line a reader quotes from an output: its last line that is not a ruler."""
     for t in reversed(body):
         if not _RULER.match(t):
@@ -208,37 +209,40 @@ def blocks(p: Parsed) -> list[Block]:
     return paired
 
 
+OUTPUT_PATH_LINES = 5  # paths a reader notes from an output: those in its first lines
+
+
 def _items(p: Parsed) -> dict[str, list[Item]]:
     """Every candidate item by kind, scored by salience × recency."""
-    sal = _salience(p)
     n = len(p.lines)
-    out: dict[str, list[Item]] = {
-        k: [] for k in ("user", "said", "command", "outcome", "failure", "path", "goal")
-    }
+    raw: list[tuple[str, str, int, float]] = []  # kind, text, position, weight × recency
+    goal: list[Item] = []
+    paths: list[Item] = []
     for b in p.extract(blocks):
         rec = _recency(b.first, n)
         if b.speaker == "user":
             own = b.lines if len(b.lines) <= PASTE_LINES else b.lines[:3]  # a paste: its intro only
-            if not out["goal"]:
-                out["goal"] = [Item(own[0], 9.0, b.first, "goal")]
-            for k, t in enumerate(own):
-                out["user"].append(Item(t, 3.0 * sal[b.first + k] * rec, b.first + k, "user"))
+            if not goal:
+                goal = [Item(own[0], 9.0, b.first, "goal")]
+            raw.extend(("user", t, b.first + k, 3.0 * rec) for k, t in enumerate(own))
         elif b.speaker == "assistant":
-            for k, t in enumerate(b.lines):
-                out["said"].append(Item(t, 1.5 * sal[b.first + k] * rec, b.first + k, "said"))
+            raw.extend(("said", t, b.first + k, 1.5 * rec) for k, t in enumerate(b.lines))
         elif b.speaker == "call":
-            out["command"].append(Item(_call_text(b.lines[0]), 1.2 * rec, b.first, "command"))
+            raw.append(("command", _call_text(b.lines[0]), b.first, 1.2 * rec))
         elif b.speaker in ("result", "error"):
-            line = _outcome_line(list(b.lines))
-            if not line:
-                continue
-            kind = "failure" if b.speaker == "error" else "outcome"
-            label = f"`{b.call}`: {line}" if b.call else line
-            last = b.first + len(b.lines) - 1
-            out[kind].append(Item(label, (2.0 if kind == "failure" else 1.0) * sal[last] * rec, last, kind))
-        for k, t in enumerate(b.lines):
-            for m in _paths_in(t):
-                out["path"].append(Item(m, sal[b.first + k] * rec, b.first + k, "path"))
+            line = _outcome_line(b.lines)
+            if line:
+                kind = "failure" if b.speaker == "error" else "outcome"
+                label = f"`{b.call}`: {line}" if b.call else line
+                raw.append(
+                    (kind, label, b.first + len(b.lines) - 1, (2.0 if kind == "failure" else 1.0) * rec)
+                )
+        shown = b.lines[:OUTPUT_PATH_LINES] if b.speaker in ("result", "error") else b.lines
+        paths.extend(Item(m, rec, b.first + k, "path") for k, t in enumerate(shown) for m in _paths_in(t))
+    out: dict[str, list[Item]] = {k: [] for k in ("user", "said", "command", "outcome", "failure")}
+    for (kind, text, pos, w), sal in zip(raw, salience([r[1] for r in raw]), strict=True):
+        out[kind].append(Item(text, w * sal, pos, kind))
+    out["goal"], out["path"] = goal, paths
     return out
 
 

@@ -802,6 +802,7 @@ def section_caveats(data: ReportData, out: Path) -> list[str]:
 
 SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Verdicts at a glance", section_verdicts),
+    ("Metric health", __import__("evalkit.report.health", fromlist=["x"]).section_health),
     ("Run facts", section_run_facts),
     ("Effects", section_effects),
     ("Compounding and size", section_compounding),
