@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from evalkit.corpus import build_corpus
-from evalkit.corpus.synth import generate_session
+from evalkit.corpus.synth import generate, generate_session
 from evalkit.facts import compute_facts
 from evalkit.session import session_to_json, tool_pairs_valid
 
@@ -51,3 +51,30 @@ def test_corpus_tally_position_and_pastes(tmp_path):
                     sizes.append(sum(len(b.get("text", "")) for b in msg["blocks"]))
     pastes = [n for n in sizes if n > 40_000]
     assert pastes and all(50 * 1024 <= n <= 66 * 1024 + 200 for n in pastes)
+
+
+def test_compare_with_the_real_transcripts(transcripts, capsys):
+    """`evalkit synth --compare` measures both corpora the same way; the shapes the generator
+    targets are within the stated distance of ../shared/transcripts (4 sessions: a fast check,
+    the note reports the 40-session table)."""
+    from evalkit.cli import main
+    from evalkit.corpus.compare import THRESHOLD, compare, load, measure
+
+    real = measure(load(transcripts))
+    synthetic = measure(generate(20261130, 4))
+    rows = {r.name: r for r in compare(synthetic, real)}
+    for name in ("tool_output_chars", "call_fails", "failing_call_kind", "user_turn_chars", "user_turn_paste"):
+        assert rows[name].judged and rows[name].distance <= THRESHOLD, rows[name]
+    assert main(["synth", "--compare", str(transcripts), "--sessions", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "| tool_output_chars" in out and "threshold 0.2" in out
+
+
+def test_seed_situations_are_planted_at_their_rates():
+    """Seed 003's oversized pastes and seed 004's giant outputs occur in some sessions, not all."""
+    giant = pastes = 0
+    for i in range(60, 100):
+        s = generate_session(20261130, i)
+        giant += any(len(r.output) > 500_000 for m in s.messages for r in m.tool_results())
+        pastes += any(m.role == "user" and len(m.text) > 50 * 1024 for m in s.messages)
+    assert 1 <= giant <= 10 and 1 <= pastes <= 12

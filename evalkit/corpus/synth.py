@@ -300,7 +300,7 @@ USER_TURN_RATE = 0.07  # a user turn per ~14 steps
 PASTE_SHARE = 0.3  # real: 31% of user turns carry pasted material
 # Seed situations the real sample is too small to show (0 of 821 outputs over 80,000 chars, 0 of 140
 # user turns over 50 KiB: consistent with a rate up to ~0.4% / ~2% at 95%). Rates are per session.
-GIANT_OUTPUT_SHARE, GIANT_CHARS = 0.06, (600_000, 800_000)  # seed 004: a kept tail that cannot shrink
+GIANT_OUTPUT_SHARE, GIANT_CHARS = 0.1, (700_000, 900_000)  # seed 004: a kept tail that cannot shrink
 OVERSIZED_PASTE_SHARE = 0.1  # seed 003: one 50-65 KiB paste
 RESUMED_SHARE = 0.04  # real: 3 of 79
 
