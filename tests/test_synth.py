@@ -63,7 +63,13 @@ def test_compare_with_the_real_transcripts(transcripts, capsys):
     real = measure(load(transcripts))
     synthetic = measure(generate(20261130, 4))
     rows = {r.name: r for r in compare(synthetic, real)}
-    for name in ("tool_output_chars", "call_fails", "failing_call_kind", "user_turn_chars", "user_turn_paste"):
+    for name in (
+        "tool_output_chars",
+        "call_fails",
+        "failing_call_kind",
+        "user_turn_chars",
+        "user_turn_paste",
+    ):
         assert rows[name].judged and rows[name].distance <= THRESHOLD, rows[name]
     assert main(["synth", "--compare", str(transcripts), "--sessions", "2"]) == 0
     out = capsys.readouterr().out
