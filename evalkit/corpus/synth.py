@@ -413,7 +413,7 @@ def generate_session(seed: int, index: int) -> Session:
             continue
         if paste_at is not None and b.tokens >= paste_at:
             paste_at = None
-            log = _text_of(rng, b.pool, rng.randint(50 * 1024, 65 * 1024))
+            log = _text_of(rng, b.pool, rng.randint(51 * 1024, 65 * 1024))
             b.add("user", [Text("Here is the full CI log:\n```\n" + log + "```")])
             continue
         if rng.random() < USER_TURN_RATE:
