@@ -40,7 +40,7 @@ def full_run(corpus, tmp_path_factory):
 
 
 def _giant(session) -> bool:
-    return any(len(r.output) > 500_000 for m in session.messages for r in m.tool_results())
+    return any(len(str(c.args)) > 500_000 for m in session.messages for c in m.tool_calls())
 
 
 def test_every_event_of_every_arm_keeps_the_invariants(corpus, full_run):

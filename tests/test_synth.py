@@ -77,10 +77,10 @@ def test_compare_with_the_real_transcripts(transcripts, capsys):
 
 
 def test_seed_situations_are_planted_at_their_rates():
-    """Seed 003's oversized pastes and seed 004's giant outputs occur in some sessions, not all."""
+    """Seed 003's oversized pastes and seed 004's giant written files occur in some sessions, not all."""
     giant = pastes = 0
     for i in range(60, 100):
         s = generate_session(20261130, i)
-        giant += any(len(r.output) > 500_000 for m in s.messages for r in m.tool_results())
+        giant += any(len(str(c.args)) > 500_000 for m in s.messages for c in m.tool_calls())
         pastes += any(m.role == "user" and len(m.text) > 50 * 1024 for m in s.messages)
     assert 1 <= giant <= 10 and 1 <= pastes <= 12

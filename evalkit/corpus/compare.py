@@ -35,7 +35,7 @@ THRESHOLD = 0.2
 MIN_N = 10
 PASTE_LINES = 15  # a user turn with more lines (or a fenced block) carries pasted material
 OVERSIZED = 50 * 1024  # seed 003: a paste that cannot share a 64 KiB summary source
-GIANT_OUTPUT = 80_000  # chars: one output over keep-recent (20,000 tokens) pins the kept tail (seed 004)
+GIANT_MESSAGE = 80_000  # chars: one message over keep-recent (20,000 tokens) can pin the kept tail (seed 004)
 _REJECTED = re.compile(
     r"user (?:rejected|denied|doesn't want|declined)|tool use was rejected|permission denied by (?:the )?user",
     re.I,
@@ -84,12 +84,14 @@ def measure(sessions: Iterable[Session]) -> Measures:
         calls = {}
         users = 0
         for m in s.messages:
+            size = len(m.text) + sum(len(r.output) for r in m.tool_results())
+            size += sum(len(str(c.args)) for c in m.tool_calls())
+            out.count("giant_message", "yes" if size > GIANT_MESSAGE else "no")
             for c in m.tool_calls():
                 calls[c.id] = c
             for r in m.tool_results():
                 n = len(r.output)
                 out.add("tool_output_chars", math.log10(1 + n))
-                out.count("giant_output", "yes" if n > GIANT_OUTPUT else "no")
                 call = calls.get(r.call_id)
                 kind = _call_kind(call, r) if call is not None else "other"
                 failed = result_failed(r) or kind == "rejected"
@@ -136,7 +138,7 @@ ROWS = {
     "user_line_words": "words per line of typed user turns (no pasted material), log10",
     "constraint_words": "words per user constraint (facts), log10",
     "resumed_session": "sessions resumed from an earlier one",
-    "giant_output": "tool outputs over 80,000 chars (pin the kept tail: seed 004)",
+    "giant_message": "messages over 80,000 chars (text, outputs and call arguments: seed 004)",
 }
 
 

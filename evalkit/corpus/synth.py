@@ -298,9 +298,12 @@ KINDS = ("shell", "other", "edit", "read")
 KIND_WEIGHTS = (0.43, 0.28, 0.15, 0.14)  # real: 352 shell, 228 other, 123 edit/write, 118 read
 USER_TURN_RATE = 0.07  # a user turn per ~14 steps
 PASTE_SHARE = 0.3  # real: 31% of user turns carry pasted material
-# Seed situations the real sample is too small to show (0 of 821 outputs over 80,000 chars, 0 of 140
-# user turns over 50 KiB: consistent with a rate up to ~0.4% / ~2% at 95%). Rates are per session.
-GIANT_OUTPUT_SHARE, GIANT_CHARS = 0.1, (700_000, 900_000)  # seed 004: a kept tail that cannot shrink
+# Seed situations the real sample is too small to show (0 of 2,057 messages over 80,000 chars, 0 of
+# 140 user turns over 50 KiB: consistent with rates up to ~0.15% / ~2% at 95%). Rates are per session.
+# Seed 004: one assistant message too large for keep-recent (a generated fixture written in one call)
+# pins the kept tail, so compaction cannot shrink the context and fires again on the same range.
+# A tool *output* cannot do that: the keep-recent cut snaps forward past it to an assistant message.
+GIANT_OUTPUT_SHARE, GIANT_CHARS = 0.1, (700_000, 900_000)
 OVERSIZED_PASTE_SHARE = 0.1  # seed 003: one 50-65 KiB paste
 RESUMED_SHARE = 0.04  # real: 3 of 79
 
@@ -402,13 +405,12 @@ def generate_session(seed: int, index: int) -> Session:
     while b.tokens < target:
         if giant_at is not None and b.tokens >= giant_at:
             giant_at = None
-            log = _text_of(rng, b.pool, rng.randint(*GIANT_CHARS))
+            path = f"tests/fixtures/{module}_snapshot.txt"
             b.tool(
-                "Bash",
-                {"command": f"cat logs/{module}-full.log"},
-                log,
-                exit_code=0,
-                say="Reading the full log.",
+                "Write",
+                {"file_path": path, "content": _text_of(rng, b.pool, rng.randint(*GIANT_CHARS))},
+                f"File created successfully at: {path}",
+                say="Writing the recorded snapshot as a fixture.",
             )
             continue
         if paste_at is not None and b.tokens >= paste_at:
