@@ -51,7 +51,8 @@ BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
     "lost_chars": (
         _no_source_budget,
         "no summary-source budget in this experiment (replay.summary_source_chars = 0): the summarizer sees "
-        "the whole head, so nothing is cut unseen (seed 003 runs in experiments/seed003.toml)",
+        "the whole head, so only a hard trim can lose text unseen; seed 003's stub rule never applies "
+        "(it is judged in experiments/seed003.toml)",
     ),
 }
 

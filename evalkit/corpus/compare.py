@@ -11,8 +11,10 @@ distribution, the synthetic and real figures and a distance:
   ½ Σ |p − q|, the largest gap in probability over any set of categories: the same reading.
 
 Both are bounded in [0, 1] and mean "the largest difference in probability of any event of the
-kind measured", so one threshold (:data:`THRESHOLD` = 0.2) serves every row. Rows where either
-side has fewer than :data:`MIN_N` observations are reported but not judged (too few to say).
+kind measured", so one threshold (:data:`THRESHOLD` = 0.2) serves every row. A continuous row
+whose real side is small is also accepted when D is below the two-sample KS critical value at
+5% (1.358 · sqrt((n + m) / (n m))): a gap the real sample cannot tell from its own noise. Rows
+where either side has fewer than :data:`MIN_N` observations are reported but not judged.
 
 A ``CORPUS`` is a corpus folder (``sessions.jsonl``) or any folder the importers read (the
 transcripts are imported in memory). Facts (tallies, constraints) come from :mod:`evalkit.facts`
@@ -150,10 +152,16 @@ class Row:
     distance: float | None
     n: tuple[int, int]
     judged: bool
+    limit: float = THRESHOLD
 
     @property
     def ok(self) -> bool | None:
-        return None if not self.judged or self.distance is None else self.distance <= THRESHOLD
+        return None if not self.judged or self.distance is None else self.distance <= self.limit
+
+
+def ks_limit(n: int, m: int) -> float:
+    """The accepted KS distance: the threshold, or the 5% two-sample critical value if larger."""
+    return max(THRESHOLD, 1.358 * math.sqrt((n + m) / (n * m))) if n and m else THRESHOLD
 
 
 def _quantiles(xs: list[float]) -> str:
@@ -190,6 +198,7 @@ def compare(synthetic: Measures, real: Measures) -> list[Row]:
                     d,
                     (len(a), len(b)),
                     min(len(a), len(b)) >= MIN_N,
+                    ks_limit(len(a), len(b)),
                 )
             )
         else:
@@ -226,16 +235,17 @@ def render_table(rows: list[Row], synthetic_n: int, real_n: int) -> str:
     """A Markdown table of the rows, with the threshold and verdicts."""
     out = [
         f"synthetic: {synthetic_n} sessions; real: {real_n} sessions; distance: KS D (continuous) or "
-        f"total variation (categorical); threshold {THRESHOLD}; rows with fewer than {MIN_N} "
-        "observations on a side are not judged",
+        f"total variation (categorical); threshold {THRESHOLD} (continuous: or the 5% two-sample KS "
+        f"critical value when larger); rows with fewer than {MIN_N} observations on a side are not judged",
         "",
-        "| distribution | synthetic | real | n (synth, real) | distance | within |",
-        "|---|---|---|---|---|---|",
+        "| distribution | synthetic | real | n (synth, real) | distance | limit | within |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         within = {True: "yes", False: "**no**", None: "not judged"}[r.ok]
         dist = "-" if r.distance is None else f"{r.distance:.3f}"
         out.append(
-            f"| {r.name} ({ROWS[r.name]}) | {r.synthetic} | {r.real} | {r.n[0]}, {r.n[1]} | {dist} | {within} |"
+            f"| {r.name} ({ROWS[r.name]}) | {r.synthetic} | {r.real} | {r.n[0]}, {r.n[1]} | {dist} "
+            f"| {r.limit:.3f} | {within} |"
         )
     return "\n".join(out)

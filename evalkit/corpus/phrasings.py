@@ -36,13 +36,15 @@ CONSTRAINTS: list[str] = [
     "Global state in {m} has caused flaky tests before, so pass things in explicitly instead.",
     "Run the linter before telling me something is finished, CI fails on any warning.",
     "The staging database is read-only for us, so anything that writes needs the local docker compose setup.",
-    "Configuration goes through config/settings.toml, environment variables are only for secrets.",
+    "Configuration goes through config/settings.toml, environment variables are only for secrets, because the "
+    "ops team audits that one file before every deploy.",
     "For this change the old CLI flags need to keep working, scripts in ops/ call them directly.",
     "Log messages are in English and start with the module name, our alerting rules match on that prefix.",
     "Please write the tests first for {v}_{n}, then the fix, so the regression is visible in the diff.",
     "Feature flags for {m} live in flags.yaml; new behaviour goes behind one until product signs off.",
     "No print statements in library code; use the module logger so output can be silenced.",
-    "Only the {m} maintainers can approve schema changes, so anything touching models.py waits for them.",
+    "Only the {m} maintainers can approve schema changes, so anything touching models.py waits for them, and "
+    "they are in another time zone, so plan for a day of delay.",
     "Large files in fixtures/ are stored with git-lfs, committing them directly bloats the repository.",
     "We deploy on Tuesdays and Thursdays, so a change landing on a Friday waits until the next window anyway.",
     "The error messages shown to users are translated; add new strings to locales/en.json rather than inline.",
@@ -50,11 +52,15 @@ CONSTRAINTS: list[str] = [
     "Please keep commit messages in the imperative and under 72 characters, the changelog is built from them.",
     "The API returns snake_case keys and the frontend depends on that, so serializers stay as they are.",
     "Async code in {m} runs on the shared event loop; blocking calls there stall every request.",
-    "Don't touch the vendored copy in third_party/, it is synced from upstream by a bot.",
-    "Avoid renaming files in this PR, reviewers lose the history and the diff gets unreadable.",
+    "Don't touch the vendored copy in third_party/, it is synced from upstream by a bot every night and local "
+    "edits are silently overwritten.",
+    "Avoid renaming files in this PR, reviewers lose the history and the diff gets unreadable when a file moves "
+    "and changes in the same commit.",
     "Any new dependency must be MIT or Apache licensed, legal checks the lockfile on every release.",
-    "Always run the full test suite, not only test_{m}.py, the modules share fixtures.",
-    "Make sure the {n} cache is invalidated when the schema version changes.",
+    "Always run the full test suite, not only test_{m}.py, because the modules share fixtures and a change in one "
+    "of them has broken the others before.",
+    "Make sure the {n} cache is invalidated when the schema version changes, otherwise the workers keep serving "
+    "rows in the old layout for up to a day.",
     "The CLI output is parsed by shell scripts, so its columns and their order are part of the interface.",
     "Type hints are checked with mypy in strict mode for src/{m}/, so untyped defs fail CI.",
     "Error handling in {m} should surface the original exception, wrapping it without the cause lost us a day last month.",
@@ -82,7 +88,7 @@ CONSTRAINTS: list[str] = [
     "Don't reformat files you are not otherwise changing in this PR, because the reviewers asked for minimal diffs "
     "and the blame history of {m} matters to the people on call who read it during incidents.",
     "Tabs, not spaces, in the Makefile.",
-    "English comments only in {m}.",
+    "English comments only in {m}, please, half of the people who maintain it do not read German.",
     "Regarding the {n} handling: the product team agreed that when a {n} is missing we return an empty result "
     "with a warning in the response metadata rather than an error, because the mobile client treats every error "
     "as fatal and shows a blocking dialog, so the fix should follow that contract everywhere in {m} and {m2}.",
