@@ -154,10 +154,7 @@ def untested_reason(cand: str, results: dict[str, MetricResult], success: tuple,
     """(reason, metric) for the first failing precondition, or None when the candidate can be judged."""
     for m, r in results.items():
         if not r.present:
-            return (
-                f"untested: metric {m} missing from the metrics table (needed for {cand} or {rules.baseline})",
-                m,
-            )
+            return f"untested: metric {m} missing from the metrics table (needed for {cand} or {rules.baseline})", m
     for m, r in results.items():
         if r.n_sessions < rules.min_sessions:
             return (
@@ -179,9 +176,7 @@ def untested_reason(cand: str, results: dict[str, MetricResult], success: tuple,
     return None
 
 
-def judge(
-    cand: str, results: dict[str, MetricResult], success: tuple, guards: tuple, rules: Rules
-) -> Verdict:
+def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: tuple, rules: Rules) -> Verdict:
     """Apply the verdict order drop → ship → inconclusive to a candidate that passed the untested checks."""
     a = rules.alpha
     n = min(r.n_sessions for r in results.values())
@@ -213,9 +208,7 @@ def judge(
         r = wins[0]
         guard_words = (
             "; guardrails non-inferior: "
-            + ", ".join(
-                f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards
-            )
+            + ", ".join(f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards)
             if guards
             else "; no guardrails"
         )
@@ -275,9 +268,7 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
 
     paired = stats.paired_differences(df, columns, rules.baseline)
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
-    est = stats.estimate(
-        X, Y, rules.alpha, rules.resamples, rules.seed, expanded=rules.interval == "expanded"
-    )
+    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed, expanded=rules.interval == "expanded")
     bx, by = stats.estimand_matrices(paired.base_sum, paired.count, rules.estimand)
     cx, _ = stats.estimand_matrices(paired.cand_sum, paired.count, rules.estimand)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -351,28 +342,18 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
     pending: dict[str, tuple] = {}
     for c, (rule, success, guards) in plans.items():
         if c not in arms_in_table:
-            verdicts[c] = Verdict(
-                "untested", f"untested: arm {c} has no rows in the metrics table", None, 0, {}
-            )
+            verdicts[c] = Verdict("untested", f"untested: arm {c} has no rows in the metrics table", None, 0, {})
             continue
         if rule is None:
             verdicts[c] = Verdict(
-                "untested",
-                f"untested: no ship rule declares success metrics for {c} ({rules.source})",
-                None,
-                0,
-                {},
+                "untested", f"untested: no ship rule declares success metrics for {c} ({rules.source})", None, 0, {}
             )
             continue
         results = {m: result(c, m) for m in (*success, *guards)}
         n = min((r.n_sessions for r in results.values()), default=0)
         if rules.baseline not in arms_in_table:
             verdicts[c] = Verdict(
-                "untested",
-                f"untested: baseline arm {rules.baseline} has no rows in the metrics table",
-                None,
-                0,
-                results,
+                "untested", f"untested: baseline arm {rules.baseline} has no rows in the metrics table", None, 0, results
             )
             continue
         why = untested_reason(c, results, success, rules)
@@ -394,9 +375,7 @@ def decide(df: pd.DataFrame, rules: Rules, arms: list[str] | None = None) -> dic
         k = k_of[col]
         if est.n_sessions[k] == 0:
             continue
-        zero = bool(
-            np.all(paired.diff_sum[:, k] == 0) and np.all(est.boot[:, k][np.isfinite(est.boot[:, k])] == 0)
-        )
+        zero = bool(np.all(paired.diff_sum[:, k] == 0) and np.all(est.boot[:, k][np.isfinite(est.boot[:, k])] == 0))
         noise[col[1]] = {
             "aa_estimate": float(est.estimate[k]),
             "ci": list(est.ci[k]),
@@ -432,9 +411,7 @@ def noise_note(noise: dict, aa: str) -> str:
             "so the noise floor is exactly zero"
         )
     moved = sorted(m for m, v in noise.items() if not v["exactly_zero"])
-    return (
-        f"A/A arm ({aa}) differs from the baseline on {', '.join(moved)}: replicate noise, see each interval"
-    )
+    return f"A/A arm ({aa}) differs from the baseline on {', '.join(moved)}: replicate noise, see each interval"
 
 
 def finite(obj):
@@ -457,9 +434,6 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     run = Path(run_dir)
     df = read_metrics(run / "metrics.parquet")
     rules = rules or resolve_rules(exp.section("rules"), exp.root)
-    decision = {
-        "summary": summarize_metrics(df),
-        **decide(df, rules, list(exp.section("replay").get("arms", []))),
-    }
+    decision = {"summary": summarize_metrics(df), **decide(df, rules, list(exp.section("replay").get("arms", [])))}
     write_json(run / "decision.json", decision)
     return decision

@@ -206,7 +206,9 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
                 raise RulesError(
                     f"{source}: candidates.{c.name}: metric {m!r} has no [metrics.{m}] rule (direction, margins)"
                 )
-    return Rules(**kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source)
+    return Rules(
+        **kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source
+    )
 
 
 def read_rules_file(path: str | os.PathLike) -> Rules:

@@ -211,9 +211,7 @@ def run_experiment(
         scored or not (paths.root / "continuation" / "manifest.json").exists()
     ):
         cont = timed("continuation", stage_continuation, exp, paths)
-        log(
-            f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
-        )
+        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
     write_model_call_stats(exp, paths)
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)

@@ -80,9 +80,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     cand = ev[ev["arm"] != baseline]
     # Attaching the column index by merge keeps Python loops off the (large) row axis.
     col_frame = pd.DataFrame(columns, columns=["arm", "metric"]).assign(k=np.arange(K))
-    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(
-        df["metric"].cat.categories
-    )
+    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(df["metric"].cat.categories)
     col_frame = col_frame[known].astype({"arm": cand["arm"].dtype, "metric": cand["metric"].dtype})
     cand = cand.merge(col_frame, on=["arm", "metric"], how="inner")
     pairs = cand.merge(base, on=["metric", "session", "event"], how="inner")
@@ -121,9 +119,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     errors = np.array(
         [per_arm_errors.get(c, 0) + per_arm_errors.get((baseline, c[1]), 0) for c in columns], dtype=int
     )
-    rows = np.array(
-        [per_arm_rows.get(c, 0) + per_arm_rows.get((baseline, c[1]), 0) for c in columns], dtype=int
-    )
+    rows = np.array([per_arm_rows.get(c, 0) + per_arm_rows.get((baseline, c[1]), 0) for c in columns], dtype=int)
     degenerate = np.zeros(K, dtype=bool)
     if len(pairs):
         rng = pairs.groupby(["arm", "metric"], observed=True).agg(

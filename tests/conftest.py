@@ -8,9 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared beside the checkout; a git worktree one level deeper finds it further up.
-SHARED = next(
-    (p / "shared" for p in ROOT.parents if (p / "shared" / "transcripts").is_dir()), ROOT.parent / "shared"
-)
+SHARED = next((p / "shared" for p in ROOT.parents if (p / "shared" / "transcripts").is_dir()), ROOT.parent / "shared")
 TRANSCRIPTS = SHARED / "transcripts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

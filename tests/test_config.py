@@ -21,11 +21,7 @@ def test_seed003_experiment_sets_the_count_trigger_and_the_64_kib_source():
     """REFERENCES.md §1.C: keep the last 40 messages, render the oldest into a 64 KiB source."""
     exp = load_experiment(ROOT / "experiments" / "seed003.toml")
     replay = exp.section("replay")
-    assert (replay["trigger"], replay["max_messages"], replay["summary_source_chars"]) == (
-        "messages",
-        40,
-        65_536,
-    )
+    assert (replay["trigger"], replay["max_messages"], replay["summary_source_chars"]) == ("messages", 40, 65_536)
     assert "empty-source-stub" in replay["arms"] and exp.name == "seed003"
 
 

@@ -50,11 +50,7 @@ def gate(run, rules, *extra):
 
 def outputs(run):
     d = run / "gate"
-    return (
-        json.loads((d / "gate.json").read_text()),
-        (d / "gate.md").read_text(),
-        ET.parse(d / "junit.xml").getroot(),
-    )
+    return json.loads((d / "gate.json").read_text()), (d / "gate.md").read_text(), ET.parse(d / "junit.xml").getroot()
 
 
 def test_pass_writes_json_markdown_and_junit(make_run, tmp_path, monkeypatch, capsys):
@@ -67,9 +63,7 @@ def test_pass_writes_json_markdown_and_junit(make_run, tmp_path, monkeypatch, ca
     doc, md, junit = outputs(run)
     assert doc["gate"]["passed"] is True and doc["gate"]["exit_code"] == 0
     assert doc["decision"]["verdicts"]["win"]["verdict"] == "ship"
-    assert (run / "gate" / "gate.json").read_text() == json.dumps(
-        doc, sort_keys=True, indent=2, ensure_ascii=False
-    ) + "\n"
+    assert (run / "gate" / "gate.json").read_text() == json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     assert "PASSED (exit 0)" in md and "| win | **ship** | ok |" in md
     assert [tc.get("name") for tc in junit.iter("testcase")] == ["win"] and junit.get("failures") == "0"
     assert summary.read_text().startswith("earlier step\n## evalkit gate: PASSED")
@@ -120,9 +114,7 @@ def test_empty_and_partial_results_never_pass(make_run):
     assert "empty result set" in doc["gate"]["failures"][0] and "empty result set" in md
     assert [tc.get("name") for tc in junit.iter("testcase")] == ["(result set)"]
 
-    partial = make(
-        {"baseline": ARMS["baseline"], "win": ARMS["win"]}, ["baseline", "win", "lose"], name="partial"
-    )
+    partial = make({"baseline": ARMS["baseline"], "win": ARMS["win"]}, ["baseline", "win", "lose"], name="partial")
     assert gate(partial, rules, "--fail-on", "none") == EXIT_GATE_FAILED
     doc, _, _ = outputs(partial)
     assert "partial result set: configured arm lose has no rows" in doc["gate"]["failures"]

@@ -353,16 +353,13 @@ def _blocked(text: str) -> str:
 
 
 def test_extractive_blocked_lists_failures_still_open_and_carries_them_over():
-    convo = (
-        CONVO
-        + """
+    convo = CONVO + """
 
 Assistant: [tool call] Bash {"command": "python scripts/migrate.py"}
 
 [tool error] Traceback (most recent call last):
   File "scripts/migrate.py", line 3, in <module>
 ImportError: cannot import name 'Row' from 'jobs.models'"""
-    )
     first = summarize(_ask(SYSTEM_PROMPT, f"<conversation>\n{convo}\n</conversation>")).text
     # The pytest failure was fixed by a later passing run; the migration is still broken, and its
     # quoted line is the ImportError, not the "Traceback" header.
@@ -371,9 +368,7 @@ ImportError: cannot import name 'Row' from 'jobs.models'"""
     )
 
     def update(activity: str) -> str:
-        body = (
-            f"<previous-summary>\n{first}\n</previous-summary>\n<new-activity>\n{activity}\n</new-activity>"
-        )
+        body = f"<previous-summary>\n{first}\n</previous-summary>\n<new-activity>\n{activity}\n</new-activity>"
         return _blocked(summarize(_ask(SYSTEM_PROMPT, body)).text)
 
     # An update whose activity fails elsewhere keeps the open failure and adds the new one...

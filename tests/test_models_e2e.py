@@ -112,7 +112,9 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     assert counts["baseline"] == counts["test-twin"] >= 40 and counts["test-short-tail"] >= 40
 
     events = {a: _events(run1, a) for a in arms}
-    keys = {a: [e["request_key"] for e in evs] for a, evs in events.items()}
+    keys = {
+        a: [e["request_key"] for e in evs] for a, evs in events.items()
+    }
     for evs in events.values():
         for e in evs:
             assert e["summary_error"] is None, e["summary_error"]
@@ -242,5 +244,7 @@ suite = "{suite}"
     assert events and all(e["summary_error"] is None and e["summary"] for e in events)
     # The score stage's judge probes add answer/judge calls to the same cache; the summaries are
     # exactly the summarize calls.
-    assert {e["request_key"] for e in events} == _cache_keys(cache, "summarize")
+    assert {e["request_key"] for e in events} == _cache_keys(
+        cache, "summarize"
+    )
     _assert_secret_absent(run_dir, log_path, texts=(done.stdout, done.stderr, out1.decode(), err1.decode()))

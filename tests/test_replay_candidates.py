@@ -127,9 +127,7 @@ def test_empty_source_stub_loses_nothing_where_baseline_loses_the_oversized_mess
     in the session and stubs it later against an empty source (losing only what exceeds 64 KiB).
     """
     s, big = _paste_session()
-    settings = ReplaySettings(
-        trigger="messages", max_messages=16, keep_messages=4, summary_source_chars=65_536
-    )
+    settings = ReplaySettings(trigger="messages", max_messages=16, keep_messages=4, summary_source_chars=65_536)
     base, fix = run(s, "baseline", settings), run(s, "empty-source-stub", settings)
     assert big.id in base[0].removed_ids and "[truncated]" in prompt(base[0], s)
     assert base[0].source_chars == settings.summary_source_chars

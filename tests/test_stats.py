@@ -89,9 +89,7 @@ def test_event_level_resampling_would_fail_the_same_calibration():
     rng = np.random.default_rng(13)
     d = [rng.normal() + rng.normal(size=k) for k in rng.integers(1, 9, size=(200, G)).ravel()]
     flat_sizes = [len(x) for x in d]
-    cols = np.split(
-        np.concatenate(d), np.cumsum([sum(flat_sizes[i * G : (i + 1) * G]) for i in range(200)])[:-1]
-    )
+    cols = np.split(np.concatenate(d), np.cumsum([sum(flat_sizes[i * G : (i + 1) * G]) for i in range(200)])[:-1])
     width = max(len(c) for c in cols)
     X = np.zeros((width, 200))
     Y = np.zeros((width, 200))

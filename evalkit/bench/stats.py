@@ -45,9 +45,7 @@ def _table(rng: np.random.Generator) -> pd.DataFrame:
     )
 
 
-@benchmark(
-    "stats", "decide 14 arms × 20 metrics × 2,000 sessions at 10,000 resamples; vs scipy.stats.bootstrap"
-)
+@benchmark("stats", "decide 14 arms × 20 metrics × 2,000 sessions at 10,000 resamples; vs scipy.stats.bootstrap")
 def bench_stats() -> list[Figure]:
     from scipy import stats as sps
 
@@ -60,9 +58,7 @@ def bench_stats() -> list[Figure]:
     raw = {
         "resamples": RESAMPLES,
         "metrics": {m: {"direction": "higher", "min_effect": 0.05, "margin": 0.05} for m in metrics},
-        "candidates": {
-            f"cand{i:02d}": {"success": metrics[:2], "guardrails": metrics[2:]} for i in range(ARMS - 1)
-        },
+        "candidates": {f"cand{i:02d}": {"success": metrics[:2], "guardrails": metrics[2:]} for i in range(ARMS - 1)},
     }
     rules = parse_rules(raw, "bench")
     t = time.perf_counter()
@@ -73,11 +69,7 @@ def bench_stats() -> list[Figure]:
 
     # scipy: one call per comparison on the per-session mean differences (the work after pairing).
     wide = df.pivot_table(index=["metric", "session"], columns="arm", values="value", aggfunc="mean")
-    diffs = [
-        (wide[a] - wide["baseline"]).xs(m, level="metric").to_numpy()
-        for a in ("cand00", "aa")
-        for m in metrics
-    ]
+    diffs = [(wide[a] - wide["baseline"]).xs(m, level="metric").to_numpy() for a in ("cand00", "aa") for m in metrics]
     t = time.perf_counter()
     for d in diffs[:SCIPY_SUBSET]:
         sps.bootstrap((d,), np.mean, n_resamples=RESAMPLES, method="percentile", random_state=0)

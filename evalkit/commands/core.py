@@ -15,10 +15,7 @@ def _run_args(p):
     p.add_argument("--sessions", type=int, help="override corpus.sessions")
     p.add_argument("--arms", help="override replay.arms, comma-separated")
     p.add_argument("--resume", action="store_true", help="skip stages whose output exists in the run folder")
-    p.add_argument(
-        "--report-out",
-        help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
-    )
+    p.add_argument("--report-out", help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)")
 
 
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")

@@ -25,9 +25,7 @@ def _gate_args(p):
     p.add_argument("--out", help="folder for gate.json, gate.md, junit.xml (default: RUN/gate)")
 
 
-@command(
-    "gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error"
-)
+@command("gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error")
 @arguments(_gate_args)
 def cmd_gate(args) -> int:
     import pandas as pd
@@ -52,9 +50,7 @@ def cmd_gate(args) -> int:
     missing = set(COLUMNS) - set(df.columns)
     if missing:
         raise ValueError(f"{mpath}: missing column(s) {', '.join(sorted(missing))}")
-    config = (
-        json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
-    )
+    config = json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 

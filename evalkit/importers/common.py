@@ -261,9 +261,7 @@ def decode_reported(raw: bytes, path, n: int, report: ImportReport) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        report.problem(
-            path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced"
-        )
+        report.problem(path, n, f"non-UTF-8 bytes at byte {e.start}; replaced", key="non-UTF-8 bytes replaced")
         return raw.decode("utf-8", errors="replace")
 
 
