@@ -18,251 +18,31 @@ constraint wording: it must not share patterns with the ground truth or the prob
 
 from __future__ import annotations
 
-import json
-import math
 import re
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, NamedTuple
 
 from evalkit.models.backends import BACKENDS, Backend
+from evalkit.models.instructions import read_instructions, section_cap
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.models.transcript import (
+    _WORD,
+    Item,
+    Parsed,
+    _command_of,
+    _items,
+    _latest_per_key,
+    _words,
+    open_failures,
+    parse_transcript,
+)
 from evalkit.templates import REFERENCE_TEMPLATE
 
 LABEL = "[offline extractive summary: evalkit stand-in, not a model]"
 ITEM_CHARS = 300  # the longest item kept when the instructions ask to keep lines as they are
 SHORT_CHARS = 160  # otherwise
-PASTE_LINES = 40  # a user message longer than this is pasted material, not the user's own words
 
 _HEADING = re.compile(r"^(#{1,3}) (\S.*)$", re.M)
-_WORD = re.compile(r"[A-Za-z_][\w]*|\d[\w.]*")
-_SPECIFIC = re.compile(r"[\d/_.:`]")
-_PATHLIKE = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.[A-Za-z]{1,5}\b")
-_RULER = re.compile(r"^[\W_]*$")
-
-
-class Line(NamedTuple):
-    """One line of the re-rendered conversation (a tuple: a head has ~15,000 of them per call)."""
-
-    speaker: str  # user | assistant | thinking | call | result | error
-    text: str
-    block: int = 0  # which message/tool output the line belongs to
-
-
-_PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\[tool error\]):?\s?")
-_SPEAKERS = {
-    "User": "user",
-    "Assistant": "assistant",
-    "Assistant (thinking)": "thinking",
-    "[tool result]": "result",
-    "[tool error]": "error",
-}
-
-
-@lru_cache(maxsize=1 << 18)
-def _classify(raw: str) -> tuple[str | None, str]:
-    """(speaker if the line opens a new message, else None; the stripped body)."""
-    m = _PREFIX.match(raw)
-    if not m:
-        return None, raw.strip()
-    tag, body = m.group(1), raw[m.end() :]
-    if tag == "Assistant" and body.startswith("[tool call]"):
-        return "call", body[len("[tool call]") :].strip()
-    return _SPEAKERS[tag], body.strip()
-
-
-class Parsed:
-    """A parsed conversation and what each extractor found in it, computed once per extractor."""
-
-    __slots__ = ("_found", "lines")
-
-    def __init__(self, lines: tuple[Line, ...]):
-        self.lines = lines
-        self._found: dict[Callable, list] = {}
-
-    def extract(self, fn: Callable[[Parsed], Any]) -> Any:
-        """``fn(self)``, memoized (shared: callers must not change it)."""
-        if fn not in self._found:
-            self._found[fn] = fn(self)
-        return self._found[fn]
-
-    def __add__(self, other: Parsed) -> Parsed:
-        return self if not other.lines else Parsed(self.lines + other.lines)
-
-
-# Most arms hand the summarizer the same conversation with another prompt, and one worker replays
-# every arm of a session in turn: the parse and every extractor's pass over it are shared.
-@lru_cache(maxsize=12)
-def parse_transcript(text: str, first_block: int = 0) -> Parsed:
-    """The re-rendered conversation as (speaker, line, block) tuples; continuation lines keep the
-    speaker. Blocks are numbered from ``first_block + 1`` so a second part can follow the first."""
-    out: list[Line] = []
-    speaker, block = "user", first_block
-    for raw in text.splitlines():
-        opened, body = _classify(raw)
-        if opened is not None:
-            block += 1
-            speaker = opened
-        if body:
-            out.append(Line(speaker, body, block))
-    return Parsed(tuple(out))
-
-
-# -- salience ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Item:
-    """A candidate summary line: its text, score and position (for chronological order)."""
-
-    text: str
-    score: float
-    pos: int
-    kind: str  # user | said | command | outcome | failure | path
-
-
-@lru_cache(maxsize=1 << 17)
-def _words(text: str) -> tuple[str, ...]:
-    return tuple(w.lower() for w in _WORD.findall(text))
-
-
-@lru_cache(maxsize=1 << 17)
-def _paths_in(text: str) -> tuple[str, ...]:
-    return tuple(_PATHLIKE.findall(text)) if "." in text else ()
-
-
-def salience(texts: list[str]) -> list[float]:
-    """Per candidate line: specificity (tokens rare among the candidates, identifiers, numbers),
-    with repeated lines damped."""
-    df: Counter = Counter()
-    seen = Counter(texts)
-    words = [_words(t) for t in texts]
-    for ws in words:
-        df.update(set(ws))
-    n = len(texts)
-    norm = math.log(n + 1)
-    out = []
-    for t, ws in zip(texts, words, strict=True):
-        rarity = sum(math.log(n / df[w]) for w in ws) / len(ws) / norm if ws and n > 1 else 0.0
-        specific = len(_SPECIFIC.findall(t)) / (len(t) or 1)
-        out.append((0.5 + rarity + 4 * specific) / seen[t])
-    return out
-
-
-def _recency(pos: int, n: int) -> float:
-    return 0.4 + 0.6 * (pos + 1) / max(n, 1)
-
-
-@lru_cache(maxsize=1 << 16)
-def _call_text(text: str) -> str:
-    """A tool call as a reader would name it: the command, or the tool and its target."""
-    name, _, args = text.partition(" ")
-    try:
-        a = json.loads(args) if args else {}
-    except json.JSONDecodeError:
-        return text
-    if isinstance(a, dict):
-        for v in a.values():  # the first short string argument names the target
-            if isinstance(v, str) and 0 < len(v) <= 200 and "\n" not in v:
-                return v if name.lower() in ("bash", "shell", "exec_command") else f"{name} {v}"
-    return name
-
-
-def _outcome_line(body: Sequence[str]) -> str:
-    """The line a reader quotes from an output: its last line that is not a ruler."""
-    for t in reversed(body):
-        if not _RULER.match(t):
-            return t.strip("=-_* ")
-    return ""
-
-
-class Block(NamedTuple):
-    """One message: who, its lines and their positions, and (for tool output) the call it answers."""
-
-    speaker: str
-    lines: tuple[str, ...]
-    first: int
-    call: str | None
-
-
-def blocks(p: Parsed) -> list[Block]:
-    """The conversation's messages in order, each tool output paired with the oldest pending call."""
-    out: list[Block] = []
-    pending: list[str] = []
-    cur: list[str] = []
-    speaker, block, first = None, None, 0
-    for i, ln in enumerate(p.lines):
-        if ln.block != block:
-            if speaker is not None:
-                out.append(Block(speaker, tuple(cur), first, None))
-            speaker, block, first, cur = ln.speaker, ln.block, i, []
-        cur.append(ln.text)
-    if speaker is not None:
-        out.append(Block(speaker, tuple(cur), first, None))
-    paired = []
-    for b in out:
-        if b.speaker == "call":
-            pending.append(_call_text(b.lines[0]))
-        elif b.speaker in ("result", "error"):
-            b = b._replace(call=pending.pop(0) if pending else None)
-        paired.append(b)
-    return paired
-
-
-OUTPUT_PATH_LINES = 5  # paths a reader notes from an output: those in its first lines
-
-
-def _items(p: Parsed) -> dict[str, list[Item]]:
-    """Every candidate item by kind, scored by salience × recency."""
-    n = len(p.lines)
-    raw: list[tuple[str, str, int, float]] = []  # kind, text, position, weight × recency
-    goal: list[Item] = []
-    paths: list[Item] = []
-    for b in p.extract(blocks):
-        rec = _recency(b.first, n)
-        if b.speaker == "user":
-            own = b.lines if len(b.lines) <= PASTE_LINES else b.lines[:3]  # a paste: its intro only
-            if not goal:
-                goal = [Item(own[0], 9.0, b.first, "goal")]
-            raw.extend(("user", t, b.first + k, 3.0 * rec) for k, t in enumerate(own))
-        elif b.speaker == "assistant":
-            raw.extend(("said", t, b.first + k, 1.5 * rec) for k, t in enumerate(b.lines))
-        elif b.speaker == "call":
-            raw.append(("command", _call_text(b.lines[0]), b.first, 1.2 * rec))
-        elif b.speaker in ("result", "error"):
-            line = _outcome_line(b.lines)
-            if line:
-                kind = "failure" if b.speaker == "error" else "outcome"
-                label = f"`{b.call}`: {line}" if b.call else line
-                raw.append(
-                    (kind, label, b.first + len(b.lines) - 1, (2.0 if kind == "failure" else 1.0) * rec)
-                )
-        shown = b.lines[:OUTPUT_PATH_LINES] if b.speaker in ("result", "error") else b.lines
-        paths.extend(Item(m, rec, b.first + k, "path") for k, t in enumerate(shown) for m in _paths_in(t))
-    out: dict[str, list[Item]] = {k: [] for k in ("user", "said", "command", "outcome", "failure")}
-    for (kind, text, pos, w), sal in zip(raw, salience([r[1] for r in raw]), strict=True):
-        out[kind].append(Item(text, w * sal, pos, kind))
-    out["goal"], out["path"] = goal, paths
-    return out
-
-
-def _latest_per_key(items: list[Item], key: Callable[[Item], str]) -> list[Item]:
-    last: dict[str, Item] = {}
-    for it in items:
-        last.pop(key(it), None)
-        last[key(it)] = it
-    return list(last.values())
-
-
-def _command_of(item: Item) -> str:
-    m = re.match(r"`([^`]+)`", item.text)
-    return m.group(1) if m else item.text
-
-
-def open_failures(p: Parsed) -> list[Item]:
-    """Per command, its latest outcome when that was a failure (a later success closes it)."""
-    runs = sorted(p.extract(_items)["failure"] + p.extract(_items)["outcome"], key=lambda it: it.pos)
-    return [it for it in _latest_per_key(runs, _command_of) if it.kind == "failure"]
 
 
 # -- section roles: which items a heading asks for ----------------------------------------------
@@ -356,71 +136,6 @@ def query_items(p: Parsed, heading: str) -> list[Item]:
         newest = max(it.pos for it in latest)
         latest = [it for it in latest if it.pos == newest or it.kind == "failure"]
     return latest
-
-
-# -- instructions -------------------------------------------------------------------------------
-_LIMIT = re.compile(
-    r"\b(?:at most|under|no more than|within|max(?:imum)?|about|around|roughly|approximately|"
-    r"target(?:ing)?(?: about| around)?)\s+~?(\d[\d,]*)\s+(tokens|words)\b",
-    re.I,
-)
-_CAP = re.compile(r"([A-Z][\w &/'-]*?)\s+(\d+)\s+(bullets?|items?|sentences?|lines?|points?)\b")
-_KEEP = re.compile(r"\b(?:keep|preserve|quote|retain)\b([^.]*)", re.I)
-
-
-@dataclass(frozen=True)
-class Instructions:
-    """What the request asks of the summary beyond its sections."""
-
-    budget_tokens: int | None
-    caps: tuple[tuple[str, int], ...]  # (lower-case section name, items)
-    keep_whole: frozenset[str]  # item kinds to copy as they are: all, path, command, outcome, failure
-
-
-def _instruction_text(request: ChatRequest) -> str:
-    """The system prompt and what follows the quoted conversation: a user in the transcript asking
-    for "at most 100 words" is not talking to the summarizer."""
-    texts = []
-    for m in request.messages:
-        c = str(m.get("content") or "")
-        texts.append(c if m.get("role") == "system" else c[c.rfind("</") :] if "</" in c else c)
-    return "\n".join(texts)
-
-
-def read_instructions(request: ChatRequest) -> Instructions:
-    """Length target, per-section caps and keep-as-is requests stated in the instructions."""
-    text = _instruction_text(request)
-    budgets = [request.max_tokens] if request.max_tokens else []
-    for n, unit in _LIMIT.findall(text):
-        v = int(n.replace(",", ""))
-        budgets.append(v if unit.lower() == "tokens" else math.ceil(v * 4 / 3))
-    caps = tuple((name.strip().lower().removeprefix("each "), int(k)) for name, k, _ in _CAP.findall(text))
-    keep: set[str] = set()
-    for m in _KEEP.finditer(text):
-        what = m.group(1).lower()
-        keep |= {"all"} if "verbatim" in what or "exact" in what else set()
-        keep |= {"path"} if "path" in what or "file" in what else set()
-        keep |= {"command"} if "command" in what else set()
-        keep |= {"outcome"} if "result" in what or "output" in what else set()
-        keep |= {"failure"} if "error" in what or "fail" in what else set()
-    return Instructions(min(budgets) if budgets else None, caps, frozenset(keep))
-
-
-def length_target(request: ChatRequest) -> int | None:
-    """The token budget: ``max_tokens``, tightened by a stated length target."""
-    return read_instructions(request).budget_tokens
-
-
-def _cap_for(heading: str, parent: str | None, caps: tuple[tuple[str, int], ...]) -> int | None:
-    name = heading.split(" ", 1)[1].lower()
-    for cap_name, k in caps:
-        base = cap_name.removesuffix(" subsection").removesuffix(" subsections")
-        if cap_name.endswith(("subsection", "subsections")):
-            if parent and base in parent.lower():
-                return k
-        elif base == name or (len(base) >= 4 and name.startswith(base)):
-            return k
-    return None
 
 
 # -- the summary --------------------------------------------------------------------------------
@@ -564,7 +279,7 @@ def summarize(request: ChatRequest) -> ChatResponse:
             sections[h] = old
             continue
         role = next((r for r in ROLES if any(w in low for w in r.words)), None)
-        cap = _cap_for(h, _parent(headings, i), wants.caps)
+        cap = section_cap(h, _parent(headings, i), wants.caps)
         if role is None:
             new = query_items(latest, h)
             items = _dedupe(new or old)
