@@ -14,7 +14,15 @@ from evalkit.models.request import ChatRequest
 
 from .conftest import ROOT
 
-FORBIDDEN = ("evalkit.facts", "evalkit.probes", "evalkit.synth", "evalkit.corpus.synth")
+FORBIDDEN = (
+    "evalkit.facts",
+    "evalkit.probes",
+    "evalkit.synth",
+    # the generator and its templates
+    "evalkit.corpus.synth",
+    "evalkit.corpus.outputs",
+    "evalkit.corpus.phrasings",
+)
 STANDINS = [
     *sorted((ROOT / "evalkit/models").glob("*.py")),
     *sorted((ROOT / "evalkit/continuation/agents").glob("*.py")),
