@@ -147,6 +147,12 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
     return out
 
 
+def stage_health(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.health import check_run
+
+    return check_run(paths.root, exp.config)
+
+
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
 
@@ -220,6 +226,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
         cont = timed("continuation", stage_continuation, exp, paths)
         log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
     write_model_call_stats(exp, paths)
+    timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)

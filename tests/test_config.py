@@ -10,7 +10,7 @@ def test_default_experiment_from_pyproject(monkeypatch):
     monkeypatch.chdir(ROOT)
     exp = load_experiment()
     assert exp.name == "default"
-    assert exp.section("corpus")["sessions"] == 200
+    assert exp.section("corpus")["sessions"] == 60
     assert exp.section("replay")["window"] == 200_000 and exp.section("replay")["reserve"] == 16_384
     assert "pyproject.toml[tool.evalkit]" in exp.source
     # The reference compactor summarizes the whole head (REFERENCES.md §1.A): no source budget.

@@ -151,16 +151,26 @@ def test_heuristic_recorded_retry_is_skipped_when_shown_and_change_since_is_not_
     assert _metrics(lost2, t)["refail_30"] == 0.0
 
 
-def test_unrelated_edit_keeps_a_shown_failure_known_and_a_lost_one_a_refail():
-    """The heuristic skips exactly the re-runs the metric would count: an edit to a file the
-    failure does not name (src/a.py vs the build error's src/x.ts) leaves the outcome known."""
+def test_the_heuristic_has_its_own_stale_rule_not_the_metrics():
+    """The heuristic treats any edit as making a shown failure stale (it re-runs the recorded
+    command), while refail_N counts that re-run when the edit touched no file the failure names:
+    the agent does not skip exactly what the metric counts. Without an edit, a shown failure is
+    skipped and a lost one retried."""
     s = _session(edit_after_failure=True, future=("build",), edit_path="src/a.py")
+    for summary in ("## Blocked\n- `npm run build`: " + BUILD_ERR.strip(), "(nothing useful)"):
+        inp = _inp(s, _event(s, summary))
+        t = heuristic_agent(inp, ReplayEnvironment(inp.record, AT))
+        assert [st.op.command for st in t.steps] == ["npm run build"]  # the recorded re-run only
+        assert _metrics(inp, t)["refail_30"] == 1.0
+    s = _session(future=("build",))
     shown = _inp(s, _event(s, "## Blocked\n- `npm run build`: " + BUILD_ERR.strip()))
-    t = heuristic_agent(shown, ReplayEnvironment(shown.record, AT))
-    assert t.steps == [] and _metrics(shown, t)["refail_30"] == 0.0
+    assert heuristic_agent(shown, ReplayEnvironment(shown.record, AT)).steps == []
     lost = _inp(s, _event(s, "(nothing useful)"))
     t = heuristic_agent(lost, ReplayEnvironment(lost.record, AT))
-    assert [st.op.command for st in t.steps] == ["npm run build", "npm run build"]  # retry, then the recorded one
+    assert [st.op.command for st in t.steps] == [
+        "npm run build",
+        "npm run build",
+    ]  # retry, then the recorded one
     assert _metrics(lost, t)["refail_30"] == 1.0
 
 
@@ -329,3 +339,26 @@ def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, s
     assert got["refail_30"] == refail and got["calls_used"] == calls and t.stopped
     posts = [e for e in read_log(srv.log_path) if e["method"] == "POST"]
     assert len(posts) == calls + 1  # one request per tool call, and the one that stopped
+
+
+def test_first_action_match_never_scores_more_information_worse():
+    """The recorded next step re-reads an unchanged file: an agent whose context shows the file
+    skips it and starts on the step after; both first actions match (issue #16: the old
+    definition scored the better-informed agent 0)."""
+    s = _session(future=("read", "ls"))
+    blind = _inp(s, _event(s, "(nothing)", keep=("m02", "m03")))  # the build failure, not the read
+    informed = _inp(s, _event(s, "(nothing)", keep=("m02", "m03", "m04", "m05")))
+    t_blind = heuristic_agent(blind, ReplayEnvironment(blind.record, AT))
+    t_informed = heuristic_agent(informed, ReplayEnvironment(informed.record, AT))
+    assert [st.op.kind for st in t_blind.steps][:1] == ["read"]
+    assert [st.op.command for st in t_informed.steps] == ["ls src"]
+    assert _metrics(blind, t_blind)["first_action_match"] == 1.0
+    assert _metrics(informed, t_informed)["first_action_match"] == 1.0
+    # A first action that is neither the next step nor reachable by skipping repeats still fails.
+    s2 = _session(future=("ls", "read"))
+    inp = _inp(s2, _event(s2, "(nothing)", keep=("m02", "m03", "m04", "m05")))
+    t = heuristic_agent(inp, ReplayEnvironment(inp.record, AT))
+    assert [st.op.command for st in t.steps][:1] == ["ls src"]
+    assert _metrics(inp, t)["first_action_match"] == 1.0
+    wrong = type(t)([st for st in t.steps if st.op.kind == "read"], stopped=True)
+    assert _metrics(inp, wrong)["first_action_match"] == 0.0

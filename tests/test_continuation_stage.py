@@ -60,13 +60,13 @@ def test_stage_writes_observed_rows_for_recorded_compactions(tmp_path):
     assert refail == {("cc-compacted", 0): 1.0, ("codex-compacted", 0): 0.0, ("codex-compacted", 1): 0.0}
 
 
-def test_arms_that_keep_failure_information_refail_less_on_the_synthetic_corpus(tmp_path):
-    """Issue #7's acceptance check, on a small slice of the default corpus and replay settings.
+def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
+    """Issue #7's pipeline check, on a small slice of the default corpus and replay settings.
 
-    head-tail shows the summarizer the end of long test outputs (where the failing tally is) and
-    validate appends the latest tally, so their contexts keep failures the baseline's summary of a
-    truncated output loses; masking replaces old outputs with placeholders and loses the most.
-    """
+    The stand-ins are no longer tuned so that particular arms "refail less" (issue #16): this
+    checks the plan of compactions, that every compaction gets a continuation, and the one
+    ordering that follows from the arms' definitions: masking, which hides old outputs, never
+    keeps more failures in view than the baseline."""
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
         'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\n'
@@ -84,6 +84,12 @@ def test_arms_that_keep_failure_information_refail_less_on_the_synthetic_corpus(
     assert sum(done[s] == planned[s] for s in done.index) >= 10
     m = run.metrics
     refail = m[m.metric == "refail_30"].groupby(["arm", "session"]).value.mean().groupby("arm").mean()
-    assert refail["baseline"] > 0.05
-    assert refail["head-tail"] < refail["baseline"] and refail["validate"] < refail["baseline"]
-    assert refail["masking"] > refail["baseline"] + 0.2
+    assert refail["baseline"] > 0.0 and refail["masking"] >= refail["baseline"]
+    assert ((refail >= 0) & (refail <= 1)).all() and set(refail.index) == {
+        "baseline",
+        "head-tail",
+        "validate",
+        "masking",
+    }
+    conts = m[m.metric == "calls_used"].groupby("arm").size()
+    assert conts["baseline"] == len(run.events("baseline"))

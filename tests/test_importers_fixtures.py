@@ -493,7 +493,7 @@ def test_cli_import_writes_corpus_and_summary(tmp_path, capsys):
 
 
 def test_dataset_round_trip_and_hf_importer(tmp_path):
-    from evalkit.dataset import export_parquet, import_parquet, to_dataset
+    from evalkit.corpus.dataset import export_parquet, import_parquet, to_dataset
 
     (s,), _ = import_paths([codex_rollout(tmp_path)])
     out = tmp_path / "c"

@@ -309,7 +309,7 @@ def test_extractive_state_sections():
     sec = text.split("## Tests & Errors (latest)")[1].split("##")[0]
     assert "42 passed in 2.01s" in sec and "1 failed, 41 passed" not in sec
     failed = text.split("## Failed approaches / don't retry")[1].split("##")[0]
-    assert "`pytest -q tests/test_jobs.py` failed: FAILED tests/test_jobs.py::test_retry" in failed
+    assert "`pytest -q tests/test_jobs.py`: 1 failed, 41 passed in 2.10s" in failed
 
 
 def test_extractive_keeps_the_previous_summary():

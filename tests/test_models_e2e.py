@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from evalkit.corpus import write_sessions
+from evalkit.corpus.synth import generate_session
 from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
 from evalkit.models.openai_backend import is_refusal
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.compactor import cut_keep_recent
 from evalkit.session import tool_pairs_valid
-from evalkit.synth import generate_session
 from evalkit.tokens import message_tokens
 
 from .conftest import ROOT

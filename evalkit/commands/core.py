@@ -40,10 +40,13 @@ def cmd_run(args) -> int:
 
 
 def _synth_args(p):
-    p.add_argument("--sessions", type=int, default=200)
+    p.add_argument("--sessions", type=int, default=None, help="sessions to generate (200; 40 with --compare)")
     p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--out", help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest)")
     p.add_argument(
-        "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest)"
+        "--compare",
+        metavar="CORPUS",
+        help="instead: print the synthetic vs real distributions against a corpus folder or transcripts folder",
     )
 
 
@@ -52,7 +55,18 @@ def _synth_args(p):
 def cmd_synth(args) -> int:
     from evalkit.corpus import build_corpus
 
-    m = build_corpus({"kind": "synth", "sessions": args.sessions}, args.seed, args.out)
+    if args.compare:
+        from evalkit.corpus.compare import compare, load, measure, render_table
+        from evalkit.corpus.synth import generate
+
+        real = measure(load(args.compare))
+        synthetic = measure(generate(args.seed, args.sessions or 40))
+        print(f"seed {args.seed}")
+        print(render_table(compare(synthetic, real), synthetic.sessions, real.sessions))
+        return 0
+    if not args.out:
+        raise SystemExit("evalkit synth: --out is required (or --compare CORPUS)")
+    m = build_corpus({"kind": "synth", "sessions": args.sessions or 200}, args.seed, args.out)
     print(json.dumps(m["stats"], indent=2))
     return 0
 

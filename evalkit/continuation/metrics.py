@@ -8,8 +8,12 @@
 - ``stops``: only where the recording ends within N calls after the point (fewer than N recorded
   calls remain): 1 when the agent ended on its own within N calls, 0 when it kept going.
 - ``first_action_match``: 1 when the agent's first action is the recorded next action (same
-  normalized command, same file read, same files modified, or the identical call); stopping at
-  once matches a recording with no further calls.
+  normalized command, same file read, same files modified, or the identical call), **or a later
+  recorded action reached by skipping only recorded steps that repeat work done before the point
+  with nothing modified since** (:func:`acceptable_first`): an agent whose context shows that a
+  re-read or re-run is redundant may skip it, so more information can never score worse.
+  Stopping at once matches a recording with no further calls, or one whose remaining calls are
+  all such repeats.
 - ``calls_used``: calls the agent made (at most N).
 - ``unanswerable_share``: share of its calls the replay environment could not answer (no row when
   it made none).
@@ -110,6 +114,33 @@ def refail_redo(rec: SessionRecord, at: int, steps: list[Step]) -> tuple[int, in
     return refails, redos
 
 
+def _repeats_unchanged(rec: SessionRecord, at: int, op) -> bool:
+    """Whether a recorded step after ``at`` repeats one before it with nothing modified since."""
+    if op.kind == "modify":
+        return op.signature in {a.op.signature for a in rec.before(at) if a.op.kind == "modify"}
+    if op.kind == "read":
+        last = rec.last_read(op.reads[0], at)
+    elif op.kind == "shell":
+        last = rec.latest_run(op.command or "", at)
+    else:
+        return False
+    return last is not None and not rec.modified_between(last.index, at)
+
+
+def acceptable_first(rec: SessionRecord, at: int) -> set:
+    """First-action keys that match the recording: the recorded next actions up to and including
+    the first that does not repeat earlier work (None, i.e. stopping, when all of them do)."""
+    keys: set = set()
+    for a in rec.after(at):
+        keys.add(a.op.key())
+        if not _repeats_unchanged(rec, at, a.op):
+            return keys
+        if a.op.kind == "modify" or a.op.modifies:
+            return keys  # a repeated edit still changes what follows: stop widening here
+    keys.add(None)
+    return keys
+
+
 def continuation_metrics(
     rec: SessionRecord, at: int, transcript: Transcript, n: int
 ) -> list[tuple[str, float, str | None]]:
@@ -126,9 +157,8 @@ def continuation_metrics(
     ]
     if len(future) < n:
         out.append(("stops", float(transcript.stopped and len(transcript.steps) <= n), None))
-    recorded_next = future[0].op.key() if future else None
     first = steps[0].op.key() if steps else None
-    out.append(("first_action_match", float(first == recorded_next), None))
+    out.append(("first_action_match", float(first in acceptable_first(rec, at)), None))
     out.append(("calls_used", float(len(steps)), None))
     if steps:
         unanswered = sum(not s.answer.answered for s in steps)

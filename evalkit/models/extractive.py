@@ -1,333 +1,148 @@
-"""The offline deterministic summarizer: extractive summarization into the requested template.
+"""The offline deterministic summarizer: a general extractive method, not a model.
 
-It is a real (if simple) compaction strategy, not a model: it copies lines it can recognise (the
-latest test tally, error lines, user constraint lines, failing commands, file paths, the last user
-request) into whatever sections the system prompt lists, keeps a ``<previous-summary>`` when the
-prompt has one (merging new items in), and honours a length target (``max_tokens`` or an "at most
-N tokens/words" instruction). Every output starts with :data:`LABEL`, so no report can mistake it
-for a model's summary.
+It scores every line of the rendered head by **salience** (who said it: the user's words weigh
+most; how specific it is: rare tokens, identifiers and numbers; where it sits: the closing lines of
+a tool output state its outcome) times **recency**, and fills the template sections the system
+prompt lists from the lines whose *role* fits the section (the first request for a goal, the
+user's other lines for preferences, the outcome of each command, open failures, the assistant's
+own statements, paths, the latest request for next steps). Sections it does not recognise are
+filled query-style: the outcomes of the latest commands whose text shares a word with the heading.
+
+It follows the generic instructions a real model would: the request's ``max_tokens``, a stated
+length target ("about N words", "at most N tokens"), per-section caps ("Key Decisions 5
+bullets"), and a request to keep kinds of lines as they are ("keep file paths, commands ...",
+"verbatim"); without one, long lines are shortened. It knows no test runner, error format or
+constraint wording: it must not share patterns with the ground truth or the probes
+(``tests/test_independence.py``). Every output starts with :data:`LABEL`.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import NamedTuple
 
 from evalkit.models.backends import BACKENDS, Backend
+from evalkit.models.instructions import read_instructions, section_cap
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.models.transcript import (
+    _WORD,
+    Item,
+    Parsed,
+    _command_of,
+    _items,
+    _latest_per_key,
+    _words,
+    open_failures,
+    parse_transcript,
+)
 from evalkit.templates import REFERENCE_TEMPLATE
 
 LABEL = "[offline extractive summary: evalkit stand-in, not a model]"
-ITEM_CHARS = 300
+ITEM_CHARS = 300  # the longest item kept when the instructions ask to keep lines as they are
+SHORT_CHARS = 160  # otherwise
 
 _HEADING = re.compile(r"^(#{1,3}) (\S.*)$", re.M)
-_TAG = r"<{0}>\n?(.*?)\n?</{0}>"
-_TALLY = re.compile(
-    r"\b\d+ (?:passed|failed|passing|failing|errors?)\b|test result:|Tests:\s|Ran \d+ tests", re.I
-)
-# No word boundary on the left: "ImportError:" and "panicked" are error lines too.
-_ERROR = re.compile(r"(?:error|exception|traceback|fatal|failed|failure|panic)", re.I)
-_PATH = re.compile(
-    r"(?<![\w/.-])(?:[\w.-]+/)*[\w-]+\.(?:py|ts|tsx|js|rs|go|md|toml|json|ya?ml|rb|java|c|h|cfg|ini|txt)\b"
-)
-_CONSTRAINT = re.compile(
-    r"\b(never|don'?t|do not|must|always|only|keep|avoid|without asking|not allowed)\b", re.I
-)
-_DECISION = re.compile(
-    r"\b(decid\w*|chose|instead of|switch(?:ed)? to|going to use|will use|approach)\b", re.I
-)
-_TARGET = re.compile(
-    r"\b(?:at most|under|no more than|within|max(?:imum)?)\s+(\d[\d,]*)\s+(tokens|words)\b", re.I
-)
-
-
-# The same lines recur in every arm's and every round's summarizer input within a session, so
-# per-line pattern results are memoized (replay of the default corpus spends most of its time here).
-@lru_cache(maxsize=1 << 17)
-def _is_tally(text: str) -> bool:
-    return _TALLY.search(text) is not None
-
-
-@lru_cache(maxsize=1 << 17)
-def _is_error(text: str) -> bool:
-    return _ERROR.search(text) is not None
-
-
-@lru_cache(maxsize=1 << 17)
-def _paths(text: str) -> tuple[str, ...]:
-    return tuple(_PATH.findall(text))
-
-
-_PREFIX = re.compile(r"^(User|Assistant \(thinking\)|Assistant|\[tool result\]|\[tool error\]):?\s?")
-
-
-class Line(NamedTuple):
-    """One line of the re-rendered conversation (a tuple: a head has ~15,000 of them per call)."""
-
-    speaker: str  # user | assistant | thinking | call | result | error
-    text: str
-    block: int = 0  # which message/tool output the line belongs to
-
-
-_SPEAKERS = {
-    "User": "user",
-    "Assistant": "assistant",
-    "Assistant (thinking)": "thinking",
-    "[tool result]": "result",
-    "[tool error]": "error",
-}
 
 
-@lru_cache(maxsize=1 << 18)
-def _classify(raw: str) -> tuple[str | None, str]:
-    """(speaker if the line opens a new message, else None; the stripped body)."""
-    m = _PREFIX.match(raw)
-    if not m:
-        return None, raw.strip()
-    tag, body = m.group(1), raw[m.end() :]
-    if tag == "Assistant" and body.startswith("[tool call]"):
-        return "call", body[len("[tool call]") :].strip()
-    return _SPEAKERS[tag], body.strip()
-
-
-class Parsed:
-    """A parsed conversation and what each extractor found in it, computed once per extractor."""
-
-    __slots__ = ("_found", "lines")
-
-    def __init__(self, lines: tuple[Line, ...]):
-        self.lines = lines
-        self._found: dict[Callable, list] = {}
-
-    def extract(self, fn: Callable[[Sequence[Line]], list]) -> list:
-        """``fn(lines)``, memoized (a copy, so callers may change it)."""
-        if fn not in self._found:
-            self._found[fn] = fn(self.lines)
-        return list(self._found[fn])
-
-    def __add__(self, other: Parsed) -> Parsed:
-        return self if not other.lines else Parsed(self.lines + other.lines)
-
-
-# Most arms hand the summarizer the same conversation with another prompt (state-sections, short)
-# or change only what follows the call, and one worker replays every arm of a session in turn:
-# the parse and every extractor's pass over it are shared.
-@lru_cache(maxsize=12)
-def parse_transcript(text: str, first_block: int = 0) -> Parsed:
-    """The re-rendered conversation as (speaker, line) pairs; continuation lines keep the speaker.
-    Blocks are numbered from ``first_block + 1``, so a second part (the retained tail) can follow
-    the first without block numbers colliding."""
-    out: list[Line] = []
-    speaker, block = "user", first_block
-    for raw in text.splitlines():
-        opened, body = _classify(raw)
-        if opened is not None:
-            block += 1
-            speaker = opened
-        if body:
-            out.append(Line(speaker, body, block))
-    return Parsed(tuple(out))
-
-
-def _dedupe(items: list[str]) -> list[str]:
-    seen, out = set(), []
-    for it in items:
-        k = it.strip().lower()
-        if k and k not in seen:
-            seen.add(k)
-            out.append(it.strip())
-    return out
-
-
-def _call_command(text: str) -> str:
-    name, _, args = text.partition(" ")
-    try:
-        a = json.loads(args) if args else {}
-    except json.JSONDecodeError:
-        return text
-    if isinstance(a, dict):
-        for k in ("command", "file_path", "path", "pattern"):
-            if k in a:
-                return f"{name} {a[k]}" if name != "Bash" else str(a[k])
-    return text
-
-
-# -- extractors: each reads the parsed lines and returns items, oldest first ---------------------
-def _users(lines: Sequence[Line]) -> list[str]:
-    return [ln.text for ln in lines if ln.speaker == "user"]
-
-
-def goal(lines):
-    u = _users(lines)
-    return u[:1]
-
-
-def constraints(lines):
-    return _dedupe([t for t in _users(lines) if _CONSTRAINT.search(t)])
-
-
-def _clean(text: str) -> str:
-    """A line without the ``=====`` rulers test runners draw around a tally."""
-    return text.strip("=-_ ")
-
-
-def tallies(lines):
-    found = [_clean(ln.text) for ln in lines if ln.speaker in ("result", "error") and _is_tally(ln.text)]
-    return _dedupe(found)[-3:]
-
-
-def errors(lines):
-    """The error of each failed tool call, latest four: per failed result, its last error-looking
-    line (what a reader would quote). One per failure, so a long traceback cannot push the other
-    failures out of the section."""
-    last: dict[int, str] = {}
-    for ln in lines:
-        if ln.speaker == "error" and _is_error(ln.text):
-            last[ln.block] = _clean(ln.text)
-    return _dedupe(list(last.values()))[-4:]
+# -- section roles: which items a heading asks for ----------------------------------------------
+def _goal(p: Parsed) -> list[Item]:
+    return p.extract(_items)["goal"]
 
 
-def _runs(lines: Sequence[Line]) -> list[tuple[str, bool, str]]:
-    """(command, failed, error line) per tool result, in order, each paired with the oldest call
-    still waiting for its result. The error line is the failure's last error-looking line (else
-    its last line), the line a reader would quote."""
-    out: list[tuple[str, bool, str]] = []
-    pending: list[str] = []
-    block, cmd, failed, last_err, last = None, None, False, "", ""
+def _preferences(p: Parsed) -> list[Item]:
+    goal = {it.text for it in _goal(p)}
+    return [it for it in p.extract(_items)["user"] if it.text not in goal]
 
-    def flush():
-        if cmd is not None:
-            out.append((cmd, failed, _clean(last_err or last) if failed else ""))
 
-    for ln in lines:
-        speaker = ln.speaker
-        if speaker == "call":
-            pending.append(_call_command(ln.text))
-        elif speaker == "result" or speaker == "error":
-            if ln.block != block:
-                flush()
-                block, cmd = ln.block, (pending.pop(0) if pending else None)
-                failed, last_err = speaker == "error", ""
-            last = ln.text
-            if failed and _is_error(last):
-                last_err = last
-    flush()
-    return out
+def _done(p: Parsed) -> list[Item]:
+    return _latest_per_key(p.extract(_items)["outcome"], _command_of)
 
 
-def _item_command(item: str) -> str | None:
-    m = re.match(r"`([^`]+)`", item)
-    return m.group(1) if m else None
+def _in_progress(p: Parsed) -> list[Item]:
+    return p.extract(_items)["said"][-1:]
 
 
-def open_failures(lines):
-    """Failures still open at the end: per command, its latest run, when that run failed, as
-    "`command`: error line". A command that later succeeded is not blocked any more."""
-    latest: dict[str, str | None] = {}
-    for cmd, failed, err in _runs(lines):
-        latest.pop(cmd, None)  # re-insert: order by latest run
-        latest[cmd] = f"`{cmd}`: {err}" if failed else None
-    return [it for it in latest.values() if it is not None]
+def _said(p: Parsed) -> list[Item]:
+    return p.extract(_items)["said"]
 
 
-def tests_and_errors(lines):
-    """The latest tally and only the errors of its run or later (older ones are stale)."""
-    runs = [ln for ln in lines if ln.speaker in ("result", "error") and _is_tally(ln.text)]
-    since = runs[-1].block if runs else 0
-    return tallies(lines)[-1:] + errors([ln for ln in lines if ln.block >= since])[-3:]
+def _next(p: Parsed) -> list[Item]:
+    users = p.extract(_items)["user"]
+    return users[-1:]
 
 
-def failed_commands(lines):
-    out, last_call = [], None
-    for ln in lines:
-        if ln.speaker == "call":
-            last_call = _call_command(ln.text)
-        elif ln.speaker == "error" and last_call:
-            out.append(f"`{last_call}` failed: {ln.text}")
-            last_call = None
-        elif ln.speaker == "result":
-            last_call = None
-    return _dedupe(out)[-5:]
+def _paths(p: Parsed) -> list[Item]:
+    return _latest_per_key(p.extract(_items)["path"], lambda it: it.text)
 
 
-def progress(lines):
-    edits = [
-        f"changed {_call_command(ln.text)}"
-        for ln in lines
-        if ln.speaker == "call" and ln.text.split(" ", 1)[0] in ("Edit", "Write", "MultiEdit")
-    ]
-    return _dedupe(edits)[-6:] + tallies(lines)[-1:]
+def _context(p: Parsed) -> list[Item]:
+    found = p.extract(_items)
+    return found["outcome"] + found["failure"] + found["said"] + _paths(p)
 
 
-def in_progress(lines):
-    said = [ln.text for ln in lines if ln.speaker == "assistant"]
-    return said[-1:]
+def _failures(p: Parsed) -> list[Item]:
+    return p.extract(_items)["failure"]
 
 
-def decisions(lines):
-    return _dedupe(
-        [ln.text for ln in lines if ln.speaker in ("assistant", "user") and _DECISION.search(ln.text)]
-    )[-4:]
-
-
-def next_step(lines):
-    return _users(lines)[-1:]
-
-
-def files(lines):
-    seen = _dedupe([m for ln in lines for m in _paths(ln.text)])
-    return seen[-15:]
-
-
-def context(lines):
-    cmds = _dedupe(
-        [_call_command(ln.text) for ln in lines if ln.speaker == "call" and ln.text.startswith("Bash")]
-    )
-    return files(lines)[-10:] + cmds[-3:]
-
-
-def work_state(lines):
-    return progress(lines)[-4:] + tests_and_errors(lines) + in_progress(lines)
+def _state(p: Parsed) -> list[Item]:
+    return _done(p)[-4:] + open_failures(p) + _in_progress(p)
 
 
 @dataclass(frozen=True)
-class SectionRule:
-    """How a template section is filled: which headings it serves (a keyword in the heading), what
-    extracts its items, how a previous summary's items combine with new ones (``keep`` the old,
-    ``latest`` = new if any, ``merge`` = old + new, ``open`` = old open failures whose command the
-    new activity did not run again, then the new ones), and how many items it keeps (newest win)."""
+class Role:
+    """A kind of section: the heading words that ask for it, its items, how a previous summary's
+    items combine with new ones (``keep`` the old, ``latest`` new if any, ``merge`` old + new,
+    ``open`` old open failures not run again + new), and its natural size (newest win)."""
 
-    keywords: tuple[str, ...]
-    extract: Callable[[Sequence[Line]], list[str]]
+    words: tuple[str, ...]
+    items: Callable[[Parsed], list[Item]]
     mode: str
-    cap: int = 12
+    cap: int
 
 
-# Order matters: the first rule whose keyword occurs in the heading wins.
-RULES: list[SectionRule] = [
-    SectionRule(("tests & errors", "test", "error"), tests_and_errors, "latest"),
-    SectionRule(("failed", "don't retry", "do not retry"), failed_commands, "merge", 8),
-    SectionRule(("goal", "objective", "task"), goal, "keep"),
-    SectionRule(("constraint", "preference", "important detail"), constraints, "merge", 20),
-    SectionRule(("in progress",), in_progress, "latest"),
-    SectionRule(("blocked",), open_failures, "open", 8),
-    SectionRule(("work state", "state"), work_state, "latest"),
-    SectionRule(("done", "progress"), progress, "merge", 10),
-    SectionRule(("decision",), decisions, "merge", 8),
-    SectionRule(("next",), next_step, "latest"),
-    SectionRule(("file",), files, "merge", 15),
-    SectionRule(("context", "detail"), context, "merge", 12),
+# The first role one of whose words occurs in the heading wins.
+ROLES: list[Role] = [
+    Role(("goal", "objective", "task"), _goal, "keep", 2),
+    Role(("constraint", "preference", "requirement", "important detail"), _preferences, "merge", 16),
+    Role(("in progress", "current"), _in_progress, "latest", 2),
+    Role(("blocked", "open issue"), open_failures, "open", 8),
+    Role(("failed", "don't retry", "do not retry", "dead end"), _failures, "merge", 8),
+    Role(("work state", "state"), _state, "latest", 8),
+    Role(("done", "progress", "completed"), _done, "merge", 10),
+    Role(("decision", "rationale"), _said, "merge", 6),
+    Role(("next",), _next, "latest", 2),
+    Role(("file",), _paths, "merge", 15),
+    Role(("context", "detail", "note"), _context, "merge", 10),
 ]
 
 
+def _stem(w: str) -> str:
+    return w.lower()[:4]
+
+
+def query_items(p: Parsed, heading: str) -> list[Item]:
+    """Items for an unrecognised heading: the latest outcome of each command sharing a word with
+    it (a failed output's label is "tool error", so "errors" asks for failures)."""
+    words = {_stem(w) for w in _WORD.findall(heading) if len(w) >= 4}
+    found = p.extract(_items)
+    hits = []
+    for it in sorted(found["outcome"] + found["failure"], key=lambda it: it.pos):
+        said = _words(_command_of(it)) + (("tool", "error") if it.kind == "failure" else ())
+        if words & {_stem(w) for w in said}:
+            hits.append(it)
+    latest = _latest_per_key(hits, _command_of)
+    if "late" in words and latest:  # "latest": the newest run and what failed since
+        newest = max(it.pos for it in latest)
+        latest = [it for it in latest if it.pos == newest or it.kind == "failure"]
+    return latest
+
+
+# -- the summary --------------------------------------------------------------------------------
 def template_headings(system: str) -> list[str]:
-    """The section headings the system prompt asks for, in order (the default six-section
-    template when it names none)."""
-    seen = _dedupe([f"{m.group(1)} {m.group(2).strip()}" for m in _HEADING.finditer(system)])
+    """The section headings the system prompt asks for, in order (the default template when it
+    names none)."""
+    seen = list(dict.fromkeys(f"{m.group(1)} {m.group(2).strip()}" for m in _HEADING.finditer(system)))
     return seen or list(REFERENCE_TEMPLATE)
 
 
@@ -349,22 +164,6 @@ def parse_summary(text: str) -> dict[str, list[str]]:
     return out
 
 
-def length_target(request: ChatRequest) -> int | None:
-    """The token budget: ``max_tokens``, tightened by an "at most N tokens/words" instruction.
-
-    Only instructions count: the system prompt and what follows the quoted conversation in the
-    user prompt; a user in the transcript asking for "at most 100 words" is not talking to us."""
-    texts = []
-    for m in request.messages:
-        c = str(m.get("content") or "")
-        texts.append(c if m.get("role") == "system" else c[c.rfind("</") :] if "</" in c else c)
-    budgets = [request.max_tokens] if request.max_tokens else []
-    for n, unit in _TARGET.findall(" ".join(texts)):
-        v = int(n.replace(",", ""))
-        budgets.append(v if unit.lower() == "tokens" else int(v * 4 / 3))
-    return min(budgets) if budgets else None
-
-
 def _tag(text: str, name: str) -> str | None:
     """The text inside ``<name>…</name>`` (one optional newline trimmed at each end), or None."""
     open_, close = f"<{name}>", f"</{name}>"
@@ -379,26 +178,80 @@ def _tag(text: str, name: str) -> str | None:
     return body[:-1] if body.endswith("\n") else body
 
 
+def _level(h: str) -> int:
+    return len(h.split(" ", 1)[0])
+
+
 def _has_subsections(headings: list[str], i: int) -> bool:
-    level = len(headings[i].split(" ", 1)[0])
-    return i + 1 < len(headings) and len(headings[i + 1].split(" ", 1)[0]) > level
+    return i + 1 < len(headings) and _level(headings[i + 1]) > _level(headings[i])
 
 
-def _render(headings: list[str], sections: dict[str, list[str]]) -> str:
+def _parent(headings: list[str], i: int) -> str | None:
+    for h in reversed(headings[:i]):
+        if _level(h) < _level(headings[i]):
+            return h
+    return None
+
+
+def _shorten(item: Item, keep: frozenset[str]) -> str:
+    limit = ITEM_CHARS if "all" in keep or item.kind in keep else SHORT_CHARS
+    return item.text if len(item.text) <= limit else item.text[: limit - 1] + "…"
+
+
+def _render(headings: list[str], sections: dict[str, list[Item]], keep: frozenset[str]) -> str:
     out = [LABEL]
     for i, h in enumerate(headings):
         out.append(h)
         items = sections.get(h, [])
         if not items and _has_subsections(headings, i):
             continue  # a parent heading whose subsections carry the content
+        if not items:
+            out.append("- (none found)")
+            continue
         numbered = "next" in h.lower()
         out.extend(
-            f"{k}. {it[:ITEM_CHARS]}" if numbered else f"- {it[:ITEM_CHARS]}"
-            for k, it in enumerate(items or ["(none found)"], 1)
+            f"{k}. {_shorten(it, keep)}" if numbered else f"- {_shorten(it, keep)}"
+            for k, it in enumerate(items, 1)
         )
-        if not items:
-            out[-1] = "- (none found)"
     return "\n".join(out)
+
+
+def _dedupe(items: list[Item]) -> list[Item]:
+    seen, out = set(), []
+    for it in items:
+        k = it.text.strip().lower()
+        if k and k not in seen:
+            seen.add(k)
+            out.append(it)
+    return out
+
+
+def _old(texts: list[str], n: int) -> list[Item]:
+    """A previous summary's items: older than anything new, fading in score with age."""
+    return [Item(t, 0.5 + 0.5 * k / max(n, 1), -n + k, "old") for k, t in enumerate(texts)]
+
+
+def _fit(headings: list[str], sections: dict[str, list[Item]], limit: int, keep: frozenset[str]) -> str:
+    """Drop the least salient item (never a section's last one first) until the summary fits."""
+    text = _render(headings, sections, keep)
+    while len(text) > limit:
+        pool = [(it.score, h, it) for h, its in sections.items() for it in its if len(its) > 1]
+        if not pool:
+            pool = [(it.score, h, it) for h, its in sections.items() for it in its]
+        if not pool:
+            break
+        # Drop a batch at a time: a long summary over a small budget would otherwise re-render
+        # once per item.
+        over = len(text) - limit
+        pool.sort(key=lambda x: x[0])
+        dropped = 0
+        for _, h, it in pool:
+            sections[h].remove(it)
+            dropped += len(it.text) + 3
+            if dropped >= over:
+                break
+        text = _render(headings, sections, keep)
+    return text[: max(limit, len(LABEL))]
 
 
 def summarize(request: ChatRequest) -> ChatResponse:
@@ -406,49 +259,61 @@ def summarize(request: ChatRequest) -> ChatResponse:
     system = "\n".join(str(m.get("content") or "") for m in request.messages if m.get("role") == "system")
     body = "\n".join(str(m.get("content") or "") for m in request.messages if m.get("role") != "system")
     headings = template_headings(system)
+    wants = read_instructions(request)
     prev_text = _tag(body, "previous-summary")
     activity = _tag(body, "new-activity") or _tag(body, "conversation")
     if activity is None:
-        activity = re.sub(_TAG.format("previous-summary"), "", body, flags=re.S)
+        activity = re.sub(r"<previous-summary>\n?(.*?)\n?</previous-summary>", "", body, flags=re.S)
     retained = _tag(body, "retained") or ""
     convo = parse_transcript(activity)
-    # "State after the tail" sections see the retained tail too.
+    # Sections stating "where things are" read the retained tail too, as its instruction asks.
     latest = convo + parse_transcript(retained, convo.lines[-1].block if convo.lines else 0)
     previous = parse_summary(prev_text) if prev_text else {}
 
-    sections: dict[str, list[str]] = {}
+    sections: dict[str, list[Item]] = {}
     for i, h in enumerate(headings):
         low = h.lower()
-        old = previous.get(low, [])
-        rule = next((r for r in RULES if any(k in low for k in r.keywords)), None)
-        if rule is None or _has_subsections(headings, i):
+        old_texts = previous.get(low, [])
+        old = _old(old_texts, len(old_texts))
+        if _has_subsections(headings, i):
             sections[h] = old
             continue
-        if rule.mode == "open":
-            # Open failures carry over until the new activity runs their command again.
-            ran = {cmd for cmd, _, _ in latest.extract(_runs)}
-            items = _dedupe([it for it in old if _item_command(it) not in ran] + latest.extract(rule.extract))
-            sections[h] = items[-rule.cap :]
+        role = next((r for r in ROLES if any(w in low for w in r.words)), None)
+        cap = section_cap(h, _parent(headings, i), wants.caps)
+        if role is None:
+            new = query_items(latest, h)
+            items = _dedupe(new or old)
+            sections[h] = items[-(cap or 6) :]
             continue
-        new = (latest if rule.mode == "latest" else convo).extract(rule.extract)
-        if rule.mode == "keep":
+        new = (latest if role.mode in ("latest", "open") else convo).extract(role.items)
+        if role.items is _preferences and previous:
+            new = convo.extract(_items)["user"]  # new activity opens with no goal: every user line counts
+        if role.mode == "open":
+            ran = {
+                _command_of(it)
+                for it in latest.extract(_items)["outcome"] + latest.extract(_items)["failure"]
+            }
+            items = [it for it in old if _command_of(it) not in ran] + new
+        elif role.mode == "keep":
             items = old or new
-        elif rule.mode == "latest":
+        elif role.mode == "latest":
             items = new or old
         else:
-            items = _dedupe(old + new)
-        sections[h] = items[-rule.cap :]
+            items = old + new
+        items = _dedupe(items)
+        limit = min(role.cap, cap) if cap else role.cap
+        if len(items) > limit:
+            # The most salient win; the kept ones stay in conversation order.
+            best = set(map(id, sorted(items, key=lambda it: -it.score)[:limit]))
+            items = [it for it in items if id(it) in best]
+        sections[h] = items
 
-    budget = length_target(request)
-    text = _render(headings, sections)
-    if budget:
-        limit = budget * 4
-        # Drop the oldest item of the longest section until the summary fits: recent state wins.
-        while len(text) > limit and any(sections.values()):
-            h = max(headings, key=lambda k: (len(sections.get(k, [])), -headings.index(k)))
-            sections[h] = sections[h][1:]
-            text = _render(headings, sections)
-        text = text[: max(limit, len(LABEL))]
+    budget = wants.budget_tokens
+    text = (
+        _fit(headings, sections, budget * 4, wants.keep_whole)
+        if budget
+        else _render(headings, sections, wants.keep_whole)
+    )
     return ChatResponse(text=text, backend="extractive", model=request.model)
 
 

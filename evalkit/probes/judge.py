@@ -9,10 +9,11 @@ longer in the model-visible context, so only the summary or a carried text can a
 
 Two graders, never mixed in one metric name:
 
-- offline (default with the offline stand-in backend): the "answer" is the context's relevant
-  lines (lines matching the question's pinned cues) and the grade is 5 × the share of expected
-  facts found in them (tallies count-exact). It measures whether the facts are still
-  retrievable, not what a model would answer, and its metrics are named ``judge_offline_*``.
+- offline (default with the offline stand-in backend): the offline judge
+  (:mod:`evalkit.models.offline_judge`) answers from the context by the question's words alone
+  and grades 5 × the share of expected facts its answer states. It shares no code with the
+  facts or these probes; it measures whether the facts are still retrievable, not what a model
+  would answer, and its metrics are named ``judge_offline_*``.
 - model (a real backend): the answering model sees only the post-compaction context and the
   question (``purpose="answer"``); the judge sees question, answer and expected facts
   (``purpose="judge"``) and scores 0–5 on six dimensions with a rationale; overall = their
@@ -24,12 +25,12 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
 from typing import Any
 
-from evalkit.facts import Facts, TallyFact
+from evalkit.facts import Facts
+from evalkit.models import offline_judge
 from evalkit.probes import tallymatch
-from evalkit.probes.base import ProbeInput, ProbeValue, normalize, probe
+from evalkit.probes.base import ProbeInput, ProbeValue, probe
 from evalkit.session import Session
 
 KINDS = ("recall", "artifact", "continuation", "decision")
@@ -164,56 +165,18 @@ def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]
     return out
 
 
-def expected_found(q: dict[str, Any], text: str) -> list[bool]:
-    """Which of the question's expected facts ``text`` states (tallies count-exact)."""
-    if q.get("tally"):
-        t = TallyFact(0, "", "", "", **q["tally"], offset=0, line="", output_chars=0)
-        return [tallymatch.found_in(tallymatch.mentions(text), t)]
-    norm = normalize(text)
-    return [normalize(e) in norm for e in q["expected"]]
-
-
-@lru_cache(maxsize=4096)
-def _needles(pattern: str) -> tuple[str, ...] | None:
-    """Lower-case literals one of which every match of ``pattern`` contains, or None when the
-    pattern is not a plain alternation of (escaped) literals. Lets most messages skip the regex."""
-    needles = []
-    for alt in re.split(r"(?<!\\)\|", pattern):
-        for cue in re.split(r"(?<!\\)\|", alt.removeprefix("(?:").removesuffix(")")):
-            lit = re.sub(r"\\(.)", r"\1", cue)
-            if not cue or re.search(r"(?<!\\)[.^$*+?{}\[\]()]", cue) or re.search(r"\\[A-Za-z]", cue):
-                return None
-            needles.append(lit.lower())
-    return tuple(needles)
-
-
-def cue_lines(text: str, pattern: str) -> list[str]:
-    """The lines of ``text`` matching ``pattern`` (case-insensitive), each once, in order."""
-    needles = _needles(pattern)
-    if needles is not None:
-        low = text.lower()
-        if not any(n in low for n in needles):
-            return []
-    out, end = [], -1
-    for m in re.finditer(pattern, text, re.I):
-        if m.start() < end:
-            continue
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        out.append(text[start:end])
-    return out
-
-
-def offline_answer(q: dict[str, Any], inp: ProbeInput, max_lines: int) -> str:
-    """The offline grader's answer: the last ``max_lines`` context lines matching the cues
-    (matched per message and cached, since kept messages recur across events and arms)."""
-    pattern = "|".join(f"(?:{c})" for c in q["cues"])
+def offline_grade(q: dict[str, Any], inp: ProbeInput, max_lines: int) -> list[bool]:
+    """The offline judge's verdict per expected fact (:mod:`evalkit.models.offline_judge`): it
+    answers from the context by the question's words alone (per-message hits cached, since kept
+    messages recur across events and arms)."""
+    words = offline_judge.question_words(q["text"])
     texts = inp.message_texts()
-    lines: list[str] = []
-    for (m, rec), text in zip(inp.context_entries(), texts, strict=True):
-        lines.extend(inp.view.cached(m, "cue:" + pattern, lambda _m, t=text: cue_lines(t, pattern), rec))
-    return "\n".join(lines[-max_lines:])
+    hits = [
+        inp.view.cached(m, "oj:" + q["text"], lambda _m, t=text: offline_judge.mentions(t, words), rec)
+        for (m, rec), text in zip(inp.context_entries(), texts, strict=True)
+    ]
+    text = offline_judge.answer(q["text"], texts, max_lines, hits)
+    return offline_judge.grade(q["expected"], text, q.get("tally"))
 
 
 ANSWER_SYSTEM = (
@@ -359,7 +322,7 @@ def judge(
     by_kind: dict[str, list[float]] = {}
     if not use_model:
         for q in qs:
-            hits = expected_found(q, offline_answer(q, inp, max_lines))
+            hits = offline_grade(q, inp, max_lines)
             by_kind.setdefault(q["kind"], []).append(5 * sum(hits) / len(hits))
         scores = [s for v in by_kind.values() for s in v]
         out = [ProbeValue("judge_offline_overall", sum(scores) / len(scores))]

@@ -9,14 +9,11 @@ entry-point group (same signature) or as ``external:CMD`` (``evalkit.replay.exte
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import replace
 from functools import reduce
 
 from evalkit.events import mask_outputs
-from evalkit.facts.extract import constraint_lines
-from evalkit.facts.tallies import find_tally
 from evalkit.registry import Registry
 from evalkit.replay.compactor import (
     CARRY_FILES_META,
@@ -29,6 +26,7 @@ from evalkit.replay.compactor import (
     snap_to_assistant,
     stub_if_empty,
 )
+from evalkit.replay.validator import repair
 from evalkit.session import message_chars
 from evalkit.tokens import get_counter
 
@@ -59,7 +57,12 @@ def check_arm(name: str) -> None:
     policy_for(name)
 
 
-@arm("baseline", "the reference compactor (REFERENCES.md §1.A; a summary-source budget when configured)", "-", "-")
+@arm(
+    "baseline",
+    "the reference compactor (REFERENCES.md §1.A; a summary-source budget when configured)",
+    "-",
+    "-",
+)
 def baseline(p: Policy) -> Policy:
     return p
 
@@ -185,38 +188,15 @@ def carry_all(p: Policy) -> Policy:
 
 
 def validate_summary(p: Pass, summary: str) -> str:
-    """Deterministically append what the summary lacks: the latest tally and its command (when
-    the kept tail shows none), the user's constraint lines, and a next step."""
-    add: list[str] = []
-    if not any(find_tally(r.output) for m in p.tail for r in m.tool_results()):
-        latest = _latest_tally(p)
-        if latest and latest[1] not in summary:
-            add.append(f"## Latest test result\n- `{latest[0]}`: {latest[1]}")
-    users = [m for m, _, _ in p.taken if m.is_genuine_user()]
-    missing = [ln for m in users for ln, _ in constraint_lines(m.text) if ln not in summary]
-    if missing:
-        add.append("## User constraints (verbatim)\n" + "\n".join(f"- {ln}" for ln in dict.fromkeys(missing)))
-    if not re.search(r"^## Next Steps?\s*\n+\s*(?:\d+\.|-)\s*\S", summary, re.M):
-        ask = users[-1].text.strip().splitlines()[0][:300] if users else "Verify and finish."
-        add.append(f"## Next Step\n1. {ask}")
-    return summary + ("\n\n" + "\n\n".join(add) if add else "")
-
-
-def _latest_tally(p: Pass) -> tuple[str, str] | None:
-    calls = {c.id: c for m, _, _ in p.taken for c in m.tool_calls()}
-    for m, _, _ in reversed(p.taken):
-        for r in reversed(m.tool_results()):
-            t = find_tally(r.output)
-            if t:
-                call = calls.get(r.call_id)
-                cmd = str(call.args.get("command", call.name)) if call else "?"
-                return cmd, t.line
-    return None
+    """Deterministically append what the summary lacks (:mod:`evalkit.replay.validator`): the
+    latest test outcome and its command (when the kept tail shows none), the user's lines, and a
+    next step."""
+    return repair(summary, [m for m, _, _ in p.taken], p.tail)
 
 
 @arm(
     "validate",
-    "after the summary: append the latest tally + command, the user's constraint lines and a next step if missing",
+    "after the summary: append the latest test outcome + command, the user's own lines and a next step if missing (own validator)",
     "a cheap deterministic version of judge-based summary repair (+2.6 to +8.8 points in the literature)",
     "000",
 )

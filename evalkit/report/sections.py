@@ -20,6 +20,7 @@ from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
+from evalkit.report.health import section_health
 from evalkit.report.markdown import code, heading_anchor, interval, name, num, pval, rel_link, slug, table
 
 VERDICT_MARK = {
@@ -806,6 +807,7 @@ def section_caveats(data: ReportData, out: Path) -> list[str]:
 SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Verdicts at a glance", section_verdicts),
     ("Calibration of the rules", section_calibration),
+    ("Metric health", section_health),
     ("Run facts", section_run_facts),
     ("Effects", section_effects),
     ("Compounding and size", section_compounding),

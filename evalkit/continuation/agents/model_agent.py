@@ -17,7 +17,6 @@ from typing import Any
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.recording import classify
-from evalkit.facts.commands import EDIT_TOOLS, READ_TOOLS, SHELL_TOOLS, WRITE_TOOLS
 from evalkit.models import ChatRequest
 from evalkit.session import Compaction, Message, Text, ToolCall
 
@@ -28,8 +27,8 @@ CONTINUE_MESSAGE = (
 )
 
 _STRING = {"type": "string"}
-# kind -> (standard name, description, properties); every schema uses argument keys that
-# evalkit.facts.commands reads, so the environment understands the calls whatever the tool's name.
+# kind -> (standard name, description, properties); the replay environment understands these
+# argument keys whatever the tool's name.
 STANDARD_TOOLS = {
     "shell": ("bash", "Run a shell command in the repository.", {"command": _STRING}),
     "read": ("read", "Read a file.", {"file_path": _STRING}),
@@ -40,13 +39,18 @@ STANDARD_TOOLS = {
     ),
     "write": ("write", "Write a whole file.", {"file_path": _STRING, "content": _STRING}),
 }
-# Recorded tool names whose argument keys match the standard schema of a kind.
-_COMPATIBLE = {
-    "shell": SHELL_TOOLS - {"local_shell", "container.exec"},
-    "read": READ_TOOLS,
-    "edit": EDIT_TOOLS - {"apply_patch", "patch", "notebookedit", "str_replace_based_edit_tool"},
-    "write": WRITE_TOOLS,
-}
+# The op each kind must classify as (``classify``), besides taking the standard argument keys.
+_OP_KIND = {"shell": "shell", "read": "read", "edit": "modify", "write": "modify"}
+
+
+def compatible_kind(call: ToolCall) -> str | None:
+    """The standard kind whose schema a recorded call fits (its op and argument keys), if any."""
+    args = call.args if isinstance(call.args, dict) else {}
+    op = classify(call).kind
+    for kind, (_, _, props) in STANDARD_TOOLS.items():
+        if op == _OP_KIND[kind] and set(props) <= set(args) and set(args) - {"description"} <= set(props):
+            return kind
+    return None
 
 
 def tools_for(messages: list[Message]) -> tuple[dict[str, Any], ...]:
@@ -54,9 +58,9 @@ def tools_for(messages: list[Message]) -> tuple[dict[str, Any], ...]:
     seen: dict[str, Counter] = {k: Counter() for k in STANDARD_TOOLS}
     for m in messages:
         for c in m.tool_calls():
-            for kind, names in _COMPATIBLE.items():
-                if c.name.lower() in names:
-                    seen[kind][c.name] += 1
+            kind = compatible_kind(c)
+            if kind is not None:
+                seen[kind][c.name] += 1
     out = []
     for kind, (name, desc, props) in STANDARD_TOOLS.items():
         chosen = seen[kind].most_common(1)[0][0] if seen[kind] else name

@@ -72,7 +72,7 @@ def from_dataset(ds) -> Iterator[Session]:
 
 def export_parquet(corpus: str | os.PathLike, out: str | os.PathLike) -> int:
     """Write a corpus folder's sessions to one parquet file; returns the number of sessions."""
-    from evalkit.corpus import read_sessions
+    from evalkit.corpus.io import read_sessions
 
     ds = to_dataset(read_sessions(corpus))
     Path(out).parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,168 @@
+"""Building a corpus folder: ``sessions.jsonl``, ``facts.jsonl`` (the ground truth derived once
+per session, see :mod:`evalkit.facts`) and ``manifest.json`` (ids, content hashes and counts)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from evalkit.corpus.io import AtomicWriter, ReadStats, read_sessions, session_hash, write_json
+from evalkit.session import Session, session_to_json
+
+
+def _encoded(s: Session) -> tuple[str, str, dict]:
+    """(session line, facts line, manifest row) for one session; runs in a worker process."""
+    from evalkit.facts import compute_facts, facts_to_dict
+
+    line = session_to_json(s)
+    facts = json.dumps(facts_to_dict(compute_facts(s)), separators=(",", ":"))
+    row = {
+        "id": s.id,
+        "hash": session_hash(line),
+        "format": s.source.format,
+        "messages": len(s.messages),
+        "bytes": len(line.encode("utf-8")) + 1,
+    }
+    return line, facts, row
+
+
+# Files later stages pin beside a corpus (judge questions point at message indices): a new
+# corpus in the same folder makes them wrong, so they are rebuilt from it.
+QUESTIONS = "questions.jsonl"
+DERIVED = (QUESTIONS,)
+
+
+def _drop_derived(out: Path) -> None:
+    for name in DERIVED:
+        (out / name).unlink(missing_ok=True)
+
+
+def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[list[dict], list[dict]]:
+    """Write encoded sessions and their facts; returns the manifest rows and the facts records."""
+    rows: list[dict] = []
+    facts_rows: list[dict] = []
+    for line, facts_line, row in encoded:
+        sfh.write(line + "\n")
+        ffh.write(facts_line + "\n")
+        rows.append(row)
+        facts_rows.append(json.loads(facts_line))
+    return rows, facts_rows
+
+
+def _synth_one(args: tuple[int, int]) -> tuple[str, str, dict]:
+    from evalkit.corpus.synth import generate_session
+
+    return _encoded(generate_session(*args))
+
+
+def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshold: int = 2_000) -> dict:
+    """Corpus sizes and the tally-position figure the head-tail candidate answers."""
+    tallies = failures = fixed = constraints = compactions = long_outputs = late = 0
+    for f in facts_rows:
+        tallies += len(f["tallies"])
+        failures += len(f["failures"])
+        fixed += sum(1 for x in f["failures"] if x["fixed_at"] is not None)
+        constraints += len(f["constraints"])
+        compactions += len(f["compactions"])
+        for t in f["tallies"]:
+            if t["output_chars"] > threshold:
+                long_outputs += 1
+                late += t["offset"] > threshold
+    return {
+        "sessions": len(manifest_rows),
+        "messages": sum(r["messages"] for r in manifest_rows),
+        "bytes": sum(r["bytes"] for r in manifest_rows),
+        "formats": dict(Counter(r["format"] for r in manifest_rows)),
+        "tallies": tallies,
+        "failing_commands": failures,
+        "failing_commands_fixed_later": fixed,
+        "constraints": constraints,
+        "recorded_compactions": compactions,
+        "long_test_outputs": long_outputs,
+        "long_test_outputs_tally_past_2000": late,
+        "tally_past_2000_share": (late / long_outputs) if long_outputs else None,
+    }
+
+
+def build_corpus(
+    section: dict, seed: int, out_dir: str | os.PathLike, source_path: Path | None = None, workers: int = 0
+) -> dict:
+    """Write ``sessions.jsonl``, ``facts.jsonl`` and ``manifest.json`` into ``out_dir``.
+
+    ``section`` is the experiment's ``[corpus]`` table: ``kind = "synth"`` generates
+    ``sessions`` sessions from ``seed``; ``kind = "path"`` reads a canonical JSONL corpus,
+    skipping (and counting) bad records when ``on_error = "skip"``.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    from evalkit.progress import track
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    kind = section.get("kind", "synth")
+    workers = workers or os.cpu_count() or 1
+    read = ReadStats()
+    with (
+        AtomicWriter(out / "sessions.jsonl") as sfh,
+        AtomicWriter(out / "facts.jsonl") as ffh,
+        ProcessPoolExecutor(max_workers=workers) as pool,
+    ):
+        if kind == "synth":
+            n = int(section.get("sessions", 200))
+            encoded = pool.map(_synth_one, [(seed, i) for i in range(n)], chunksize=4)
+        elif kind == "path":
+            if source_path is None:
+                raise ValueError("corpus kind 'path' needs corpus.path")
+            # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
+            encoded = map(_encoded, read_sessions(source_path, section.get("on_error", "skip"), read))
+            n = None
+        else:
+            raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
+        rows, facts_rows = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
+    manifest = {
+        "kind": kind,
+        "seed": seed if kind == "synth" else None,
+        "source": str(source_path) if source_path else "evalkit.corpus.synth",
+        "stats": corpus_stats(facts_rows, rows),
+        "skipped": [str(e) for e in read.skipped],
+        "sessions": rows,
+    }
+    write_json(out / "manifest.json", manifest)
+    _drop_derived(out)
+    return manifest
+
+
+def write_corpus(
+    sessions: Iterable[Session],
+    out_dir: str | os.PathLike,
+    source: str = "",
+    kind: str = "import",
+    extra=None,
+) -> dict:
+    """Stream ``sessions`` into a corpus folder (sessions, facts, manifest) in this process.
+
+    The import path's counterpart of :func:`build_corpus`: one session is held at a time, so a
+    large import runs in flat memory. ``extra`` is a callable returning manifest fields known only
+    after the stream ends (an importer's report).
+    """
+    from evalkit.progress import track
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with AtomicWriter(out / "sessions.jsonl") as sfh, AtomicWriter(out / "facts.jsonl") as ffh:
+        rows, facts_rows = _write_encoded(map(_encoded, track(sessions, kind, unit="sessions")), sfh, ffh)
+    manifest = {
+        "kind": kind,
+        "seed": None,
+        "source": source,
+        "stats": corpus_stats(facts_rows, rows),
+        "skipped": [],
+        "sessions": rows,
+        **(extra() if extra else {}),
+    }
+    write_json(out / "manifest.json", manifest)
+    _drop_derived(out)
+    return manifest

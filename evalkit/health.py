@@ -1,0 +1,201 @@
+"""Metric health: before deciding, check that each metric can measure something in this run.
+
+A verdict built on a metric that cannot move is not evidence. Per run, from the metrics table
+and the config, this stage flags:
+
+- **constant**: one value across every arm and session (nothing to compare);
+- **constant by construction**: the backend, agent or settings fix it whatever the arms do
+  (:data:`BY_CONSTRUCTION`), said with the reason even when the data happen to vary;
+- **identical to the baseline**: an arm whose per-session values equal the baseline's in every
+  session (the arm did not change what this metric sees; noted for its success metrics);
+- **can invert under a proxy agent**: more information can score worse (:data:`INVERTS`).
+
+It also lists the arms whose code imports the ground truth or the probes (``shares_code``), and,
+for every candidate, the metrics its verdict rests on (its success metrics and guardrails) that
+are unhealthy, with a note. Everything goes to ``health.json`` in the run folder; the decide
+stage and the report read it from there.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalkit.corpus.io import write_json
+
+HEALTH_FILE = "health.json"
+GROUND_TRUTH = ("evalkit.facts", "evalkit.probes")
+
+
+def _heuristic(cfg: dict) -> bool:
+    return cfg.get("continuation", {}).get("agent", "heuristic") == "heuristic"
+
+
+def _no_source_budget(cfg: dict) -> bool:
+    return not cfg.get("replay", {}).get("summary_source_chars")
+
+
+# metric -> (condition on the config, reason): the metric cannot vary under that condition.
+BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
+    "stops": (
+        _heuristic,
+        "the heuristic agent follows the recording to its end, so it stops wherever the recording does",
+    ),
+    "lost_chars": (
+        _no_source_budget,
+        "no summary-source budget in this experiment (replay.summary_source_chars = 0): the summarizer sees "
+        "the whole head, so only a hard trim can lose text unseen; seed 003's stub rule never applies "
+        "(it is judged in experiments/seed003.toml)",
+    ),
+}
+
+# metric -> why more information can score worse under a proxy agent. ``first_action_match`` was
+# here until it was redefined (skipping a step the recording shows was redundant now matches).
+INVERTS: dict[str, str] = {}
+
+
+def _session_means(m: pd.DataFrame) -> pd.DataFrame:
+    ok = m[m["value"].notna()]
+    return ok.groupby(["metric", "arm", "session"], sort=False)["value"].mean().reset_index()
+
+
+def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
+    """Per metric: its distinct value count and the reasons it is unhealthy (empty when healthy)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, g in m[m["value"].notna()].groupby("metric", sort=True):
+        values = g["value"].round(12).unique()
+        reasons = []
+        if len(values) == 1:
+            reasons.append(f"constant: {values[0]:g} for every arm and session")
+        cond = BY_CONSTRUCTION.get(str(name))
+        if cond and cond[0](cfg):
+            reasons.append("constant by construction: " + cond[1])
+        if name in INVERTS:
+            reasons.append("can invert under a proxy agent: " + INVERTS[str(name)])
+        out[str(name)] = {"distinct_values": len(values), "rows": len(g), "unhealthy": reasons}
+    return out
+
+
+def identical_to_baseline(m: pd.DataFrame, baseline: str = "baseline") -> dict[str, list[str]]:
+    """Per arm: the metrics whose per-session mean equals the baseline's in every shared session."""
+    sm = _session_means(m)
+    base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"]
+    out: dict[str, list[str]] = {}
+    for arm, g in sm[sm["arm"] != baseline].groupby("arm", sort=True):
+        joined = (
+            g.set_index(["metric", "session"])["value"].to_frame("arm").join(base.rename("base"), how="inner")
+        )
+        if joined.empty:
+            continue
+        same = (joined["arm"] - joined["base"]).abs().le(1e-12).groupby(level="metric").all()
+        names = sorted(str(k) for k, v in same.items() if v)
+        if names:
+            out[str(arm)] = names
+    return out
+
+
+def _imports(module: str) -> set[str]:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return set()
+    out = set()
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def _policy_modules(arm: str) -> set[str]:
+    """Modules holding the code an arm changes relative to the baseline policy."""
+    from evalkit.replay.candidates import policy_for
+    from evalkit.replay.compactor import Policy
+
+    base, pol = Policy(), policy_for(arm)
+    mods = set()
+    for f in fields(Policy):
+        v, b = getattr(pol, f.name), getattr(base, f.name)
+        if v == b:
+            continue
+        items = v if isinstance(v, tuple) else (v,)
+        for it in items:
+            if callable(it):
+                mod = inspect.getmodule(it)
+                if mod is not None:
+                    mods.add(mod.__name__)
+        if f.name == "renderer":
+            mods.add("evalkit.replay.render")
+    return mods
+
+
+def shared_code(arms: list[str]) -> dict[str, list[str]]:
+    """Per arm: "module imports X" for each of its modules importing the ground truth or a probe."""
+    out: dict[str, list[str]] = {}
+    for arm in arms:
+        try:
+            mods = _policy_modules(arm)
+        except Exception:  # an external or unknown arm: nothing to inspect here
+            continue
+        notes = sorted(
+            f"{mod} imports {imp}" for mod in mods for imp in _imports(mod) if imp.startswith(GROUND_TRUTH)
+        )
+        if notes:
+            out[arm] = notes
+    return out
+
+
+def verdict_notes(
+    cfg: dict, flags: dict[str, dict[str, Any]], identical: dict[str, list[str]], arms: list[str]
+) -> dict[str, list[str]]:
+    """Per candidate: one note per metric its verdict rests on that is unhealthy for it."""
+    rules = cfg.get("rules", {})
+    guardrails = list(rules.get("guardrails", []))
+    out: dict[str, list[str]] = {}
+    for arm in arms:
+        spec = rules.get("candidates", {}).get(arm)
+        if not spec:
+            continue
+        success = list(spec.get("success", []))
+        notes = []
+        for metric in dict.fromkeys(success + [g for g in guardrails if g not in success]):
+            role = "success metric" if metric in success else "guardrail"
+            info = flags.get(metric)
+            if info is None:
+                notes.append(f"{role} {metric}: no values in this run")
+                continue
+            notes.extend(f"{role} {metric}: {r}" for r in info["unhealthy"])
+            # A guardrail equal to the baseline did no harm; a success metric equal to it is no evidence.
+            if metric in success and metric in identical.get(arm, []):
+                notes.append(f"{role} {metric}: identical to the baseline in every session")
+        if notes:
+            out[arm] = notes
+    return out
+
+
+def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
+    """Compute the run's metric health and write ``health.json``; returns what was written."""
+    from evalkit.metrics import read_metrics
+
+    run_dir = Path(run_dir)
+    m = read_metrics(run_dir / "metrics.parquet")
+    arms = list(cfg.get("replay", {}).get("arms", []))
+    baseline = cfg.get("rules", {}).get("baseline", "baseline")
+    flags = metric_flags(m, cfg)
+    identical = identical_to_baseline(m, baseline)
+    health = {
+        "metrics": flags,
+        "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
+        "identical_to_baseline": identical,
+        "shares_code": shared_code([a for a in arms if a != baseline]),
+        "verdict_notes": verdict_notes(cfg, flags, identical, [a for a in arms if a != baseline]),
+    }
+    write_json(run_dir / HEALTH_FILE, health)
+    return health
