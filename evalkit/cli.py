@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from evalkit.commands import COMMANDS, load_all
+from evalkit.redact import redact_text
 
 # Exit codes, documented in the README: 0 ok, 1 gate failed, 2 usage or data error.
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args._handler(args) or 0)
     except (ValueError, FileNotFoundError, KeyError) as e:
         # Data and usage errors get one clear line, not a traceback.
-        print(f"evalkit {args.verb}: error: {e}", file=sys.stderr)
+        print(redact_text(f"evalkit {args.verb}: error: {e}"), file=sys.stderr)
         return EXIT_USAGE
 
 

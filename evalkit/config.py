@@ -161,4 +161,7 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
     cfg = merge(DEFAULTS, raw)
     if overrides:
         cfg = merge(cfg, overrides)
+    from evalkit.config_check import check_config
+
+    check_config(raw, cfg, source)
     return Experiment(cfg, source, root)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.progress import log
+from evalkit.redact import redact_text, redact_value
 
 
 @dataclass(frozen=True)
@@ -57,14 +59,17 @@ def default_run_dir(exp: Experiment) -> Path:
 
 
 def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
-    """The resolved config, its hash, and the command that reproduces the run."""
+    """The resolved config, its hash, and the command that reproduces the run.
+
+    Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
+    of the config as given, so ``--resume`` still recognises it."""
     write_json(
         paths.config,
         {
-            "config": exp.config,
+            "config": redact_value(exp.config),
             "config_hash": exp.hash,
             "source": exp.source,
-            "command": "evalkit " + " ".join(argv),
+            "command": redact_text(shlex.join(["evalkit", *argv])),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },

@@ -24,6 +24,7 @@ from typing import Any
 
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.redact import redact_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 120.0
@@ -121,7 +122,10 @@ class OpenAIBackend(Backend):
     name = key_backend = "openai"
 
     def __init__(self, settings: dict):
-        self.base_url = base_url_of(settings)
+        # Credentials in the URL (user:pass@host) go to the SDK only; everything written (errors,
+        # cache rows, keys) sees the redacted URL.
+        self._endpoint = base_url_of(settings)
+        self.base_url = redact_text(self._endpoint)
         self.concurrency = max(1, int(settings.get("concurrency", 16)))
         self.timeout = float(settings.get("timeout", 60.0))
         self.max_retries = max(0, int(settings.get("max_retries", 6)))
@@ -140,7 +144,7 @@ class OpenAIBackend(Backend):
             import openai
 
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                api_key=self._api_key, base_url=self._endpoint, max_retries=0, timeout=self.timeout
             )
             self._sem = asyncio.Semaphore(self.concurrency)
 
@@ -175,7 +179,7 @@ class OpenAIBackend(Backend):
             msg = f"HTTP {e.status_code} from {self.base_url}: {e.message}"[:500]
             if e.status_code == 429 or e.status_code >= 500 or e.status_code == 408:
                 raise Retryable(msg, retry_after_s(e.response.headers)) from None
-            return ChatResponse(None, self.name, request.model, error=msg)
+            return ChatResponse(None, self.name, request.model, error=redact_text(msg))
         except openai.APITimeoutError:
             raise Retryable(f"timeout after {self.timeout:g}s from {self.base_url}") from None
         except openai.APIConnectionError as e:
@@ -234,7 +238,7 @@ class OpenAIBackend(Backend):
                         resp.error = "; ".join([*errors, resp.error])
                     return resp
                 except Retryable as e:
-                    errors.append(str(e))
+                    errors.append(redact_text(str(e)))
                     retry_after = e.retry_after
             if attempt < self.max_retries:
                 await asyncio.sleep(self._delay(attempt, retry_after))
@@ -261,7 +265,7 @@ class ReplayBackend(Backend):
 
     def __init__(self, settings: dict):
         self.key_backend = str(settings.get("replay_backend") or "openai")
-        self.base_url = base_url_of(settings) if self.key_backend == "openai" else ""
+        self.base_url = redact_text(base_url_of(settings)) if self.key_backend == "openai" else ""
 
     def __call__(self, request: ChatRequest) -> ChatResponse:  # the client never gets here
         raise RuntimeError("the replay backend answers from the cache only")
