@@ -20,6 +20,7 @@ from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.progress import log
 from evalkit.redact import redact_text, redact_value
+from evalkit.runlock import run_lock
 
 
 @dataclass(frozen=True)
@@ -170,11 +171,16 @@ def run_experiment(
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
     paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
-    paths.root.mkdir(parents=True, exist_ok=True)
+    # One writer per run folder: a second run stops here, naming the holder, before writing.
+    with run_lock(paths.root, redact_text(shlex.join(["evalkit", *(argv or ["run"])]))):
+        return _run_stages(exp, paths, argv, resume, report_out)
+
+
+def _run_stages(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out) -> RunPaths:
     if resume and paths.config.exists():
         old = json.loads(paths.config.read_text())["config_hash"]
         if old != exp.hash:
-            raise SystemExit(
+            raise ValueError(
                 f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
                 "use another --run-dir or drop --resume"
             )

@@ -99,6 +99,13 @@ class ModelClient:
                 if hit is not None:
                     self.stats.cache_hits += 1
                     return replace(hit, key=key)
+            # Another process may have answered and released between our miss and our claim:
+            # look again now that the claim is ours, or that call would be paid twice.
+            hit = cache.get(key) if self.policy == "use" else None
+            if hit is not None:
+                cache.release(key)
+                self.stats.cache_hits += 1
+                return replace(hit, key=key)
         try:
             resp = self.backend(request)
             resp.key = key
