@@ -29,6 +29,8 @@ from evalkit.tokens import message_tokens
 from .conftest import ROOT
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
+# Faults the client retries; a cut-off answer ("length") is an error, not retried (test_truncated.py).
+RETRIED = tuple(f for f in FAULTS if f != "length")
 REPLAY = {"window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 2}
 
 
@@ -90,7 +92,7 @@ def _assert_secret_absent(*paths: Path, texts: tuple[str, ...] = ()):
 def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_server_process, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     url, log_path = fake_server_process(
-        *[a for f in FAULTS for a in ("--fault", f"{f}=0.1")],
+        *[a for f in RETRIED for a in ("--fault", f"{f}=0.1")],
         *("--fault-latency", "0.05", "--retry-after", "0.01", "--hang", "1.0", "--no-bodies"),
     )
     arms = _register_test_arms(monkeypatch)
@@ -127,7 +129,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     # loaded machine): wait until the log has been quiet for a second (bounded).
     log = [e for e in settled_log(log_path, quiet=1.0) if e["method"] == "POST"]
     # Every fault type was injected, each at about 10% of requests.
-    share = {f: sum(e["fault"] == f for e in log) / len(log) for f in FAULTS}
+    share = {f: sum(e["fault"] == f for e in log) / len(log) for f in RETRIED}
     # (Loose bounds: extra attempts caused by a loaded machine's timeouts redraw faults.)
     assert all(0.04 < v < 0.2 for v in share.values()), share
     # Exactly the expected requests: one answered call per distinct request, no other request.

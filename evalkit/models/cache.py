@@ -92,6 +92,8 @@ class CallCache:
         if row is None:
             return None
         resp = ChatResponse.from_dict(json.loads(row[0]))
+        if not resp.ok:
+            return None  # a cut-off or failed answer (written by an older version) is never trusted
         resp.cached = True
         return resp
 

@@ -202,6 +202,19 @@ class OpenAIBackend(Backend):
             for tc in (msg.tool_calls or [])
         ]
         text = msg.content
+        if choices[0].finish_reason == "length":
+            # A cut-off answer is not a summary (nor a verdict): an error, never cached. Not
+            # retried: the same request under the same max_tokens would be cut again.
+            return ChatResponse(
+                None,
+                self.name,
+                request.model,
+                error=f"truncated: the answer hit max_tokens={request.max_tokens} (finish_reason=length)",
+                usage=usage,
+                latency_s=latency,
+                finish_reason="length",
+                cost_usd=cost_usd(self.prices, request.model, usage),
+            )
         if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
             raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
         if text is not None and is_refusal(text):
@@ -216,6 +229,7 @@ class OpenAIBackend(Backend):
             latency_s=latency,
             tool_calls=tool_calls,
             cost_usd=cost_usd(self.prices, request.model, usage),
+            finish_reason=choices[0].finish_reason,
         )
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
