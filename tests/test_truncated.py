@@ -28,8 +28,9 @@ def _model(url: str, cache) -> dict:
 
 
 @pytest.mark.slow
-def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server_process):
-    url, _ = fake_server_process("--fault", "length=1.0", "--no-bodies")
+def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server):
+    server = fake_server(FaultPlan({"length": 1.0}), log_bodies=False)
+    url, port = server.url, server.httpd.server_address[1]
     corpus = tiny_corpus(tmp_path / "corpus")
     cache = tmp_path / "calls.sqlite"
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=_model(url, cache))
@@ -47,13 +48,13 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
     assert len(scored) and scored.value.isna().all() and scored.error.str.contains("truncated").all()
 
     # The same requests against a healthy endpoint are sent again (nothing truncated was trusted).
-    url2, log2 = fake_server_process("--no-bodies")
-    exp2 = write_experiment(tmp_path / "exp2.toml", corpus, model=_model(url2, cache))
-    done = evalkit("run", "--config", str(exp2), "--run-dir", str(tmp_path / "run2"))
+    server.stop()
+    healthy = fake_server(None, port=port, log_bodies=False)  # same endpoint, so the same cache keys
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run2"))
     assert done.returncode == 0, done.stderr
     events2 = [json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()]
     assert events2 and all(e["summary_error"] is None and e["summary"] for e in events2)
-    sent = {e["key"] for e in answered(settled_log(log2)) if e["purpose"] == "summarize"}
+    sent = {e["key"] for e in answered(settled_log(healthy.log_path)) if e["purpose"] == "summarize"}
     assert {e["request_key"] for e in events} <= sent
 
 
