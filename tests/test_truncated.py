@@ -55,7 +55,8 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
     events2 = [json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()]
     assert events2 and all(e["summary_error"] is None and e["summary"] for e in events2)
     sent = {e["key"] for e in answered(settled_log(healthy.log_path)) if e["purpose"] == "summarize"}
-    assert {e["request_key"] for e in events} <= sent
+    # Each session's first compaction is the same request in both runs: sent again, not replayed.
+    assert {e["request_key"] for e in events if e["round"] == 1} <= sent
 
 
 def test_fault_rates_outside_0_1_are_refused():
