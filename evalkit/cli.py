@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from evalkit.commands import COMMANDS, load_all
+from evalkit.models.backends import EndpointUnusable
+from evalkit.models.client import CacheMiss
 from evalkit.redact import redact_text
 
 # Exit codes, documented in the README: 0 ok, 1 gate failed, 2 usage or data error.
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args._argv = argv
     try:
         return int(args._handler(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as e:
+    except (ValueError, FileNotFoundError, KeyError, EndpointUnusable, CacheMiss) as e:
         # Data and usage errors get one clear line, not a traceback.
         print(redact_text(f"evalkit {args.verb}: error: {e}"), file=sys.stderr)
         return EXIT_USAGE

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
         "concurrency": 16,
         "timeout": 60.0,
         "max_retries": 6,
+        "fail_fast_after": 5,  # consecutive refused/401/403/404 attempts before the run stops (0: never)
         "backoff_base": 0.5,
         "backoff_max": 30.0,
         "replay_backend": "openai",  # whose cached calls the replay backend answers from

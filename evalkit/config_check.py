@@ -89,6 +89,7 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
     _int(cfg, source, "model", "replicates", 1)
     _int(cfg, source, "model", "concurrency", 1)
     _int(cfg, source, "model", "max_retries", 0)
+    _int(cfg, source, "model", "fail_fast_after", 0)
     for key in ("timeout", "backoff_base", "backoff_max"):
         v = cfg["model"].get(key)
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:

@@ -112,6 +112,9 @@ def replay_session(
     events: list[Event] = []
     msgs = session.messages
     broken = False
+    # A failed summarizer call is retried on a schedule, not at every turn: after the k-th failure
+    # in a row, the next 2**k - 1 trigger points pass (a dead endpoint is asked O(log turns) times).
+    failures, wait = 0, 0
     for i, msg in enumerate(msgs):
         if broken:
             break
@@ -126,6 +129,9 @@ def replay_session(
             else:
                 fire = at_boundary and settings.trigger == "tokens" and tokens > settings.threshold
         if not fire:
+            continue
+        if wait:
+            wait -= 1
             continue
         job = Job(
             context,
@@ -152,6 +158,12 @@ def replay_session(
             broken = True
         if outcome is None:
             continue
+        failed_call = cache.memo.get(outcome.request_key or "")
+        if failed_call is not None and failed_call.error is not None:
+            failures += 1
+            wait = 2**failures - 1
+        else:
+            failures = 0
         event = _event(session, arm, settings, cache, context, tokens, i, job, outcome, counter)
         event.backend, event.model, event.replicate = backend_name, job.model, rep
         events.append(event)
