@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from evalkit.events import Event, events_path
 from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
 from evalkit.progress import track
 from evalkit.session import Session, session_from_dict
+from evalkit.workers import worker_pool
 
 DEFAULTS = {
     "enabled": True,
@@ -180,7 +180,7 @@ def run_continuation(
     workers = int(s["workers"] or 0) or os.cpu_count() or 1
     parallel = is_proxy(name) and client is None and workers > 1
     if parallel:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        pool = worker_pool(workers)
         jobs = (
             (corpus, span, _job_events(events, sid), name, settings, run, n, run_id) for sid, span in sessions
         )

@@ -46,6 +46,7 @@ from evalkit.session import (
     tool_pairs_valid,
 )
 from evalkit.tokens import get_counter, message_tokens
+from evalkit.workers import worker_pool
 
 
 class SessionCache:
@@ -320,7 +321,7 @@ def replay_corpus(
             results: Iterator[list[list[str]]] = map(_replay_line, jobs)
             pool = None
         else:
-            pool = ProcessPoolExecutor(max_workers=workers)
+            pool = worker_pool(workers)
             results = _bounded_map(pool, jobs, 2 * workers)
         try:
             for per_arm in track(results, "replay", total=n_sessions, unit="sessions"):
