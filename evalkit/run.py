@@ -18,6 +18,9 @@ from pathlib import Path
 
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
+from evalkit.models.usage import INVOCATION_ENV
+from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
+from evalkit.models.usage import summarize as summarize_usage
 from evalkit.progress import log
 from evalkit.redact import redact_text, redact_value
 from evalkit.runlock import run_lock
@@ -173,7 +176,21 @@ def run_experiment(
     paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
     # One writer per run folder: a second run stops here, naming the holder, before writing.
     with run_lock(paths.root, redact_text(shlex.join(["evalkit", *(argv or ["run"])]))):
-        return _run_stages(exp, paths, argv, resume, report_out)
+        # Tags this invocation's lines in the call ledger (workers inherit it).
+        os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
+        try:
+            return _run_stages(exp, paths, argv, resume, report_out)
+        finally:
+            write_model_usage(paths)
+
+
+def write_model_usage(paths: RunPaths) -> dict | None:
+    """``model-usage.json``: what the model client sent, retried, failed and found in the cache
+    during this run (evalkit.models.usage); written even when the run stops on an error."""
+    usage = summarize_usage(paths.root)
+    if usage is not None:
+        write_json(paths.root / USAGE_SUMMARY, usage)
+    return usage
 
 
 def _run_stages(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out) -> RunPaths:
@@ -218,6 +235,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out
         cont = timed("continuation", stage_continuation, exp, paths)
         log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
     write_model_call_stats(exp, paths)
+    write_model_usage(paths)
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from evalkit.models.backends import Backend, cache_path, get_backend
 from evalkit.models.cache import CallCache
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.models.usage import record
 
 POLICIES = ("use", "refresh", "off")
 
@@ -39,7 +40,14 @@ class ClientStats:
 class ModelClient:
     """A backend behind the call cache. Use :func:`make_client` to get one."""
 
-    def __init__(self, backend: Backend, cache: CallCache | None, policy: str = "use", replicates: int = 1):
+    def __init__(
+        self,
+        backend: Backend,
+        cache: CallCache | None,
+        policy: str = "use",
+        replicates: int = 1,
+        run_dir: str | os.PathLike | None = None,
+    ):
         if policy not in POLICIES:
             raise ValueError(f"[model] cache = {policy!r}: expected one of {', '.join(POLICIES)}")
         self.backend = backend
@@ -47,6 +55,9 @@ class ModelClient:
         self.policy = policy
         self.replicates = max(1, int(replicates))
         self.stats = ClientStats()
+        # Calls are counted into the run folder's ledger (evalkit.models.usage); a computed
+        # stand-in (not cacheable) costs nothing and is not counted.
+        self.run_dir = run_dir if (backend.cacheable or backend.cache_only) else None
         self._lock = threading.Lock()
         self._inflight: dict[str, Future] = {}
 
@@ -68,7 +79,9 @@ class ModelClient:
             else:
                 self.stats.shared += 1
         if not owner:
-            return replace(fut.result(), cached=True)
+            resp = replace(fut.result(), cached=True)
+            self._count("shared", request, resp)
+            return resp
         try:
             resp = self._resolve(key, request)
             fut.set_result(resp)
@@ -85,9 +98,9 @@ class ModelClient:
         if cache is not None and (self.policy == "use" or self.backend.cache_only):
             hit = cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
-                return replace(hit, key=key)
+                return self._hit(hit, key, request)
         if self.backend.cache_only:
+            self._count("miss", request)
             raise CacheMiss(
                 f"replay backend: no cached answer for request {key[:12]} "
                 f"(model {request.model!r}, purpose {request.purpose}, replicate {request.replicate}) "
@@ -97,27 +110,52 @@ class ModelClient:
             while not cache.claim(key):
                 hit = cache.wait(key)
                 if hit is not None:
-                    self.stats.cache_hits += 1
-                    return replace(hit, key=key)
+                    return self._hit(hit, key, request)
             # Another process may have answered and released between our miss and our claim:
             # look again now that the claim is ours, or that call would be paid twice.
             hit = cache.get(key) if self.policy == "use" else None
             if hit is not None:
                 cache.release(key)
-                self.stats.cache_hits += 1
-                return replace(hit, key=key)
+                return self._hit(hit, key, request)
         try:
-            resp = self.backend(request)
+            try:
+                resp = self.backend(request)
+            except BaseException:
+                self._count("failed", request)
+                raise
             resp.key = key
             with self._lock:
                 self.stats.sent += 1
                 self.stats.errors += 0 if resp.ok else 1
+            self._count("sent" if resp.ok else "failed", request, resp)
             if cache is not None and self.policy != "off":
                 cache.put(key, request, resp, self.backend.base_url)
             return resp
         finally:
             if cache is not None and self.policy != "off":
                 cache.release(key)
+
+    def _hit(self, hit: ChatResponse, key: str, request: ChatRequest) -> ChatResponse:
+        with self._lock:
+            self.stats.cache_hits += 1
+        self._count("cache_hit", request, hit)
+        return replace(hit, key=key)
+
+    def _count(self, outcome: str, request: ChatRequest, resp: ChatResponse | None = None) -> None:
+        if self.run_dir is None:
+            return
+        paid = outcome in ("sent", "failed")
+        record(
+            self.run_dir,
+            outcome=outcome,
+            backend=self.backend.name,
+            model=request.model,
+            purpose=request.purpose,
+            attempts=(resp.attempts if resp is not None else 1) if paid else 0,
+            input_tokens=int(resp.usage.get("prompt_tokens", 0)) if paid and resp else 0,
+            output_tokens=int(resp.usage.get("completion_tokens", 0)) if paid and resp else 0,
+            cost_usd=resp.cost_usd if paid and resp else None,
+        )
 
     def map(self, requests: Iterable[ChatRequest], concurrency: int | None = None) -> list[ChatResponse]:
         """Answer many independent requests concurrently; results in input order."""
@@ -147,7 +185,7 @@ def build_client(settings: dict, run_dir=None) -> ModelClient:
     backend = get_backend(settings)
     wants_cache = backend.cacheable or backend.cache_only
     cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
-    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)))
+    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)), run_dir)
 
 
 def client_for(settings: dict, run_dir=None) -> ModelClient:

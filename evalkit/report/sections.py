@@ -19,6 +19,7 @@ from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
 from evalkit.report.markdown import code, heading_anchor, interval, name, num, pval, rel_link, slug, table
+from evalkit.report.usage import usage_rows
 
 VERDICT_MARK = {
     "ship": "✅ ship",
@@ -162,6 +163,8 @@ def _first(d: dict, *keys: str) -> Any:
 
 def _model_stat_rows(data: ReportData, standin: bool) -> list[list[str]]:
     s = data.model_stats
+    if s.get("source") == "client":  # model-usage.json, counted by the client
+        return usage_rows(s, standin)
     s = s.get("total") or s.get("totals") or s
     if not isinstance(s, dict) or not s:
         why = "n/a (no model-call statistics in the run folder)"
