@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit import completion
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.models.usage import INVOCATION_ENV
@@ -169,7 +170,8 @@ def run_experiment(
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
 ) -> RunPaths:
-    """Run every stage; with ``resume`` a stage whose output exists is not run again.
+    """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
+    outputs (evalkit.completion) is not run again.
 
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
@@ -211,29 +213,59 @@ def _run_stages(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 
-    manifest_path = paths.corpus / "manifest.json"
-    if resume and manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+    # --resume skips a stage only when its completion marker matches (evalkit.completion).
+    def skip(stage: str, inputs: dict, outputs: list[Path]) -> bool:
+        if not resume:
+            completion.clear(paths.root, stage)
+            return False
+        why = completion.check(paths.root, stage, inputs, outputs)
+        if why is None:
+            log(f"resume: {stage} is complete, skipped")
+            return True
+        log(f"resume: {stage} runs again: {why}")
+        completion.clear(paths.root, stage)
+        return False
+
+    base = {"config_hash": exp.hash}
+    corpus_out = [paths.corpus / n for n in ("sessions.jsonl", "facts.jsonl", "manifest.json")]
+    corpus_section = exp.section("corpus")
+    corpus_in = dict(base)
+    if corpus_section.get("kind") == "path" and corpus_section.get("path"):
+        corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
+    if skip("corpus", corpus_in, corpus_out):
+        manifest = json.loads((paths.corpus / "manifest.json").read_text())
     else:
         manifest = timed("corpus", stage_corpus, exp, paths)
+        completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
     n = manifest["stats"]["sessions"]
     log(
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
-    if not (resume and all((paths.events / f"{a}.jsonl").exists() for a in arms)):
+    from evalkit.events import events_path
+
+    events_out = [events_path(paths.root, a) for a in arms]
+    replay_in = {**base, "corpus": completion.fingerprint(corpus_out[0]), "commands": completion.command_files(arms)}
+    if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)
         log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
-    scored = not (resume and paths.metrics.exists())
-    if scored:
+        completion.mark(paths.root, "replay", replay_in, events_out, counts)
+    # Continuation rows are merged into metrics.parquet, so scoring and continuation are one stage.
+    cont_on = exp.section("continuation").get("enabled", True)
+    score_out = [paths.metrics] + ([paths.root / "continuation" / "manifest.json"] if cont_on else [])
+    score_in = {
+        **base,
+        "corpus": completion.fingerprint(corpus_out[0]),
+        "events": completion.files(paths.root, events_out),
+        "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+    }
+    if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths)
         log(f"score: {rows} metric rows")
-    # Part of scoring: continuation rows are merged into metrics.parquet, so they follow a re-score.
-    if exp.section("continuation").get("enabled", True) and (
-        scored or not (paths.root / "continuation" / "manifest.json").exists()
-    ):
-        cont = timed("continuation", stage_continuation, exp, paths)
-        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        if cont_on:
+            cont = timed("continuation", stage_continuation, exp, paths)
+            log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
     write_model_call_stats(exp, paths)
     write_model_usage(paths)
     timed("decide", stage_decide, exp, paths)
