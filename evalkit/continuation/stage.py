@@ -120,10 +120,16 @@ def continue_session(
     for arm, (path, spans) in events.items():
         for ev in (_parse_event(read_span(path, sp)) for sp in spans):
             inp = ContinuationInput.from_event(ev, rec, by_id, n, texts)
-            try:
-                transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
-            except Exception as e:  # an agent bug is an error row for this event, never a zero
-                transcript = Transcript(error=f"{type(e).__name__}: {e}")
+            # A failed compaction that removed nothing left no compacted context to continue from:
+            # its rows are errors, not values. (One that removed messages without a summary is
+            # the candidate's behaviour, seed 003's, and is continued.)
+            if ev.summary_error and not ev.removed_ids:
+                transcript = Transcript(error=f"summary failed: {ev.summary_error}")
+            else:
+                try:
+                    transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
+                except Exception as e:  # an agent bug is an error row for this event, never a zero
+                    transcript = Transcript(error=f"{type(e).__name__}: {e}")
             c = out.counts
             c["continuations"] += 1
             c["errors"] += transcript.error is not None
