@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 from evalkit.commands import COMMANDS, load_all
@@ -38,9 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     args._argv = argv
     try:
         return int(args._handler(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError, EndpointUnusable, CacheMiss) as e:
-        # Data and usage errors get one clear line, not a traceback.
-        print(redact_text(f"evalkit {args.verb}: error: {e}"), file=sys.stderr)
+    except (ValueError, OSError, KeyError, sqlite3.DatabaseError, EndpointUnusable, CacheMiss) as e:
+        # Data and usage errors get one clear line (secrets redacted), not a traceback.
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        line = " ".join(f"evalkit {args.verb}: error: {msg}".split())
+        print(redact_text(line), file=sys.stderr)
         return EXIT_USAGE
 
 

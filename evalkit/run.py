@@ -89,6 +89,17 @@ def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
     return build_corpus(section, exp.seed, paths.corpus, src, int(exp.section("replay").get("workers") or 0))
 
 
+def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
+    """A corpus whose session ids repeat would mix two sessions' events: ValueError naming the
+    file and the lines."""
+    from evalkit.corpus import index_jsonl
+
+    for sid, spans in index_jsonl(path, "id").items():
+        if len(spans) > 1:
+            lines = ", ".join(str(sp[2]) for sp in spans[:5])
+            raise ValueError(f"{source or path}: session id {sid!r} appears on lines {lines}; ids must be unique")
+
+
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
     from evalkit.replay import replay_corpus
 
@@ -236,6 +247,8 @@ def _run_stages(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out
         manifest = json.loads((paths.corpus / "manifest.json").read_text())
     else:
         manifest = timed("corpus", stage_corpus, exp, paths)
+        src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
+        check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
         completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
     n = manifest["stats"]["sessions"]
     log(

@@ -43,6 +43,8 @@ def toml_value(v) -> str:
         return "true" if v else "false"
     if isinstance(v, str):
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k} = {toml_value(x)}" for k, x in v.items()) + "}"
     if isinstance(v, list):
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
     return repr(v)

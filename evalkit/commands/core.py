@@ -73,6 +73,14 @@ def cmd_validate(args) -> int:
         return 2
     for e in stats.skipped:
         print(e, file=sys.stderr)
+    from evalkit.run import check_unique_ids
+
+    src = Path(args.path)
+    try:
+        check_unique_ids(src / "sessions.jsonl" if src.is_dir() else src)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
     print(stats.summary())
     return 2 if stats.skipped else 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from evalkit.commands import arguments, command
 
@@ -38,6 +39,8 @@ def cmd_import(args) -> int:
     from evalkit.importers import IMPORTERS, import_to_corpus, load_all
 
     load_all()
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"{args.out}: --out must be a folder (the corpus is written into it), not a file")
     if args.format != "auto":
         IMPORTERS.get(args.format)  # unknown names fail here with the list of known ones
     options = {}

@@ -73,8 +73,14 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.stale_s = stale_s
         self._local = threading.local()
-        with self._conn() as c:
-            c.executescript(SCHEMA)
+        try:
+            with self._conn() as c:
+                c.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            # A truncated or foreign file: a data error naming the file, not a traceback.
+            raise ValueError(
+                f"{self.path}: not a usable call cache ({e}); move it away or set [model] cache_path"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
