@@ -6,7 +6,7 @@ import argparse
 import sqlite3
 import sys
 
-from evalkit.commands import COMMANDS, load_all
+from evalkit.commands import COMMANDS, load_all, terminal_safe
 from evalkit.models.backends import EndpointUnusable
 from evalkit.models.client import CacheMiss
 from evalkit.redact import redact_text
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         # Data and usage errors get one clear line (secrets redacted), not a traceback.
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         line = " ".join(f"evalkit {args.verb}: error: {msg}".split())
-        print(redact_text(line), file=sys.stderr)
+        print(terminal_safe(redact_text(line)), file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -2,7 +2,8 @@
 
 A run folder holds the resolved config and its hash, the corpus (sessions, facts, manifest),
 events per arm, the metrics table, the decision and the report. Every stage only reads what the
-earlier ones wrote, so re-scoring, re-deciding or re-reporting never calls a model again.
+earlier ones wrote; re-deciding and re-reporting call no model, and re-scoring calls one only for
+model-judged probes, through the call cache (an unchanged run's re-score sends 0 requests).
 """
 
 from __future__ import annotations
@@ -63,6 +64,22 @@ def default_run_dir(exp: Experiment) -> Path:
     return exp.root / "runs" / f"{exp.name}-{exp.hash[:8]}"
 
 
+def shell_command(argv: list[str]) -> str:
+    """``argv`` as one line a POSIX shell runs back to the same arguments: shell-quoted, and
+    control characters (a newline in an arm name) written as ``$'\\n'`` so the line stays one."""
+
+    def quote(a: str) -> str:
+        if a.isprintable():
+            return shlex.quote(a)
+        body = "".join(
+            c if c.isprintable() and c not in "\\'" else ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\U{ord(c):08x}")
+            for c in a
+        )
+        return f"$'{body}'"
+
+    return " ".join(quote(a) for a in argv)
+
+
 def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
     """The resolved config, its hash, and the command that reproduces the run.
 
@@ -74,7 +91,7 @@ def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
             "config": redact_value(exp.config),
             "config_hash": exp.hash,
             "source": exp.source,
-            "command": redact_text(shlex.join(["evalkit", *argv])),
+            "command": redact_text(shell_command(["evalkit", *argv])),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },
@@ -188,7 +205,7 @@ def run_experiment(
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
     paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
     # One writer per run folder: a second run stops here, naming the holder, before writing.
-    with run_lock(paths.root, redact_text(shlex.join(["evalkit", *(argv or ["run"])]))):
+    with run_lock(paths.root, redact_text(shell_command(["evalkit", *(argv or ["run"])]))):
         # Tags this invocation's lines in the call ledger (workers inherit it).
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:

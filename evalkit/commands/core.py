@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.commands import arguments, command, terminal_safe
 
 
 def _run_args(p):
@@ -69,10 +69,10 @@ def cmd_validate(args) -> int:
         for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
             pass
     except CorpusError as e:
-        print(e, file=sys.stderr)
+        print(terminal_safe(str(e)), file=sys.stderr)
         return 2
     for e in stats.skipped:
-        print(e, file=sys.stderr)
+        print(terminal_safe(str(e)), file=sys.stderr)
     from evalkit.run import check_unique_ids
 
     src = Path(args.path)
@@ -105,7 +105,7 @@ def cmd_facts(args) -> int:
                 out.write(json.dumps(facts_to_dict(f)) + "\n")
             else:
                 print(
-                    f"{s.id}: {len(f.tallies)} tallies, {len(f.failures)} failing commands, "
+                    f"{terminal_safe(s.id)}: {len(f.tallies)} tallies, {len(f.failures)} failing commands, "
                     f"{len(f.constraints)} constraints, {len(f.files_modified)} files modified, "
                     f"{len(f.compactions)} recorded compactions"
                 )

@@ -129,6 +129,10 @@ class CallCache:
         )
         self.release(key)
 
+    def delete(self, key: str) -> None:
+        """Forget one answer (a reply the caller found unusable must not be replayed)."""
+        self._conn().execute("DELETE FROM calls WHERE key = ?", (key,))
+
     # -- cross-process single-flight -------------------------------------------------------------
     def claim(self, key: str) -> bool:
         """True if this process may send the call for ``key`` now; False if another live process

@@ -135,6 +135,12 @@ class ModelClient:
             if cache is not None and self.policy != "off":
                 cache.release(key)
 
+    def forget(self, request: ChatRequest) -> None:
+        """Drop ``request``'s cached answer: the caller could not use it (an unparseable
+        verdict), so the next run asks again instead of replaying it forever."""
+        if self.cache is not None:
+            self.cache.delete(self.key(request))
+
     def _hit(self, hit: ChatResponse, key: str, request: ChatRequest) -> ChatResponse:
         with self._lock:
             self.stats.cache_hits += 1

@@ -282,21 +282,25 @@ def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int
         if not answer.ok:
             raise RuntimeError(f"answer call failed: {answer.error}")
         payload = {"question": q["text"], "expected_facts": q["expected"], "answer": answer.text}
-        verdict = client(
-            ChatRequest(
-                model=name,
-                messages=(
-                    {"role": "system", "content": JUDGE_SYSTEM},
-                    {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
-                ),
-                max_tokens=300,
-                replicate=r,
-                purpose="judge",
-            )
+        ask = ChatRequest(
+            model=name,
+            messages=(
+                {"role": "system", "content": JUDGE_SYSTEM},
+                {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+            ),
+            max_tokens=300,
+            replicate=r,
+            purpose="judge",
         )
+        verdict = client(ask)
         if not verdict.ok:
             raise RuntimeError(f"judge call failed: {verdict.error}")
-        g = parse_grades(verdict.text or "")
+        try:
+            g = parse_grades(verdict.text or "")
+        except ValueError:
+            if hasattr(client, "forget"):
+                client.forget(ask)  # an unparseable verdict is not replayed by the next run
+            raise
         g["answer"] = answer.text
         grades.append(g)
     mean = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}
