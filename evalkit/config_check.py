@@ -57,11 +57,13 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
             if section in _FREE or not default:
                 continue
             _unknown(source, section, given, default)
+            _types(source, section, given, default)
     model_keys = DEFAULTS["model"]
     cont_model = cfg["continuation"].get("model")
     if not isinstance(cont_model, dict):
         raise _err(source, "continuation.model", "expected a table")
     _unknown(source, "continuation.model", cont_model, model_keys)
+    _types(source, "continuation.model", cont_model, model_keys)
 
     r = cfg["replay"]
     window = _int(cfg, source, "replay", "window", 1)
@@ -98,6 +100,34 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
         raise _err(source, "seed", f"{cfg.get('seed')!r} is not an integer")
     if not isinstance(cfg.get("name"), str) or not cfg["name"].strip() or "/" in cfg["name"]:
         raise _err(source, "name", f"{cfg.get('name')!r}: expected a non-empty name without '/'")
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, int | float):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a table"
+    return type(v).__name__
+
+
+def _types(source: str, section: str, given: dict, known: dict) -> None:
+    """Each value has its default's type (an integer where a number is expected is fine)."""
+    for k, default in known.items():
+        if k not in given:
+            continue
+        v, want = given[k], _kind(default)
+        if _kind(v) != want:
+            raise _err(source, f"{section}.{k}", f"{v!r} is {_kind(v)}, expected {want}")
+        if isinstance(default, int) and not isinstance(default, bool) and isinstance(v, float) and not v.is_integer():
+            raise _err(source, f"{section}.{k}", f"{v!r} is not an integer")
+        if isinstance(default, int | float) and not isinstance(default, bool) and v != v:
+            raise _err(source, f"{section}.{k}", "NaN is not a value")
 
 
 def _unknown(source: str, section: str, given: dict, known: dict) -> None:

@@ -64,7 +64,11 @@ def cmd_import(args) -> int:
         f"  facts: {st['tallies']} tallies, {st['failing_commands']} failing commands, {st['constraints']} constraints"
     )
     print(f"corpus written to {args.out}")
-    return 0 if report.sessions else 2
+    if not report.sessions:
+        where = ", ".join(str(p) for p in args.paths)
+        print(f"evalkit import: error: {where}: no session imported (problems above)", file=sys.stderr)
+        return 2
+    return 0
 
 
 @command("importers", "list the session importers with what each reads")
