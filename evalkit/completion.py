@@ -66,7 +66,9 @@ def _marker(root: Path, stage: str) -> Path:
     return root / DONE_DIR / f"{stage}.json"
 
 
-def mark(root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path], counts: dict | None = None) -> None:
+def mark(
+    root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path], counts: dict | None = None
+) -> None:
     """Record that ``stage`` finished from ``inputs`` with ``outputs``."""
     d = root / DONE_DIR
     d.mkdir(parents=True, exist_ok=True)
@@ -91,7 +93,9 @@ def check(root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path]) -
     except (OSError, ValueError):
         return "unreadable completion marker"
     if m.get("inputs") != json.loads(json.dumps(inputs)):
-        changed = sorted(k for k in set(inputs) | set(m.get("inputs", {})) if inputs.get(k) != m["inputs"].get(k))
+        changed = sorted(
+            k for k in set(inputs) | set(m.get("inputs", {})) if inputs.get(k) != m["inputs"].get(k)
+        )
         return f"inputs changed ({', '.join(changed)})"
     now = files(root, outputs)
     if now != m.get("outputs"):

@@ -77,7 +77,9 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
         raise _err(source, "replay.reserve", f"{reserve} leaves no room in a window of {window}")
     if keep >= window - reserve:
         raise _err(
-            source, "replay.keep_recent", f"{keep} ≥ the trigger threshold window - reserve = {window - reserve}"
+            source,
+            "replay.keep_recent",
+            f"{keep} ≥ the trigger threshold window - reserve = {window - reserve}",
         )
     arms = r.get("arms")
     if not isinstance(arms, list) or not arms or not all(isinstance(a, str) and a.strip() for a in arms):
@@ -124,7 +126,12 @@ def _types(source: str, section: str, given: dict, known: dict) -> None:
         v, want = given[k], _kind(default)
         if _kind(v) != want:
             raise _err(source, f"{section}.{k}", f"{v!r} is {_kind(v)}, expected {want}")
-        if isinstance(default, int) and not isinstance(default, bool) and isinstance(v, float) and not v.is_integer():
+        if (
+            isinstance(default, int)
+            and not isinstance(default, bool)
+            and isinstance(v, float)
+            and not v.is_integer()
+        ):
             raise _err(source, f"{section}.{k}", f"{v!r} is not an integer")
         if isinstance(default, int | float) and not isinstance(default, bool) and v != v:
             raise _err(source, f"{section}.{k}", "NaN is not a value")

@@ -52,7 +52,9 @@ def run_lock(root: str | os.PathLike, command: str = "evalkit run") -> Iterator[
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
-    me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "command": command})
+    me = json.dumps(
+        {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "command": command}
+    )
     if fcntl is None:  # pragma: no cover
         yield from _exclusive_file(root, path, me)
         return

@@ -28,16 +28,40 @@ FUZZ = settings(
 )
 
 scalars = st.one_of(
-    st.integers(-10**6, 10**6),
+    st.integers(-(10**6), 10**6),
     st.floats(allow_nan=False, allow_infinity=False, width=32),
     st.booleans(),
     st.text(max_size=12),
 )
-values = st.one_of(scalars, st.lists(scalars, max_size=3), st.dictionaries(st.text(min_size=1, max_size=6), scalars, max_size=2))
+values = st.one_of(
+    scalars,
+    st.lists(scalars, max_size=3),
+    st.dictionaries(st.text(min_size=1, max_size=6), scalars, max_size=2),
+)
 SECTION_KEYS = {
     "corpus": ["kind", "sessions", "path", "on_error", "sesions"],
-    "replay": ["arms", "window", "reserve", "keep_recent", "trigger", "max_messages", "workers", "tokenizer", "windw"],
-    "model": ["backend", "model", "replicates", "cache", "concurrency", "timeout", "max_retries", "api_key", "modle"],
+    "replay": [
+        "arms",
+        "window",
+        "reserve",
+        "keep_recent",
+        "trigger",
+        "max_messages",
+        "workers",
+        "tokenizer",
+        "windw",
+    ],
+    "model": [
+        "backend",
+        "model",
+        "replicates",
+        "cache",
+        "concurrency",
+        "timeout",
+        "max_retries",
+        "api_key",
+        "modle",
+    ],
     "score": ["suite", "suit"],
     "continuation": ["enabled", "agent", "max_calls", "model"],
     "rules": ["default", "x"],
@@ -74,13 +98,21 @@ def _check(code: int, err: str, files: list[Path]) -> None:
 )
 def test_fuzz_run_config(base, tmp_path, capsys, edits):
     _, corpus, _ = base
-    cfg = {"corpus": {"kind": "path", "path": str(corpus)}, "replay": {"workers": 1, "window": 40000, "reserve": 4000, "keep_recent": 5000}, "score": {}, "continuation": {"enabled": False}, "model": {}}
+    cfg = {
+        "corpus": {"kind": "path", "path": str(corpus)},
+        "replay": {"workers": 1, "window": 40000, "reserve": 4000, "keep_recent": 5000},
+        "score": {},
+        "continuation": {"enabled": False},
+        "model": {},
+    }
     for section, data in edits:
         key = data.draw(st.sampled_from(SECTION_KEYS[section]))
         cfg.setdefault(section, {})[key] = data.draw(values)
     # Never a real endpoint: only offline backends or names that do not exist.
     if "backend" in cfg["model"]:
-        cfg["model"]["backend"] = str(cfg["model"]["backend"]) if cfg["model"]["backend"] in ("replay",) else "nonesuch"
+        cfg["model"]["backend"] = (
+            str(cfg["model"]["backend"]) if cfg["model"]["backend"] in ("replay",) else "nonesuch"
+        )
     cfg["model"].setdefault("base_url", "http://127.0.0.1:9/v1")
     exp = tmp_path / f"exp-{abs(hash(json.dumps(cfg, sort_keys=True, default=str))) % 10**8}.toml"
     lines = ['name = "fuzz"']
@@ -96,7 +128,12 @@ def test_fuzz_run_config(base, tmp_path, capsys, edits):
 
 lines = st.one_of(
     st.text(max_size=60),
-    st.builds(json.dumps, st.dictionaries(st.sampled_from(["id", "messages", "schema", "meta", "role", "blocks"]), values, max_size=4)),
+    st.builds(
+        json.dumps,
+        st.dictionaries(
+            st.sampled_from(["id", "messages", "schema", "meta", "role", "blocks"]), values, max_size=4
+        ),
+    ),
 )
 
 
@@ -118,7 +155,17 @@ def test_fuzz_corpus_files(base, tmp_path, capsys, records, verb):
 
 @FUZZ
 @given(
-    damage=st.sampled_from(["config.json", "metrics.parquet", "decision.json", "events/baseline.jsonl", "corpus/sessions.jsonl", "model-calls.sqlite", "manifest"]),
+    damage=st.sampled_from(
+        [
+            "config.json",
+            "metrics.parquet",
+            "decision.json",
+            "events/baseline.jsonl",
+            "corpus/sessions.jsonl",
+            "model-calls.sqlite",
+            "manifest",
+        ]
+    ),
     content=st.one_of(st.binary(max_size=40), st.text(max_size=40).map(str.encode)),
     verb=st.sampled_from(["report", "gate", "score", "compare", "continuation-table", "cache"]),
 )
@@ -145,8 +192,14 @@ def test_fuzz_run_folders(base, tmp_path, capsys, damage, content, verb):
 @settings(FUZZ, max_examples=12)
 @given(
     table=st.dictionaries(
-        st.sampled_from(["run", "arm", "session", "event", "round", "replicate", "metric", "value", "error", "x"]),
-        st.lists(st.one_of(st.integers(-3, 3), st.text(max_size=5), st.none(), st.floats(allow_nan=True)), min_size=2, max_size=2),
+        st.sampled_from(
+            ["run", "arm", "session", "event", "round", "replicate", "metric", "value", "error", "x"]
+        ),
+        st.lists(
+            st.one_of(st.integers(-3, 3), st.text(max_size=5), st.none(), st.floats(allow_nan=True)),
+            min_size=2,
+            max_size=2,
+        ),
         min_size=1,
         max_size=9,
     ),
@@ -163,18 +216,62 @@ def test_fuzz_metrics_tables_and_rules(base, tmp_path, capsys, table, rules):
         pd.DataFrame(table).astype(str).to_parquet(run / "metrics.parquet")
     rf = tmp_path / "rules.toml"
     rf.write_text("\n".join(f"{json.dumps(k)} = {toml_value(v)}" for k, v in rules.items()) + "\n")
-    for args in (["gate", str(run), "--rules", str(rf), "--out", str(tmp_path / "g")], ["report", str(run), "--out", str(tmp_path / "r")]):
+    for args in (
+        ["gate", str(run), "--rules", str(rf), "--out", str(tmp_path / "g")],
+        ["report", str(run), "--out", str(tmp_path / "r")],
+    ):
         code = main(args)
         _check(code, capsys.readouterr().err, [run / "metrics.parquet", rf, run])
 
 
 # Verbs whose every argument can be fuzzed cheaply (run, bench and fake-server are long-running
 # by design; run's inputs are fuzzed through its config above).
-QUICK_VERBS = ["validate", "facts", "candidates", "report", "compare", "gate", "import", "importers", "cache", "probes", "score", "continue", "continuation-table", "synth"]
+QUICK_VERBS = [
+    "validate",
+    "facts",
+    "candidates",
+    "report",
+    "compare",
+    "gate",
+    "import",
+    "importers",
+    "cache",
+    "probes",
+    "score",
+    "continue",
+    "continuation-table",
+    "synth",
+]
 
 
 @FUZZ
-@given(verb=st.sampled_from(QUICK_VERBS), words=st.lists(st.sampled_from(["MISSING", "FILE", "DIR", "--out", "--sessions", "-1", "0", "x=y", "--rules", "stats", "--arms", ",", "--suite", "--fail-on", "nonsense", "--require", "a=b"]), max_size=5))
+@given(
+    verb=st.sampled_from(QUICK_VERBS),
+    words=st.lists(
+        st.sampled_from(
+            [
+                "MISSING",
+                "FILE",
+                "DIR",
+                "--out",
+                "--sessions",
+                "-1",
+                "0",
+                "x=y",
+                "--rules",
+                "stats",
+                "--arms",
+                ",",
+                "--suite",
+                "--fail-on",
+                "nonsense",
+                "--require",
+                "a=b",
+            ]
+        ),
+        max_size=5,
+    ),
+)
 def test_fuzz_argv(base, tmp_path, capsys, verb, words):
     f = tmp_path / "file.txt"
     f.write_text("not what any verb wants\n")
@@ -190,4 +287,8 @@ def test_fuzz_argv(base, tmp_path, capsys, verb, words):
         code = main(argv)
     except SystemExit as e:  # argparse: a usage error
         code = e.code
-    _check(code, capsys.readouterr().err, [f, d, tmp_path / "missing", tmp_path / "synth", *[Path(w) for w in argv]])
+    _check(
+        code,
+        capsys.readouterr().err,
+        [f, d, tmp_path / "missing", tmp_path / "synth", *[Path(w) for w in argv]],
+    )

@@ -28,7 +28,9 @@ def test_unusable_endpoint_stops_with_exit_2(tmp_path, fake_server_process, wher
         url = fake_server_process("--no-bodies")[0] + "/no-such-path"
     corpus = tiny_corpus(tmp_path / "corpus")
     # Default retries and backoff: the run must stop on its own, well before the 60 s bound.
-    exp = write_experiment(tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url})
+    exp = write_experiment(
+        tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
+    )
     run = tmp_path / "run"
     done = evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=60)
     assert done.returncode == 2, done.stderr

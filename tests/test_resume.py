@@ -47,7 +47,10 @@ def test_resume_with_an_external_arm_keeps_metrics_matching_events(tmp_path):
     run = tmp_path / "run"
     _run(exp, run)
     done = _run(exp, run, "--resume")
-    assert "resume: replay is complete, skipped" in done.stderr and "resume: score is complete, skipped" in done.stderr
+    assert (
+        "resume: replay is complete, skipped" in done.stderr
+        and "resume: score is complete, skipped" in done.stderr
+    )
     # An events file changed behind the run's back (another replay, an edit): re-scored.
     ext = next(p for p in (run / "events").glob("*.jsonl") if "external" in p.name)
     lines = ext.read_text().splitlines(keepends=True)

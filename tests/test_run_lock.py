@@ -69,7 +69,16 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
     )
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "evalkit", "run", "--config", str(exp), "--run-dir", str(tmp_path / f"run{i}")],
+            [
+                sys.executable,
+                "-m",
+                "evalkit",
+                "run",
+                "--config",
+                str(exp),
+                "--run-dir",
+                str(tmp_path / f"run{i}"),
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

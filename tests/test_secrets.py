@@ -18,7 +18,9 @@ CFG_KEY = "sk-planted-CFGKEY-0123456789abcdef"
 @pytest.mark.parametrize("backend", ["extractive", "openai"])
 def test_api_key_in_config_is_refused_before_anything_is_written(tmp_path, backend):
     exp = write_experiment(
-        tmp_path / "exp.toml", None, model={"backend": backend, "api_key": CFG_KEY, "base_url": "http://127.0.0.1:9/v1"}
+        tmp_path / "exp.toml",
+        None,
+        model={"backend": backend, "api_key": CFG_KEY, "base_url": "http://127.0.0.1:9/v1"},
     )
     run = tmp_path / "run"
     done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
@@ -57,7 +59,9 @@ def test_no_planted_secret_in_any_file_a_run_writes(tmp_path, fake_server_proces
     assert rep.returncode == 0, rep.stderr
     written = files_under(run) + files_under(tmp_path / "rep") + [log]
     assert any(p.name == "config.json" for p in written) and any(p.suffix == ".sqlite" for p in written)
-    errors = [ln for p in (run / "events").glob("*.jsonl") for ln in p.read_text().splitlines() if "HTTP 500" in ln]
+    errors = [
+        ln for p in (run / "events").glob("*.jsonl") for ln in p.read_text().splitlines() if "HTTP 500" in ln
+    ]
     assert errors, "no summary failed: the errors' text is not exercised"
     for p in written:
         blob = p.read_bytes()

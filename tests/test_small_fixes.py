@@ -34,7 +34,9 @@ def test_unparseable_verdicts_are_not_cached_and_reruns_send_nothing(tmp_path, f
     rules.write_text(json.dumps([{"match": "expected_facts", "reply": "The answer looks fine to me."}]))
     url, log = fake_server_process("--script", str(rules), "--no-bodies")
     corpus = tiny_corpus(tmp_path / "corpus")
-    exp = write_experiment(tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url})
+    exp = write_experiment(
+        tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
+    )
     run = tmp_path / "run"
     done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
@@ -52,12 +54,18 @@ def test_unparseable_verdicts_are_not_cached_and_reruns_send_nothing(tmp_path, f
     verdict = {**dict.fromkeys(DIMENSIONS, 4), "rationale": "ok"}
     good.write_text(json.dumps([{"match": "expected_facts", "reply": json.dumps(verdict)}]))
     url2, log2 = fake_server_process("--script", str(good), "--no-bodies")
-    exp2 = write_experiment(tmp_path / "exp2.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url2})
+    exp2 = write_experiment(
+        tmp_path / "exp2.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url2}
+    )
     run2 = tmp_path / "run2"
     assert evalkit("run", "--config", str(exp2), "--run-dir", str(run2)).returncode == 0
     n = _posts(log2)
     assert n > 0
-    for args in (["score", str(run2)], ["report", str(run2)], ["run", "--config", str(exp2), "--run-dir", str(run2), "--resume"]):
+    for args in (
+        ["score", str(run2)],
+        ["report", str(run2)],
+        ["run", "--config", str(exp2), "--run-dir", str(run2), "--resume"],
+    ):
         done = evalkit(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert _posts(log2) == n, args

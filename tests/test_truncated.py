@@ -52,7 +52,9 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
     healthy = fake_server(None, port=port, log_bodies=False)  # same endpoint, so the same cache keys
     done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run2"))
     assert done.returncode == 0, done.stderr
-    events2 = [json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()]
+    events2 = [
+        json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()
+    ]
     assert events2 and all(e["summary_error"] is None and e["summary"] for e in events2)
     sent = {e["key"] for e in answered(settled_log(healthy.log_path)) if e["purpose"] == "summarize"}
     # Each session's first compaction is the same request in both runs: sent again, not replayed.

@@ -16,7 +16,14 @@ from .hardening import evalkit, tiny_corpus, write_experiment
 def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, fake_server_process):
     url, log = fake_server_process("--fault", "500=0.3", "--no-bodies")
     corpus = tiny_corpus(tmp_path / "corpus")
-    model = {"backend": "openai", "model": "m", "base_url": url, "max_retries": 1, "backoff_base": 0.01, "backoff_max": 0.02}
+    model = {
+        "backend": "openai",
+        "model": "m",
+        "base_url": url,
+        "max_retries": 1,
+        "backoff_base": 0.01,
+        "backoff_max": 0.02,
+    }
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
     done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
@@ -25,7 +32,9 @@ def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, 
     u = json.loads((run / "model-usage.json").read_text())["total"]
     assert u["requests"] == len(posts)  # every HTTP request, retries included
     assert u["retries"] == len(posts) - len({e["key"] for e in posts}) > 0
-    assert u["failures"] == len({e["key"] for e in posts if all(x["fault"] == "500" for x in posts if x["key"] == e["key"])})
+    assert u["failures"] == len(
+        {e["key"] for e in posts if all(x["fault"] == "500" for x in posts if x["key"] == e["key"])}
+    )
     assert u["failures"] > 0 and u["answered"] > 0 and u["cache_hits"] == 0
     assert u["input_tokens"] > 0
 

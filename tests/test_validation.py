@@ -27,7 +27,10 @@ CONFIG_CASES = {
     "empty arm list": ({"replay": {"arms": []}}, "replay.arms"),
     "typo in model": ({"model": {"temprature": 0.2}}, "model.temprature"),
     "negative replicates": ({"model": {"replicates": 0}}, "model.replicates"),
-    "typo in continuation.model": ({"continuation": {"model": {"bakend": "openai"}}}, "continuation.model.bakend"),
+    "typo in continuation.model": (
+        {"continuation": {"model": {"bakend": "openai"}}},
+        "continuation.model.bakend",
+    ),
 }
 
 
