@@ -38,6 +38,19 @@ def tiny_corpus(out: Path, n: int = 2, tokens: int = 60_000, seed: int = 7) -> P
     return out / "sessions.jsonl"
 
 
+def verdict_script(folder: Path) -> Path:
+    """A fake-server script whose judge replies parse (the echo reply is not a verdict, and an
+    unparseable verdict is dropped from the cache and asked again by design)."""
+    import json
+
+    from evalkit.probes.judge import DIMENSIONS
+
+    p = folder / "verdicts.json"
+    verdict = {**dict.fromkeys(DIMENSIONS, 4), "rationale": "ok"}
+    p.write_text(json.dumps([{"match": "expected_facts", "reply": json.dumps(verdict)}]))
+    return p
+
+
 def toml_value(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

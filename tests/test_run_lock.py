@@ -14,7 +14,7 @@ import pytest
 
 from evalkit.models.fakeserver import answered, settled_log
 
-from .hardening import evalkit, tiny_corpus, write_experiment
+from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 def _openai(url: str, **kw) -> dict:
@@ -61,7 +61,9 @@ def test_second_run_into_a_busy_folder_exits_2_naming_the_holder(tmp_path, fake_
 
 @pytest.mark.slow
 def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_process):
-    url, log = fake_server_process("--latency", "0.01", "--no-bodies")
+    url, log = fake_server_process(
+        "--latency", "0.01", "--no-bodies", "--script", str(verdict_script(tmp_path))
+    )
     corpus = tiny_corpus(tmp_path / "corpus", n=3)
     cache = tmp_path / "shared" / "calls.sqlite"
     exp = write_experiment(

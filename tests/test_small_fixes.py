@@ -16,10 +16,9 @@ import pytest
 
 from evalkit.corpus import read_sessions, write_sessions
 from evalkit.models.fakeserver import settled_log
-from evalkit.probes.judge import DIMENSIONS
 
 from .conftest import ROOT
-from .hardening import evalkit, tiny_corpus, write_experiment
+from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 
 SCRIPT = ROOT / "tests" / "external_compactor.py"
 
@@ -50,10 +49,7 @@ def test_unparseable_verdicts_are_not_cached_and_reruns_send_nothing(tmp_path, f
     assert _posts(log) > n
 
     # ...while with parseable verdicts, re-scoring, re-reporting and resuming send nothing.
-    good = tmp_path / "good.json"
-    verdict = {**dict.fromkeys(DIMENSIONS, 4), "rationale": "ok"}
-    good.write_text(json.dumps([{"match": "expected_facts", "reply": json.dumps(verdict)}]))
-    url2, log2 = fake_server_process("--script", str(good), "--no-bodies")
+    url2, log2 = fake_server_process("--script", str(verdict_script(tmp_path)), "--no-bodies")
     exp2 = write_experiment(
         tmp_path / "exp2.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url2}
     )

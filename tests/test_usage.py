@@ -9,12 +9,14 @@ import pytest
 
 from evalkit.models.fakeserver import settled_log
 
-from .hardening import evalkit, tiny_corpus, write_experiment
+from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 @pytest.mark.slow
 def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, fake_server_process):
-    url, log = fake_server_process("--fault", "500=0.3", "--no-bodies")
+    url, log = fake_server_process(
+        "--fault", "500=0.3", "--no-bodies", "--script", str(verdict_script(tmp_path))
+    )
     corpus = tiny_corpus(tmp_path / "corpus")
     model = {
         "backend": "openai",
