@@ -90,3 +90,36 @@ def test_duplicate_session_ids_are_refused_by_validate_and_run(tmp_path, corpus)
     assert done.returncode == 2, done.stderr
     err = _error_lines(done.stderr)
     assert len(err) == 1 and str(dup) in err[0] and "Traceback" not in done.stderr, done.stderr
+
+
+def _claude_code_file(path, first_line_chars: int) -> None:
+    import json
+
+    entries = [
+        {
+            "type": "user",
+            "sessionId": "s1",
+            "uuid": "u1",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "fix the tests please " + "x" * first_line_chars},
+        },
+        {
+            "type": "assistant",
+            "sessionId": "s1",
+            "uuid": "u2",
+            "parentUuid": "u1",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "on it"}]},
+        },
+    ]
+    path.write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+
+
+def test_a_symlink_loop_is_imported_once_and_a_long_first_line_is_detected(tmp_path, capsys):
+    src = tmp_path / "projects"
+    src.mkdir()
+    _claude_code_file(src / "s1.jsonl", 70_000)  # first line past the 64 KiB detection head
+    (src / "loop").symlink_to(src)  # a folder linking to itself
+    out = tmp_path / "out"
+    assert main(["import", "auto", str(src), "--out", str(out)]) == 0, capsys.readouterr().err
+    assert (out / "sessions.jsonl").read_text().count("\n") == 1
