@@ -16,17 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.corpus import write_sessions
 from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
 from evalkit.models.openai_backend import is_refusal
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.compactor import cut_keep_recent
-from evalkit.session import tool_pairs_valid
-from evalkit.synth import generate_session
-from evalkit.tokens import message_tokens
 
 from .conftest import ROOT
+from .hardening import tiny_corpus
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
 # Faults the client retries; a cut-off answer ("length") is an error, not retried (test_truncated.py).
@@ -59,19 +56,7 @@ def _register_test_arms(monkeypatch) -> list[str]:
 def _prefix_corpus(out: Path, n: int, tokens: int = 110_000) -> Path:
     """``n`` synthetic sessions cut (at a turn boundary, tool pairs intact) after ~``tokens``
     tokens, so each compacts a few times at the small test window instead of twenty."""
-    sessions = []
-    for i in range(n):
-        s = generate_session(7, i)
-        total, cut = 0, len(s.messages)
-        for k, m in enumerate(s.messages):
-            total += message_tokens(m)
-            boundary = k + 1 < len(s.messages) and s.messages[k + 1].role == "assistant"
-            if total > tokens and boundary and tool_pairs_valid(s.messages[: k + 1]):
-                cut = k + 1
-                break
-        sessions.append(replace(s, messages=s.messages[:cut]))
-    out.mkdir(parents=True)
-    write_sessions(out / "sessions.jsonl", sessions)
+    tiny_corpus(out, n, tokens)
     return out
 
 
