@@ -92,3 +92,17 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
         assert p.returncode == 0, err
     paid = Counter(e["key"] for e in answered(settled_log(log)))
     assert paid and max(paid.values()) == 1, [k for k, n in paid.items() if n > 1]
+
+
+@pytest.mark.parametrize("verb", ["score", "continue"])
+def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, verb):
+    from evalkit.runlock import run_lock
+
+    corpus = tiny_corpus(tmp_path / "corpus")
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    run = tmp_path / "run"
+    assert evalkit("run", "--config", str(exp), "--run-dir", str(run)).returncode == 0
+    with run_lock(run, "the test holding it"):
+        done = evalkit(verb, str(run))
+    assert done.returncode == 2 and f"pid {os.getpid()}" in done.stderr, done.stderr
+    assert evalkit(verb, str(run)).returncode == 0  # released
