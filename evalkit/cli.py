@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
-from evalkit.commands import COMMANDS, load_all
+from evalkit.commands import COMMANDS, load_all, terminal_safe
+from evalkit.models.backends import EndpointUnusable
+from evalkit.models.client import CacheMiss
+from evalkit.redact import redact_text
 
 # Exit codes, documented in the README: 0 ok, 1 gate failed, 2 usage or data error.
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
@@ -35,9 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     args._argv = argv
     try:
         return int(args._handler(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError) as e:
-        # Data and usage errors get one clear line, not a traceback.
-        print(f"evalkit {args.verb}: error: {e}", file=sys.stderr)
+    except (ValueError, OSError, KeyError, sqlite3.DatabaseError, EndpointUnusable, CacheMiss) as e:
+        # Data and usage errors get one clear line (secrets redacted), not a traceback.
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        line = " ".join(f"evalkit {args.verb}: error: {msg}".split())
+        print(terminal_safe(redact_text(line)), file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
         "concurrency": 16,
         "timeout": 60.0,
         "max_retries": 6,
+        "fail_fast_after": 5,  # consecutive refused/401/403/404 attempts before the run stops (0: never)
         "backoff_base": 0.5,
         "backoff_max": 30.0,
         "replay_backend": "openai",  # whose cached calls the replay backend answers from
@@ -170,4 +171,7 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
     cfg = merge(DEFAULTS, raw)
     if overrides:
         cfg = merge(cfg, overrides)
+    from evalkit.config_check import check_config
+
+    check_config(raw, cfg, source)
     return Experiment(cfg, source, root)

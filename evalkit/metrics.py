@@ -84,6 +84,39 @@ def read_metrics(path: str | os.PathLike) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
+_TEXT = ("run", "arm", "session", "metric")
+_INTS = ("event", "round", "replicate")
+
+
+def load_metrics(path: str | os.PathLike) -> pd.DataFrame:
+    """The metrics table, checked against the contract (columns and their types); a file that is
+    not one raises ValueError naming the file, the column and the first bad row."""
+    p = Path(path)
+    try:
+        df = pd.read_parquet(p)
+    except Exception as e:  # pyarrow raises several types for a file that is not parquet
+        raise ValueError(f"{p}: cannot read the metrics table: {type(e).__name__}: {e}") from None
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{p}: missing column(s) {', '.join(missing)}")
+
+    def first_bad(col: str, ok) -> None:
+        bad = ~df[col].map(ok).astype(bool)
+        if bad.any():
+            i = int(bad.to_numpy().argmax())
+            raise ValueError(f"{p}: column {col}, row {i}: {df[col].iloc[i]!r} is not a valid value")
+
+    for c in _TEXT:
+        first_bad(c, lambda v: isinstance(v, str))
+    first_bad("error", lambda v: v is None or v is pd.NA or isinstance(v, str) or (isinstance(v, float) and v != v))
+    for c in _INTS:
+        if not pd.api.types.is_integer_dtype(df[c]):
+            raise ValueError(f"{p}: column {c} has type {df[c].dtype}, expected integers")
+    if not (pd.api.types.is_numeric_dtype(df["value"]) and not pd.api.types.is_bool_dtype(df["value"])):
+        raise ValueError(f"{p}: column value has type {df['value'].dtype}, expected numbers")
+    return df
+
+
 def replace_rows(path: str | os.PathLike, table: pd.DataFrame, owned) -> None:
     """Write ``table`` into the metrics file in place of the rows whose metric ``owned(metric)``
     claims, keeping every other stage's rows (probes and continuation share one table)."""

@@ -32,6 +32,8 @@ PATTERNS: list[tuple[str, re.Pattern]] = [
     ("hf_token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
     ("stripe_key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{20,}")),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}")),
+    # user:password@ in a URL (a base_url with credentials); the host stays readable.
+    ("url_credentials", re.compile(r"(?<=://)[^\s/@:]+:[^\s/@]+(?=@)")),
     ("bearer_token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9_\-.=~+/]{20,}")),
     (
         # KEY=value / "api_key": "value" where the name says secret; only the value is replaced.
@@ -64,6 +66,11 @@ def redact_text(text: str, counts: Counter | None = None) -> str:
         if n and counts is not None:
             counts[kind] += n
     return text
+
+
+def redact_value(v: Any, counts: Counter | None = None) -> Any:
+    """``v`` (str, dict, list, nested) with every string redacted."""
+    return _value(v, Counter() if counts is None else counts)
 
 
 def _value(v: Any, counts: Counter) -> Any:

@@ -2,7 +2,8 @@
 
 A run folder holds the resolved config and its hash, the corpus (sessions, facts, manifest),
 events per arm, the metrics table, the decision and the report. Every stage only reads what the
-earlier ones wrote, so re-scoring, re-deciding or re-reporting never calls a model again.
+earlier ones wrote; re-deciding and re-reporting call no model, and re-scoring calls one only for
+model-judged probes, through the call cache (an unchanged run's re-score sends 0 requests).
 """
 
 from __future__ import annotations
@@ -10,16 +11,23 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit import completion
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.models.spending import spending
+from evalkit.models.usage import INVOCATION_ENV
+from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
+from evalkit.models.usage import summarize as summarize_usage
 from evalkit.plan import plan_before_run
 from evalkit.progress import log
+from evalkit.redact import redact_text, redact_value
+from evalkit.runlock import run_lock
 
 
 @dataclass(frozen=True)
@@ -58,15 +66,34 @@ def default_run_dir(exp: Experiment) -> Path:
     return exp.root / "runs" / f"{exp.name}-{exp.hash[:8]}"
 
 
+def shell_command(argv: list[str]) -> str:
+    """``argv`` as one line a POSIX shell runs back to the same arguments: shell-quoted, and
+    control characters (a newline in an arm name) written as ``$'\\n'`` so the line stays one."""
+
+    def quote(a: str) -> str:
+        if a.isprintable():
+            return shlex.quote(a)
+        body = "".join(
+            c if c.isprintable() and c not in "\\'" else ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\U{ord(c):08x}")
+            for c in a
+        )
+        return f"$'{body}'"
+
+    return " ".join(quote(a) for a in argv)
+
+
 def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
-    """The resolved config, its hash, and the command that reproduces the run."""
+    """The resolved config, its hash, and the command that reproduces the run.
+
+    Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
+    of the config as given, so ``--resume`` still recognises it."""
     write_json(
         paths.config,
         {
-            "config": exp.config,
+            "config": redact_value(exp.config),
             "config_hash": exp.hash,
             "source": exp.source,
-            "command": "evalkit " + " ".join(argv),
+            "command": redact_text(shell_command(["evalkit", *argv])),
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },
@@ -79,6 +106,17 @@ def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
     section = exp.section("corpus")
     src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
     return build_corpus(section, exp.seed, paths.corpus, src, int(exp.section("replay").get("workers") or 0))
+
+
+def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
+    """A corpus whose session ids repeat would mix two sessions' events: ValueError naming the
+    file and the lines."""
+    from evalkit.corpus import index_jsonl
+
+    for sid, spans in index_jsonl(path, "id").items():
+        if len(spans) > 1:
+            lines = ", ".join(str(sp[2]) for sp in spans[:5])
+            raise ValueError(f"{source or path}: session id {sid!r} appears on lines {lines}; ids must be unique")
 
 
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
@@ -172,16 +210,37 @@ def run_experiment(
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
 ) -> RunPaths:
-    """Run every stage; with ``resume`` a stage whose output exists is not run again.
+    """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
+    outputs (evalkit.completion) is not run again.
 
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
     paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
-    paths.root.mkdir(parents=True, exist_ok=True)
+    # One writer per run folder: a second run stops here, naming the holder, before writing.
+    with run_lock(paths.root, redact_text(shell_command(["evalkit", *(argv or ["run"])]))):
+        # Tags this invocation's lines in the call ledger (workers inherit it).
+        os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
+        try:
+            return _run_in_folder(exp, paths, argv, resume, report_out)
+        finally:
+            write_model_usage(paths)
+
+
+def write_model_usage(paths: RunPaths) -> dict | None:
+    """``model-usage.json``: what the model client sent, retried, failed and found in the cache
+    during this run (evalkit.models.usage); written even when the run stops on an error."""
+    usage = summarize_usage(paths.root)
+    if usage is not None:
+        write_json(paths.root / USAGE_SUMMARY, usage)
+    return usage
+
+
+def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out) -> RunPaths:
+    """Check a resumed folder's config, write the run's config and plan, then run the stages under the spending limits."""
     if resume and paths.config.exists():
         old = json.loads(paths.config.read_text())["config_hash"]
         if old != exp.hash:
-            raise SystemExit(
+            raise ValueError(
                 f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
                 "use another --run-dir or drop --resume"
             )
@@ -202,30 +261,63 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 
-    manifest_path = paths.corpus / "manifest.json"
-    if resume and manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+    # --resume skips a stage only when its completion marker matches (evalkit.completion).
+    def skip(stage: str, inputs: dict, outputs: list[Path]) -> bool:
+        if not resume:
+            completion.clear(paths.root, stage)
+            return False
+        why = completion.check(paths.root, stage, inputs, outputs)
+        if why is None:
+            log(f"resume: {stage} is complete, skipped")
+            return True
+        log(f"resume: {stage} runs again: {why}")
+        completion.clear(paths.root, stage)
+        return False
+
+    base = {"config_hash": exp.hash}
+    corpus_out = [paths.corpus / n for n in ("sessions.jsonl", "facts.jsonl", "manifest.json")]
+    corpus_section = exp.section("corpus")
+    corpus_in = dict(base)
+    if corpus_section.get("kind") == "path" and corpus_section.get("path"):
+        corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
+    if skip("corpus", corpus_in, corpus_out):
+        manifest = json.loads((paths.corpus / "manifest.json").read_text())
     else:
         manifest = timed("corpus", stage_corpus, exp, paths)
+        src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
+        check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
+        completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
     n = manifest["stats"]["sessions"]
     log(
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
-    if not (resume and all((paths.events / f"{a}.jsonl").exists() for a in arms)):
+    from evalkit.events import events_path
+
+    events_out = [events_path(paths.root, a) for a in arms]
+    replay_in = {**base, "corpus": completion.fingerprint(corpus_out[0]), "commands": completion.command_files(arms)}
+    if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)
         log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
-    scored = not (resume and paths.metrics.exists())
-    if scored:
+        completion.mark(paths.root, "replay", replay_in, events_out, counts)
+    # Continuation rows are merged into metrics.parquet, so scoring and continuation are one stage.
+    cont_on = exp.section("continuation").get("enabled", True)
+    score_out = [paths.metrics] + ([paths.root / "continuation" / "manifest.json"] if cont_on else [])
+    score_in = {
+        **base,
+        "corpus": completion.fingerprint(corpus_out[0]),
+        "events": completion.files(paths.root, events_out),
+        "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+    }
+    if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths)
         log(f"score: {rows} metric rows")
-    # Part of scoring: continuation rows are merged into metrics.parquet, so they follow a re-score.
-    if exp.section("continuation").get("enabled", True) and (
-        scored or not (paths.root / "continuation" / "manifest.json").exists()
-    ):
-        cont = timed("continuation", stage_continuation, exp, paths)
-        log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        if cont_on:
+            cont = timed("continuation", stage_continuation, exp, paths)
+            log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+        completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
     write_model_call_stats(exp, paths)
+    write_model_usage(paths)
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)

@@ -16,19 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.corpus import write_sessions
-from evalkit.corpus.synth import generate_session
 from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
 from evalkit.models.openai_backend import is_refusal
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.compactor import cut_keep_recent
-from evalkit.session import tool_pairs_valid
-from evalkit.tokens import message_tokens
 
 from .conftest import ROOT
+from .hardening import tiny_corpus
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
+# Faults the client retries; a cut-off answer ("length") is an error, not retried (test_truncated.py).
+RETRIED = tuple(f for f in FAULTS if f != "length")
 REPLAY = {"window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 2}
 
 
@@ -57,19 +56,7 @@ def _register_test_arms(monkeypatch) -> list[str]:
 def _prefix_corpus(out: Path, n: int, tokens: int = 110_000) -> Path:
     """``n`` synthetic sessions cut (at a turn boundary, tool pairs intact) after ~``tokens``
     tokens, so each compacts a few times at the small test window instead of twenty."""
-    sessions = []
-    for i in range(n):
-        s = generate_session(7, i)
-        total, cut = 0, len(s.messages)
-        for k, m in enumerate(s.messages):
-            total += message_tokens(m)
-            boundary = k + 1 < len(s.messages) and s.messages[k + 1].role == "assistant"
-            if total > tokens and boundary and tool_pairs_valid(s.messages[: k + 1]):
-                cut = k + 1
-                break
-        sessions.append(replace(s, messages=s.messages[:cut]))
-    out.mkdir(parents=True)
-    write_sessions(out / "sessions.jsonl", sessions)
+    tiny_corpus(out, n, tokens)
     return out
 
 
@@ -90,7 +77,7 @@ def _assert_secret_absent(*paths: Path, texts: tuple[str, ...] = ()):
 def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_server_process, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     url, log_path = fake_server_process(
-        *[a for f in FAULTS for a in ("--fault", f"{f}=0.1")],
+        *[a for f in RETRIED for a in ("--fault", f"{f}=0.1")],
         *("--fault-latency", "0.05", "--retry-after", "0.01", "--hang", "1.0", "--no-bodies"),
     )
     arms = _register_test_arms(monkeypatch)
@@ -127,7 +114,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     # loaded machine): wait until the log has been quiet for a second (bounded).
     log = [e for e in settled_log(log_path, quiet=1.0) if e["method"] == "POST"]
     # Every fault type was injected, each at about 10% of requests.
-    share = {f: sum(e["fault"] == f for e in log) / len(log) for f in FAULTS}
+    share = {f: sum(e["fault"] == f for e in log) / len(log) for f in RETRIED}
     # (Loose bounds: extra attempts caused by a loaded machine's timeouts redraw faults.)
     assert all(0.04 < v < 0.2 for v in share.values()), share
     # Exactly the expected requests: one answered call per distinct request, no other request.

@@ -52,6 +52,12 @@ def arguments(adder: Callable):
     return deco
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` with control characters (terminal escape codes, newlines) shown as escapes, for
+    printing data (session ids, file contents) to a terminal."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def load_all() -> None:
     for m in MODULES:
         importlib.import_module(f"evalkit.commands.{m}")

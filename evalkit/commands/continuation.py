@@ -38,7 +38,10 @@ def cmd_continue(args) -> int:
         section["max_calls"] = args.max_calls
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else list(config["replay"]["arms"])
     run_id = f"{config['name']}-{info['config_hash'][:8]}"
-    run_continuation(run, arms, section, config.get("model", {}), run_id)
+    from evalkit.runlock import run_lock
+
+    with run_lock(run, "evalkit continue"):  # one writer of metrics.parquet at a time
+        run_continuation(run, arms, section, config.get("model", {}), run_id)
     print(run_table(run))
     return 0
 

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.commands import arguments, command, terminal_safe
 
 
 def _run_args(p):
@@ -86,10 +86,18 @@ def cmd_validate(args) -> int:
         for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
             pass
     except CorpusError as e:
-        print(e, file=sys.stderr)
+        print(terminal_safe(str(e)), file=sys.stderr)
         return 2
     for e in stats.skipped:
+        print(terminal_safe(str(e)), file=sys.stderr)
+    from evalkit.run import check_unique_ids
+
+    src = Path(args.path)
+    try:
+        check_unique_ids(src / "sessions.jsonl" if src.is_dir() else src)
+    except ValueError as e:
         print(e, file=sys.stderr)
+        return 2
     print(stats.summary())
     return 2 if stats.skipped else 0
 

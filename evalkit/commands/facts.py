@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.commands import arguments, command, terminal_safe
 
 
 def _facts_args(p):
@@ -47,7 +47,7 @@ def cmd_facts(args) -> int:
                 out.write(json.dumps(facts_to_dict(f)) + "\n")
             else:
                 print(
-                    f"{s.id}: {len(f.tallies)} tallies, {len(f.failures)} failing calls, "
+                    f"{terminal_safe(s.id)}: {len(f.tallies)} tallies, {len(f.failures)} failing calls, "
                     f"{len(f.constraints)} constraints, {len(f.files_modified)} files modified, "
                     f"{len(f.identifiers)} identifiers, {len(f.compactions)} recorded compactions"
                 )

@@ -39,7 +39,7 @@ def cmd_gate(args) -> int:
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
-    from evalkit.metrics import COLUMNS, read_metrics
+    from evalkit.metrics import load_metrics
     from evalkit.models.spending import incomplete
 
     fail_on = parse_fail_on(args.fail_on)
@@ -54,13 +54,7 @@ def cmd_gate(args) -> int:
         return 1
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
-    try:
-        df = read_metrics(mpath)
-    except Exception as e:  # a corrupt file is a data error, not a crash
-        raise ValueError(f"{mpath}: cannot read the metrics table: {e}") from None
-    missing = set(COLUMNS) - set(df.columns)
-    if missing:
-        raise ValueError(f"{mpath}: missing column(s) {', '.join(sorted(missing))}")
+    df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
     config = json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from evalkit.commands import arguments, command
 
@@ -44,6 +45,8 @@ def cmd_import(args) -> int:
     from evalkit.importers.common import UNRECOGNISED
 
     load_all()
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise ValueError(f"{args.out}: --out must be a folder (the corpus is written into it), not a file")
     if args.format != "auto":
         IMPORTERS.get(args.format)  # unknown names fail here with the list of known ones
     options = {}
@@ -71,6 +74,8 @@ def cmd_import(args) -> int:
     )
     print(f"corpus written to {args.out}")
     if not report.sessions:
+        where = ", ".join(str(p) for p in args.paths)
+        print(f"evalkit import: error: {where}: no session imported (problems above)", file=sys.stderr)
         return 2
     if args.strict and (report.skipped.get(UNRECOGNISED) or report.problems):
         print(

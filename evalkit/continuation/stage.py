@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from evalkit.events import Event, events_path
 from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
 from evalkit.progress import track
 from evalkit.session import Session, session_from_dict
+from evalkit.workers import worker_pool
 
 DEFAULTS = {
     "enabled": True,
@@ -120,10 +120,16 @@ def continue_session(
     for arm, (path, spans) in events.items():
         for ev in (_parse_event(read_span(path, sp)) for sp in spans):
             inp = ContinuationInput.from_event(ev, rec, by_id, n, texts)
-            try:
-                transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
-            except Exception as e:  # an agent bug is an error row for this event, never a zero
-                transcript = Transcript(error=f"{type(e).__name__}: {e}")
+            # A failed compaction that removed nothing left no compacted context to continue from:
+            # its rows are errors, not values. (One that removed messages without a summary is
+            # the candidate's behaviour, seed 003's, and is continued.)
+            if ev.summary_error and not ev.removed_ids:
+                transcript = Transcript(error=f"summary failed: {ev.summary_error}")
+            else:
+                try:
+                    transcript = agent(inp, ReplayEnvironment(rec, ev.at_message))
+                except Exception as e:  # an agent bug is an error row for this event, never a zero
+                    transcript = Transcript(error=f"{type(e).__name__}: {e}")
             c = out.counts
             c["continuations"] += 1
             c["errors"] += transcript.error is not None
@@ -180,7 +186,7 @@ def run_continuation(
     workers = int(s["workers"] or 0) or os.cpu_count() or 1
     parallel = is_proxy(name) and client is None and workers > 1
     if parallel:
-        pool = ProcessPoolExecutor(max_workers=workers)
+        pool = worker_pool(workers)
         jobs = (
             (corpus, span, _job_events(events, sid), name, settings, run, n, run_id) for sid, span in sessions
         )

@@ -107,7 +107,15 @@ def _inputs(
                 return imp
         return None
 
+    seen: set[Path] = set()  # real paths: a symlink loop or a second link is read once
+
     def walk(p: Path, explicit: bool) -> Iterator[tuple[Importer, Probe]]:
+        real = p.resolve()
+        if real in seen:
+            report.skip(p, 0, "a symlink to a path already read")
+            return
+        if p.exists():
+            seen.add(real)
         probe = Probe(p)
         if p.is_dir():
             imp = pick(probe)

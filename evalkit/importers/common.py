@@ -229,9 +229,14 @@ class Probe:
         return False
 
     def first_records(self, n: int = 5) -> list[dict]:
-        """Up to ``n`` JSON objects from the first lines of the head (for JSONL detection)."""
-        out = []
-        for raw in self.head.split(b"\n")[:50]:
+        """Up to ``n`` JSON objects from the first 50 lines (for JSONL detection). Whole lines, not
+        the 64 KiB head: a first record longer than the head (a pasted file) still counts."""
+        out: list[dict] = []
+        if not self.path.is_file():
+            return out
+        with open(self.path, "rb") as fh:
+            lines = [fh.readline(MAX_LINE_BYTES) for _ in range(50)]
+        for raw in lines:
             if not raw.strip():
                 continue
             try:

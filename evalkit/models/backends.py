@@ -13,6 +13,14 @@ from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.registry import Registry
 
 
+class EndpointUnusable(BaseException):
+    """The endpoint failed the same way too many times in a row (connection refused, 401, 403,
+    404 model): the run stops with exit 2 and keeps what is done.
+
+    A BaseException on purpose, like KeyboardInterrupt: the per-row handlers that turn a scorer's
+    or an agent's bug into an error row (``except Exception``) must not swallow it."""
+
+
 class Backend:
     """What a backend declares about itself; ``__call__`` is sync and thread-safe."""
 

@@ -73,8 +73,14 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.stale_s = stale_s
         self._local = threading.local()
-        with self._conn() as c:
-            c.executescript(SCHEMA)
+        try:
+            with self._conn() as c:
+                c.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            # A truncated or foreign file: a data error naming the file, not a traceback.
+            raise ValueError(
+                f"{self.path}: not a usable call cache ({e}); move it away or set [model] cache_path"
+            ) from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -92,6 +98,8 @@ class CallCache:
         if row is None:
             return None
         resp = ChatResponse.from_dict(json.loads(row[0]))
+        if not resp.ok:
+            return None  # a cut-off or failed answer (written by an older version) is never trusted
         resp.cached = True
         return resp
 
@@ -120,6 +128,10 @@ class CallCache:
             ),
         )
         self.release(key)
+
+    def delete(self, key: str) -> None:
+        """Forget one answer (a reply the caller found unusable must not be replayed)."""
+        self._conn().execute("DELETE FROM calls WHERE key = ?", (key,))
 
     # -- cross-process single-flight -------------------------------------------------------------
     def claim(self, key: str) -> bool:

@@ -19,6 +19,7 @@ from evalkit.models.backends import Backend, cache_path, get_backend
 from evalkit.models.budget import Budget, budget_for
 from evalkit.models.cache import CallCache
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.models.usage import record
 
 POLICIES = ("use", "refresh", "off")
 
@@ -47,6 +48,7 @@ class ModelClient:
         policy: str = "use",
         replicates: int = 1,
         budget: Budget | None = None,
+        run_dir: str | os.PathLike | None = None,
     ):
         if policy not in POLICIES:
             raise ValueError(f"[model] cache = {policy!r}: expected one of {', '.join(POLICIES)}")
@@ -56,6 +58,9 @@ class ModelClient:
         self.replicates = max(1, int(replicates))
         self.stats = ClientStats()
         self.budget = budget  # [model] max_calls / max_cost_usd: checked before each call is sent
+        # Calls are counted into the run folder's ledger (evalkit.models.usage); a computed
+        # stand-in (not cacheable) costs nothing and is not counted.
+        self.run_dir = run_dir if (backend.cacheable or backend.cache_only) else None
         self._lock = threading.Lock()
         self._inflight: dict[str, Future] = {}
 
@@ -77,7 +82,9 @@ class ModelClient:
             else:
                 self.stats.shared += 1
         if not owner:
-            return replace(fut.result(), cached=True)
+            resp = replace(fut.result(), cached=True)
+            self._count("shared", request, resp)
+            return resp
         try:
             resp = self._resolve(key, request)
             fut.set_result(resp)
@@ -94,9 +101,9 @@ class ModelClient:
         if cache is not None and (self.policy == "use" or self.backend.cache_only):
             hit = cache.get(key)
             if hit is not None:
-                self.stats.cache_hits += 1
-                return replace(hit, key=key)
+                return self._hit(hit, key, request)
         if self.backend.cache_only:
+            self._count("miss", request)
             raise CacheMiss(
                 f"replay backend: no cached answer for request {key[:12]} "
                 f"(model {request.model!r}, purpose {request.purpose}, replicate {request.replicate}) "
@@ -106,23 +113,61 @@ class ModelClient:
             while not cache.claim(key):
                 hit = cache.wait(key)
                 if hit is not None:
-                    self.stats.cache_hits += 1
-                    return replace(hit, key=key)
+                    return self._hit(hit, key, request)
+            # Another process may have answered and released between our miss and our claim:
+            # look again now that the claim is ours, or that call would be paid twice.
+            hit = cache.get(key) if self.policy == "use" else None
+            if hit is not None:
+                cache.release(key)
+                return self._hit(hit, key, request)
         try:
             reserved = self.budget.reserve(request) if self.budget else 0.0
-            resp = self.backend(request)
+            try:
+                resp = self.backend(request)
+            except BaseException:
+                self._count("failed", request)
+                raise
             if self.budget:
                 self.budget.settle(reserved, resp.cost_usd)
             resp.key = key
             with self._lock:
                 self.stats.sent += 1
                 self.stats.errors += 0 if resp.ok else 1
+            self._count("sent" if resp.ok else "failed", request, resp)
             if cache is not None and self.policy != "off":
                 cache.put(key, request, resp, self.backend.base_url)
             return resp
         finally:
             if cache is not None and self.policy != "off":
                 cache.release(key)
+
+    def forget(self, request: ChatRequest) -> None:
+        """Drop ``request``'s cached answer: the caller could not use it (an unparseable
+        verdict), so the next run asks again instead of replaying it forever."""
+        if self.cache is not None:
+            self.cache.delete(self.key(request))
+
+    def _hit(self, hit: ChatResponse, key: str, request: ChatRequest) -> ChatResponse:
+        with self._lock:
+            self.stats.cache_hits += 1
+        self._count("cache_hit", request, hit)
+        return replace(hit, key=key)
+
+    def _count(self, outcome: str, request: ChatRequest, resp: ChatResponse | None = None) -> None:
+        if self.run_dir is None:
+            return
+        paid = outcome in ("sent", "failed")
+        record(
+            self.run_dir,
+            outcome=outcome,
+            backend=self.backend.name,
+            model=request.model,
+            purpose=request.purpose,
+            attempts=(resp.attempts if resp is not None else 1) if paid else 0,
+            input_tokens=int(resp.usage.get("prompt_tokens", 0)) if paid and resp else 0,
+            output_tokens=int(resp.usage.get("completion_tokens", 0)) if paid and resp else 0,
+            cost_usd=resp.cost_usd if paid and resp else None,
+        )
 
     def map(self, requests: Iterable[ChatRequest], concurrency: int | None = None) -> list[ChatResponse]:
         """Answer many independent requests concurrently; results in input order."""
@@ -153,7 +198,7 @@ def build_client(settings: dict, run_dir=None) -> ModelClient:
     wants_cache = backend.cacheable or backend.cache_only
     cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
     budget = None if backend.cache_only or not backend.cacheable else budget_for(settings, run_dir)
-    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)), budget)
+    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)), budget, run_dir)
 
 
 def client_for(settings: dict, run_dir=None) -> ModelClient:

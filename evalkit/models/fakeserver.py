@@ -14,6 +14,7 @@ log, and injects faults on demand:
 ``malformed``  HTTP 200 whose body is not valid JSON
 ``empty``      HTTP 200 with empty content
 ``refusal``    HTTP 200 whose message is a refusal (``refusal`` set, content null)
+``length``     HTTP 200 whose answer is cut off: half the text, ``finish_reason = "length"``
 =============  ==================================================================
 
 Faults are drawn per request with the configured rates. The draw is a hash of (seed, the request's
@@ -40,7 +41,8 @@ from typing import Any
 from evalkit.models.fakebatch import BatchDesk, BatchFaults, batch_route
 from evalkit.models.prefix import PrefixIndex
 
-FAULTS = ("latency", "429", "500", "drop", "timeout", "malformed", "empty", "refusal")
+# New faults go at the end: the per-request draw walks this order, so earlier rates keep their draws.
+FAULTS = ("latency", "429", "500", "drop", "timeout", "malformed", "empty", "refusal", "length")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 
 
@@ -62,6 +64,12 @@ class FaultPlan:
         unknown = (set(self.rates) | set(self.sequence)) - set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {', '.join(FAULTS)}")
+        bad = {k: v for k, v in self.rates.items() if not 0.0 <= v <= 1.0}
+        if bad:
+            raise ValueError(f"fault rate(s) {bad} outside [0, 1]")
+        for name in ("latency_s", "fault_latency_s", "hang_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} = {getattr(self, name)} is negative")
         if sum(self.rates.values()) > 1.0 + 1e-9:
             raise ValueError(f"fault rates sum to {sum(self.rates.values()):.2f} > 1")
 
@@ -385,6 +393,10 @@ def _handler(server: FakeServer):
                     if fault == "refusal":
                         msg["refusal"] = REFUSAL_TEXT
                     completion["choices"][0]["finish_reason"] = "stop"
+                elif fault == "length":
+                    text = msg.get("content") or ""
+                    msg["content"] = text[: max(1, len(text) // 2)]
+                    completion["choices"][0]["finish_reason"] = "length"
                 self._json(200, completion)
             return status
 

@@ -22,9 +22,10 @@ import threading
 import time
 from typing import Any
 
-from evalkit.models.backends import BACKENDS, Backend
+from evalkit.models.backends import BACKENDS, Backend, EndpointUnusable
 from evalkit.models.prices import cost_usd
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.redact import redact_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 120.0
@@ -100,9 +101,14 @@ class _Loop:
 
 
 class Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, fatal: str | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+        self.fatal = fatal  # the kind, when this failure says the endpoint itself is unusable
+
+
+# Statuses that mean the endpoint (or the model name, or the key) is wrong, not busy.
+FATAL_STATUS = {401: "unauthorized", 403: "forbidden", 404: "not found (model or path)"}
 
 
 def parse_completion(
@@ -135,6 +141,19 @@ def parse_completion(
         for tc in (msg.tool_calls or [])
     ]
     text = msg.content
+    if choices[0].finish_reason == "length":
+        # A cut-off answer is not a summary (nor a verdict): an error, never cached. Not
+        # retried: the same request under the same max_tokens would be cut again.
+        return ChatResponse(
+            None,
+            name,
+            request.model,
+            error=f"truncated: the answer hit max_tokens={request.max_tokens} (finish_reason=length)",
+            usage=usage,
+            latency_s=latency,
+            finish_reason="length",
+            cost_usd=cost_usd(prices, request.model, usage, batch),
+        )
     if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
         raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
     if text is not None and is_refusal(text):
@@ -149,6 +168,7 @@ def parse_completion(
         latency_s=latency,
         tool_calls=tool_calls,
         cost_usd=cost_usd(prices, request.model, usage, batch),
+        finish_reason=choices[0].finish_reason,
     )
 
 
@@ -158,7 +178,10 @@ class OpenAIBackend(Backend):
     name = key_backend = "openai"
 
     def __init__(self, settings: dict):
-        self.base_url = base_url_of(settings)
+        # Credentials in the URL (user:pass@host) go to the SDK only; everything written (errors,
+        # cache rows, keys) sees the redacted URL.
+        self._endpoint = base_url_of(settings)
+        self.base_url = redact_text(self._endpoint)
         self.concurrency = max(1, int(settings.get("concurrency", 16)))
         self.timeout = float(settings.get("timeout", 60.0))
         self.max_retries = max(0, int(settings.get("max_retries", 6)))
@@ -170,6 +193,10 @@ class OpenAIBackend(Backend):
         self._client = None
         self._sem: asyncio.Semaphore | None = None
         self._rng = random.Random()
+        # Fail fast: after this many consecutive attempts failing the same fatal way, stop the run.
+        self.fail_fast_after = max(0, int(settings.get("fail_fast_after", 5)))
+        self._streak: tuple[str, int] = ("", 0)
+        self._tripped: str | None = None
 
     async def _setup(self):
         # Built inside the loop thread so the client's connection pool belongs to that loop.
@@ -177,12 +204,27 @@ class OpenAIBackend(Backend):
             import openai
 
             self._client = openai.AsyncOpenAI(
-                api_key=self._api_key, base_url=self.base_url, max_retries=0, timeout=self.timeout
+                api_key=self._api_key, base_url=self._endpoint, max_retries=0, timeout=self.timeout
             )
             self._sem = asyncio.Semaphore(self.concurrency)
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        return self._loop.run(self.acall(request))
+        resp = self._loop.run(self.acall(request))
+        if self._tripped:
+            raise EndpointUnusable(self._tripped)
+        return resp
+
+    def _note(self, fatal: str | None, message: str) -> None:
+        """Count consecutive fatal failures of one kind (any other outcome resets the count).
+        Runs on the loop thread only, so no lock."""
+        kind, n = self._streak
+        n = n + 1 if fatal and fatal == kind else (1 if fatal else 0)
+        self._streak = (fatal or "", n)
+        if fatal and self.fail_fast_after and n >= self.fail_fast_after and not self._tripped:
+            self._tripped = (
+                f"{self.base_url}: {n} consecutive attempts failed ({fatal}): {message}; "
+                "stopping (calls answered so far stay in the cache; fix the endpoint and rerun with --resume)"
+            )
 
     def _kwargs(self, request: ChatRequest) -> dict:
         kw: dict[str, Any] = {"model": request.model, "messages": list(request.messages)}
@@ -212,11 +254,17 @@ class OpenAIBackend(Backend):
             msg = f"HTTP {e.status_code} from {self.base_url}: {e.message}"[:500]
             if e.status_code == 429 or e.status_code >= 500 or e.status_code == 408:
                 raise Retryable(msg, retry_after_s(e.response.headers)) from None
-            return ChatResponse(None, self.name, request.model, error=msg)
+            fatal = FATAL_STATUS.get(e.status_code)
+            self._note(f"HTTP {e.status_code} {fatal}" if fatal else None, msg)
+            return ChatResponse(None, self.name, request.model, error=redact_text(msg))
         except openai.APITimeoutError:
             raise Retryable(f"timeout after {self.timeout:g}s from {self.base_url}") from None
         except openai.APIConnectionError as e:
-            raise Retryable(f"connection error from {self.base_url}: {e.__cause__ or e}") from None
+            # Refused or unresolvable (never reached the server) is fatal when it persists; a
+            # dropped connection mid-answer is not. (By name: the SDK's HTTP library varies.)
+            refused = any(c.__name__ == "ConnectError" for c in type(e.__cause__).__mro__)
+            fatal = "cannot connect" if refused else None
+            raise Retryable(f"connection error from {self.base_url}: {e.__cause__ or e}", fatal=fatal) from None
         except (ValueError, openai.APIResponseValidationError) as e:
             raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
         return parse_completion(
@@ -235,17 +283,22 @@ class OpenAIBackend(Backend):
         errors: list[str] = []
         t0 = time.perf_counter()
         for attempt in range(self.max_retries + 1):
+            if self._tripped:
+                return ChatResponse(None, self.name, request.model, error=self._tripped, attempts=attempt)
             async with self._sem:
                 try:
                     resp = await self._once(request)
                     resp.attempts = attempt + 1
+                    if resp.error is None:
+                        self._note(None, "")
                     if resp.error:
                         resp.error = "; ".join([*errors, resp.error])
                     return resp
                 except Retryable as e:
-                    errors.append(str(e))
+                    errors.append(redact_text(str(e)))
                     retry_after = e.retry_after
-            if attempt < self.max_retries:
+                    self._note(e.fatal, errors[-1])
+            if attempt < self.max_retries and not self._tripped:
                 await asyncio.sleep(self._delay(attempt, retry_after))
         return ChatResponse(
             None,
@@ -270,7 +323,7 @@ class ReplayBackend(Backend):
 
     def __init__(self, settings: dict):
         self.key_backend = str(settings.get("replay_backend") or "openai")
-        self.base_url = base_url_of(settings) if self.key_backend == "openai" else ""
+        self.base_url = redact_text(base_url_of(settings)) if self.key_backend == "openai" else ""
 
     def __call__(self, request: ChatRequest) -> ChatResponse:  # the client never gets here
         raise RuntimeError("the replay backend answers from the cache only")

@@ -82,14 +82,21 @@ class ChatResponse:
     cost_usd: float | None = None
     key: str = ""
     attempts: int = 1
+    #: The endpoint's finish_reason; "length" marks a cut-off answer, never a usable one.
+    finish_reason: str | None = None
 
     @property
     def ok(self) -> bool:
-        return self.error is None and (bool(self.text) or bool(self.tool_calls))
+        return (
+            self.error is None
+            and self.finish_reason != "length"
+            and (bool(self.text) or bool(self.tool_calls))
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ChatResponse:
-        return cls(**d)
+        known = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in known})

@@ -281,12 +281,16 @@ def growth(inp: ProbeInput, tokenizer: str = "chars4") -> list[ProbeValue]:
     "a compaction whose first kept message equals the previous compaction's (re-summarized range)",
     metrics={"redundant": "lower"},
     catches="compactions re-summarizing what the previous one already summarized (seed 004)",
-    needs_summary=False,
 )
 def redundant(inp: ProbeInput) -> list[ProbeValue]:
-    """From round 2 on: 1 when ``first_kept_id`` is the previous event's, else 0."""
+    """From round 2 on: 1 when ``first_kept_id`` is the previous event's, else 0. An error when
+    either compaction failed without removing anything: it summarized nothing, so "the same
+    range again" is the failure showing, not redundancy (its own failure is the scorer's
+    ``needs_summary``)."""
     if not inp.previous:
         return []
+    if inp.previous[-1].summary_error and not inp.previous[-1].removed_ids:
+        return [ProbeValue("redundant", None, f"previous compaction failed: {inp.previous[-1].summary_error}")]
     prev = inp.previous[-1].first_kept_id
     return [ProbeValue("redundant", float(prev is not None and inp.event.first_kept_id == prev))]
 

@@ -264,10 +264,16 @@ def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int
         answer = client(answer_request(q, inp, name, r))
         if not answer.ok:
             raise RuntimeError(f"answer call failed: {answer.error}")
-        verdict = client(judge_request(q, answer.text or "", name, r))
+        ask = judge_request(q, answer.text or "", name, r)
+        verdict = client(ask)
         if not verdict.ok:
             raise RuntimeError(f"judge call failed: {verdict.error}")
-        g = parse_grades(verdict.text or "")
+        try:
+            g = parse_grades(verdict.text or "")
+        except ValueError:
+            if hasattr(client, "forget"):
+                client.forget(ask)  # an unparseable verdict is not replayed by the next run
+            raise
         g["answer"] = answer.text
         grades.append(g)
     mean = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}

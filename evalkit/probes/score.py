@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
 from evalkit.session import session_from_dict
+from evalkit.workers import worker_pool
 
 
 @dataclass
@@ -186,7 +186,7 @@ def score_run(
     n_workers = workers or os.cpu_count() or 1
     if any(PROBES.entry(n).info.get("uses_model") for n in the_suite.names()) and not _offline(ctx.model):
         n_workers = 1  # real model calls go through one client (its cache and single-flight)
-    pool = ProcessPoolExecutor(max_workers=n_workers) if n_workers > 1 and len(jobs) > 1 else None
+    pool = worker_pool(n_workers) if n_workers > 1 and len(jobs) > 1 else None
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
         for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):

@@ -46,6 +46,7 @@ from evalkit.session import (
     tool_pairs_valid,
 )
 from evalkit.tokens import get_counter, message_tokens
+from evalkit.workers import worker_pool
 
 
 class SessionCache:
@@ -114,6 +115,9 @@ def replay_session(
     events: list[Event] = []
     msgs = session.messages
     broken = False
+    # A failed summarizer call is retried on a schedule, not at every turn: after the k-th failure
+    # in a row, the next 2**k - 1 trigger points pass (a dead endpoint is asked O(log turns) times).
+    failures, wait = 0, 0
     for i, msg in enumerate(msgs):
         if broken:
             break
@@ -128,6 +132,9 @@ def replay_session(
             else:
                 fire = at_boundary and settings.trigger == "tokens" and tokens > settings.threshold
         if not fire:
+            continue
+        if wait:
+            wait -= 1
             continue
         job = Job(
             context,
@@ -156,6 +163,12 @@ def replay_session(
             if _is_recorded_compaction(msg):
                 cache.nothing_to_summarize[arm] += 1
             continue
+        failed_call = cache.memo.get(outcome.request_key or "")
+        if failed_call is not None and failed_call.error is not None:
+            failures += 1
+            wait = 2**failures - 1
+        else:
+            failures = 0
         event = _event(session, arm, settings, cache, context, tokens, i, job, outcome, counter)
         event.backend, event.model, event.replicate = backend_name, job.model, rep
         events.append(event)
@@ -319,7 +332,7 @@ def replay_corpus(
             results: Iterator = map(_replay_line, jobs)
             pool = None
         else:
-            pool = ProcessPoolExecutor(max_workers=workers)
+            pool = worker_pool(workers)
             results = _bounded_map(pool, jobs, 2 * workers)
         try:
             for per_arm, skipped in track(results, "replay", total=n_sessions, unit="sessions"):

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.events import events_path
+from evalkit.metrics import load_metrics
 
 # The per-event fields the report uses.
 EVENT_FIELDS = [
@@ -30,7 +31,7 @@ EVENT_FIELDS = [
 ]
 
 # Files the model layer may leave with call/cache counts; the first one found is used.
-MODEL_STATS_FILES = ["model-calls.json", "model_calls.json", "cache-stats.json", "cache_stats.json"]
+MODEL_STATS_FILES = ["model-usage.json", "model-calls.json", "model_calls.json", "cache-stats.json", "cache_stats.json"]
 
 
 @dataclass
@@ -102,7 +103,10 @@ def read_event_table(events_dir: Path, arms: list[str] | None = None) -> pd.Data
         with open(p, "rb") as fh:
             for n, raw in enumerate(fh, 1):
                 if raw.strip():
-                    row = _event_row(raw)
+                    try:
+                        row = _event_row(raw)
+                    except (ValueError, AttributeError) as e:
+                        raise ValueError(f"{p}:{n}: not an event record: {e}") from None
                     row["arm"] = row["arm"] or p.stem
                     row["line"] = n
                     rows.append(row)
@@ -140,7 +144,7 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     metrics = pd.DataFrame(columns=["arm", "session", "event", "round", "metric", "value", "error"])
     if (run / "metrics.parquet").exists():
         try:
-            metrics = pd.read_parquet(run / "metrics.parquet")
+            metrics = load_metrics(run / "metrics.parquet")
         except (OSError, ValueError) as e:
             missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
     else:

@@ -27,6 +27,13 @@ def code(text: Any) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
+def fenced(lang: str, text: str) -> list[str]:
+    """A fenced code block that ``text`` cannot close (its fence is longer than any back-tick run
+    inside), as lines."""
+    ticks = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return [f"{ticks}{lang}", text, ticks]
+
+
 def name(text: Any) -> str:
     """A metric or arm name as plain text when it is a plain identifier, escaped otherwise."""
     s = str(text)

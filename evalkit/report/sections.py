@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.events import events_path
 from evalkit.models import is_offline_standin
 from evalkit.report.calibration import section_calibration
 from evalkit.report.cost import section_cost
@@ -21,7 +22,19 @@ from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
 from evalkit.report.health import section_health
-from evalkit.report.markdown import code, heading_anchor, interval, name, num, pval, rel_link, slug, table
+from evalkit.report.markdown import (
+    code,
+    fenced,
+    heading_anchor,
+    interval,
+    name,
+    num,
+    pval,
+    rel_link,
+    slug,
+    table,
+)
+from evalkit.report.usage import usage_rows
 
 VERDICT_MARK = {
     "ship": "✅ ship",
@@ -165,6 +178,8 @@ def _first(d: dict, *keys: str) -> Any:
 
 def _model_stat_rows(data: ReportData, standin: bool) -> list[list[str]]:
     s = data.model_stats
+    if s.get("source") == "client":  # model-usage.json, counted by the client
+        return usage_rows(s, standin)
     s = s.get("total") or s.get("totals") or s
     if not isinstance(s, dict) or not s:
         why = "n/a (no model-call statistics in the run folder)"
@@ -259,9 +274,7 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
         lines += [
             "Reproduce this run (same config, same seed, same numbers):",
             "",
-            "```sh",
-            rc["command"],
-            "```",
+            *fenced("sh", rc["command"]),
         ]
     else:
         lines.append("Reproduce command: n/a (no `config.json`).")
@@ -588,8 +601,11 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
     for m, d in (v.get("metrics") or {}).items():
         if d.get("role") == "success":
             return m
-    have = data.metrics[data.metrics["arm"].isin([cand, data.baseline])]["metric"].unique()
-    return str(sorted(have)[0]) if len(have) else None
+    # A metric with values under both arms (an external arm has no carry or judge metrics).
+    m = data.metrics[data.metrics["arm"].isin([cand, data.baseline]) & data.metrics["value"].notna()]
+    arms_per = m.groupby("metric")["arm"].nunique()
+    both = sorted(arms_per[arms_per == len({cand, data.baseline})].index)
+    return str(both[0]) if both else None
 
 
 def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
@@ -636,8 +652,8 @@ def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
             r = rows.loc[rows["event"].idxmax()]
             last[arm] = {"line": int(r["line"]), "round": int(r["round"])}
         links = [
-            f"{code(arm)} round {x['round']}: [events/{arm}.jsonl line {x['line']}]"
-            f"({rel_link(data.run_dir / 'events' / f'{arm}.jsonl', out)})"
+            f"{code(arm)} round {x['round']}: [events/{escape_inline(events_path(data.run_dir, arm).name)} line {x['line']}]"
+            f"({rel_link(events_path(data.run_dir, arm), out)})"
             for arm, x in last.items()
         ]
         if links:

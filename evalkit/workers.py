@@ -1,0 +1,44 @@
+"""Worker pools whose processes die with their parent.
+
+A run killed during replay (SIGKILL, OOM killer) must not leave workers behind that keep calling
+the endpoint. Each worker asks the kernel for SIGKILL when its parent dies (Linux
+``PR_SET_PDEATHSIG``) and, everywhere, watches its parent pid from a daemon thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+PR_SET_PDEATHSIG = 1
+POLL_S = 0.5
+
+
+def die_with_parent(parent: int) -> None:
+    """Pool initializer: end this process when ``parent`` is gone."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watcher below still covers it
+    if os.getppid() != parent:  # the parent died before we got here
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="evalkit-parent-watch", daemon=True).start()
+
+
+def worker_pool(max_workers: int) -> ProcessPoolExecutor:
+    """A ProcessPoolExecutor whose workers die with this process."""
+    return ProcessPoolExecutor(max_workers=max_workers, initializer=die_with_parent, initargs=(os.getpid(),))
