@@ -19,6 +19,7 @@ from evalkit.models.request import ChatRequest
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.run import run_experiment
 
+from .hardening import verdict_script
 from .test_plan import write_config
 
 
@@ -29,7 +30,7 @@ def _metrics(run) -> pd.DataFrame:
 
 
 def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server_process):
-    url_a, log_a = fake_server_process("--no-bodies")
+    url_a, log_a = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     exp_a = load_experiment(
         write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=1, window=120_000)
     )
@@ -37,7 +38,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     n = len(answered(settled_log(log_a)))
     assert n > 20
 
-    url_b, log_b = fake_server_process("--no-bodies")
+    url_b, log_b = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     cfg = write_config(
         tmp_path / "b",
         url_b,
@@ -54,7 +55,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     first = answered(settled_log(log_b))
     assert 0 < len(first) <= n // 2 + 2  # stopped before crossing
     record = incomplete(run_b)
-    assert record["reason"] == "budget" and record["calls_answered_in_cache"] == len(first)
+    assert record["reason"] == "budget" and record["calls_answered"] == len(first)
     # The gate fails an incomplete run unless told otherwise.
     assert main(["gate", str(run_b)]) == 1
     run_experiment(exp_b, run_b, resume=True)
@@ -85,7 +86,7 @@ def test_budget_stop_in_the_replay_keeps_the_paid_calls(tmp_path, fake_server_pr
     """A stop in the replay stage (its worker processes share the ledger): no events are written,
     the answered calls are kept, and a resumed run with a higher budget (the same run folder: the
     budget is not part of the config hash) pays for none of them again."""
-    url, log = fake_server_process("--no-bodies")
+    url, log = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     cfg = write_config(tmp_path, url, arms=("baseline", "head-tail"), sessions=1, window=120000, max_calls=5)
     exp = load_experiment(cfg)
     run = tmp_path / "run"

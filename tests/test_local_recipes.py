@@ -14,11 +14,12 @@ from evalkit.config import load_experiment
 from evalkit.run import run_experiment
 
 from .conftest import ROOT
+from .hardening import verdict_script
 
 
 @pytest.mark.parametrize("recipe", ["local-vllm.toml", "local-ollama.toml"])
 def test_recipe_runs_every_stage_against_an_openai_compatible_endpoint(recipe, tmp_path, fake_server_process):
-    url, _ = fake_server_process("--no-bodies")
+    url, _ = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     path = ROOT / "experiments" / recipe
     small = {
         "corpus": {"sessions": 1},

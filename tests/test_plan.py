@@ -3,11 +3,11 @@ what the run then sends to the fake server (real HTTP, the real openai SDK)."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from evalkit.config import load_experiment
 from evalkit.models.fakeserver import answered, settled_log
+from evalkit.models.usage import read_ledger
 from evalkit.plan import build_plan, render_plan, write_plan
 from evalkit.run import run_experiment
 
@@ -52,10 +52,16 @@ output = 4.0
     return p
 
 
-def actual_by_purpose(cache: Path) -> dict[str, tuple[int, int]]:
-    with sqlite3.connect(cache) as c:
-        rows = c.execute("SELECT purpose, COUNT(*), SUM(tokens_in) FROM calls GROUP BY purpose").fetchall()
-    return {p: (n, t) for p, n, t in rows}
+def actual_by_purpose(run: Path) -> dict[str, tuple[int, int]]:
+    """(calls sent, input tokens) per purpose, from the client's own ledger (model-usage.jsonl):
+    the cache is not the record of what was sent (an unparseable judge verdict is not kept)."""
+    out: dict[str, list[int]] = {}
+    for x in read_ledger(run):
+        if x.get("outcome") in ("sent", "failed"):
+            n_t = out.setdefault(x["purpose"], [0, 0])
+            n_t[0] += 1
+            n_t[1] += int(x.get("input_tokens") or 0)
+    return {p: (n, t) for p, (n, t) in out.items()}
 
 
 def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
@@ -69,7 +75,7 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     write_plan(plan, run / "plan.json")  # the run keeps it; the report compares it with the actual calls
     run_experiment(exp, run)
     sent = answered(settled_log(log))
-    actual = actual_by_purpose(run / "model-calls.sqlite")
+    actual = actual_by_purpose(run)
     planned_summ = plan.totals("summarizer")
     planned_judge = plan.totals("judge")
     n_summ, tok_summ = actual["summarize"]

@@ -43,6 +43,14 @@ def _cached_calls(run_dir: Path) -> int | None:
         return c.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
 
+def _answered_calls(run_dir: Path) -> int:
+    """Calls the endpoint answered in every invocation into this folder, from the client's ledger
+    (the cache does not keep everything answered: an unparseable judge verdict is dropped)."""
+    from evalkit.models.usage import read_ledger
+
+    return sum(1 for x in read_ledger(run_dir) if x.get("outcome") == "sent")
+
+
 def _planned_calls(run_dir: Path) -> int | None:
     p = run_dir / "plan.json"
     if not p.is_file():
@@ -62,20 +70,23 @@ def spending(exp, paths) -> Iterator[None]:
         yield
     except StopRun as e:
         spent = budget.spent() if budget else None
-        cached, planned = _cached_calls(root), _planned_calls(root)
+        cached, answered, planned = _cached_calls(root), _answered_calls(root), _planned_calls(root)
         record = {
             "reason": e.reason,
             "detail": str(e),
             "calls_this_invocation": spent.calls if spent else None,
             "cost_usd_this_invocation": round(spent.cost_usd, 6) if spent else None,
+            "calls_answered": answered,
             "calls_answered_in_cache": cached,
             "calls_planned": planned,
             "at": time.time(),
             "resume": f"evalkit run --resume{' --config ' + exp.source if not exp.source.endswith(']') else ''}",
         }
         (root / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-        got = f"{cached} calls answered so far" + (f" of ~{planned} planned" if planned else "")
-        msg = f"{root}: stopped ({e.reason}: {e}); {got}, all kept. `{record['resume']}` continues"
+        got = f"{answered} calls answered so far ({cached} kept in the cache)" + (
+            f" of ~{planned} planned" if planned else ""
+        )
+        msg = f"{root}: stopped ({e.reason}: {e}); {got}. `{record['resume']}` continues"
         log(msg)
         raise RunIncomplete(msg) from None
     (root / MARKER).unlink(missing_ok=True)
