@@ -17,6 +17,8 @@ Shape of the computation:
    generator and p = (1 + #{T_s ≥ T}) / (1 + B), valid at any B (Phipson & Smyth 2010). Where no
    random draw reaches T the p-value is the smaller of 1/(1+B) and Hoeffding's bound
    exp(−T²/2Σz²) (Hoeffding 1963), so Holm over many tests is not held up by a Monte Carlo floor.
+   Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric, so the
+   test there also requires the skewness-corrected t test (:func:`skew_t_p`; Johnson 1978, Hall 1992).
 4. Interval (``ci``): the same test inverted. The one-sided test at δ rejects exactly when δ lies
    below the α-quantile of r_b = Σ_{flipped} X / Σ_{flipped} Y over the random sign vectors
    (Hartigan 1969's random-subsample means), so the interval is [q_α(r), q_{1−α}(r)] and a
@@ -43,7 +45,10 @@ from evalkit.decide.pairing import Paired, paired_differences
 __all__ = ["Paired", "paired_differences"]
 
 ESTIMANDS = {"session_mean": "mean of session means", "pooled": "pooled mean over events"}
-METHOD = "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter)"
+METHOD = (
+    "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter); "
+    "against a non-zero threshold also the skewness-corrected t test (Johnson 1978, Hall 1992)"
+)
 # Rows of the (B × G) sign matrix drawn at once: bounds memory at ~chunk·G·8 bytes.
 CHUNK = 1000
 # Enumerate every sign pattern when at most this many sessions contribute: 4,096 patterns.
