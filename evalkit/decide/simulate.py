@@ -56,11 +56,15 @@ def draw(shape: str, rng: np.random.Generator, G: int, E: int, effect: float) ->
     return d.sum(axis=2) / n, np.ones((G, E))
 
 
+def _session_effects() -> np.ndarray:
+    """Quantiles of the session effect's distribution: expectations over sessions as plain means."""
+    return sps.norm.ppf((np.arange(20_000) + 0.5) / 20_000) * SESSION_SD
+
+
 def true_difference(shape: str, effect: float) -> float:
     """The estimand's true value: the mean over sessions of E[candidate − baseline | session]."""
     if shape.startswith("binary"):
-        a = logit(float(shape.split("-")[1]))
-        z = sps.norm.ppf((np.arange(20_000) + 0.5) / 20_000) * SESSION_SD
+        a, z = logit(float(shape.split("-")[1])), _session_effects()
         return float(np.mean(expit(a + z + effect) - expit(a + z)))
     mean_u = np.exp(SESSION_SD**2 / 2)
     if shape == "lognormal":
@@ -72,8 +76,7 @@ def headroom(shape: str) -> float:
     """Largest possible true improvement: 1 − the baseline's mean for a 0/1 shape, unbounded otherwise."""
     if not shape.startswith("binary"):
         return float("inf")
-    a = logit(float(shape.split("-")[1]))
-    z = sps.norm.ppf((np.arange(20_000) + 0.5) / 20_000) * SESSION_SD
+    a, z = logit(float(shape.split("-")[1])), _session_effects()
     return float(1.0 - np.mean(expit(a + z)))
 
 
