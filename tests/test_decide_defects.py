@@ -176,3 +176,22 @@ def test_11_bca_is_not_offered_and_the_docs_say_why():
     assert "ci_bca" not in m and "bca" not in m
     doc = (ROOT / "docs/rules.md").read_text()
     assert "BCa" in doc and "81" in doc
+
+
+def test_an_mde_beyond_a_0_1_metrics_range_is_reported_as_unreachable():
+    """A 0/1 metric at 90% in the baseline cannot improve by more than 0.1: an MDE above that is
+    not a number to plan with; the reason says so, and decision.json has no MDE but the one needed."""
+    base = np.ones(20)
+    base[[3, 11]] = 0.0
+    cand = base.copy()
+    cand[[3, 5, 11, 17]] = [1.0, 0.0, 1.0, 0.0]  # two sessions gained, two lost: no effect
+    d = decide(frame(paired_table(base, {"cand": cand})), parse_rules(rules(min_effect=0.05), "t"))
+    v = d["verdicts"]["cand"]
+    m = v["metrics"]["m"]
+    assert v["verdict"] == "inconclusive"
+    assert m["mde"] is None and m["mde_exceeds_range"] is True
+    assert m["mde_needed"] > m["headroom"] == pytest.approx(0.1)
+    assert "no reachable MDE" in v["reason"] and "beyond the metric's range" in v["reason"]
+    # A metric that is not 0/1 keeps its MDE.
+    d = decide(frame(paired_table(base + 0.5, {"cand": cand + 0.5})), parse_rules(rules(min_effect=0.05), "t"))
+    assert d["verdicts"]["cand"]["metrics"]["m"]["mde"] > 0.1

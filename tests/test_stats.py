@@ -68,13 +68,23 @@ def test_95_percent_interval_covers_the_true_effect(null_runs, estimand):
 
 
 def test_interval_and_p_value_are_dual(null_runs):
-    """p < α exactly when the interval's lower bound is above the threshold (no printed contradiction)."""
+    """p < α exactly when the interval's lower bound is above the threshold (no printed contradiction).
+
+    Against a non-zero threshold the verdict also needs the skewness-corrected t test, so there a
+    rejection implies the interval is beyond the threshold, and the sign-flip part alone is dual."""
     est = null_runs["session_mean"][0.025]
+    present = est.Y > 0
     for thr in (0.0, -0.2, 0.2):
-        p = stats.p_value(est, thr, "greater")
-        assert np.array_equal(p < 0.025, est.ci[:, 0] > thr)
-        p = stats.p_value(est, thr, "less")
-        assert np.array_equal(p < 0.025, est.ci[:, 1] < thr)
+        for side, beyond in (("greater", est.ci[:, 0] > thr), ("less", est.ci[:, 1] < thr)):
+            p = stats.p_value(est, thr, side)
+            if thr == 0.0:
+                assert np.array_equal(p < 0.025, beyond)
+                continue
+            assert not np.any((p < 0.025) & ~beyond)
+            sgn = 1.0 if side == "greater" else -1.0
+            t_p = stats.skew_t_p(sgn * np.where(present, est.X - thr * est.Y, 0.0), present)
+            sign_flip_rejects = (p < 0.025) | ((t_p >= 0.025) & beyond)
+            assert np.array_equal(sign_flip_rejects, beyond)
 
 
 def test_planted_effect_at_the_mde_ships_with_the_stated_power(null_runs):
@@ -100,6 +110,33 @@ def test_sparse_differences_get_exact_p_values():
         est = stats.estimate(X, np.ones((200, 1)), 0.025, 200, seed=1)
         assert stats.p_value(est, 0.0, "greater")[0] == pytest.approx(2.0**-k)
         assert stats.p_value(est, 0.0, "less")[0] == 1.0
+
+
+# 20 session differences of a lognormal metric whose candidate is worse by 10% (the margin,
+# 0.1868 in these units): heavy-tailed, so the sign-flip test against the shifted null says p ≈ 0.013.
+AT_MARGIN = [0.31, 4.18, -1.25, -0.11, 0.21, -0.58, 0.37, 0.42, -0.58, 0.26, 0.23, -0.34, 1.63, 0.21,
+             0.4, 0.06, 0.84, 0.47, -0.21, -0.84]
+
+
+def test_a_non_zero_threshold_also_needs_the_skewness_corrected_t_test():
+    """Against a margin the shifted differences are not symmetric: the t test (with Hall's form of
+    Johnson's skewness correction) must agree before a guardrail is declared non-inferior."""
+    X = np.array(AT_MARGIN)[:, None]
+    est = stats.estimate(X, np.ones_like(X), 0.025, 2000, seed=1)
+    z = X[:, 0] + 0.1868
+    t_p = sps.ttest_1samp(z, 0.0, alternative="greater").pvalue
+    assert 0.025 < t_p < 0.05
+    assert stats.p_value(est, -0.1868, "greater")[0] >= t_p - 1e-12  # not non-inferior (was 0.013)
+    # At zero the arms are exchangeable and the sign-flip test alone is exact: unchanged.
+    shifted = stats.estimate(X + 0.1868, np.ones_like(X), 0.025, 2000, seed=1)
+    assert stats.p_value(shifted, 0.0, "greater")[0] < 0.025
+    # Left skew lowers the corrected statistic below t; right skew never raises the evidence.
+    left = -np.exp(np.linspace(-2, 1.5, 30)) + np.exp(np.linspace(-2, 1.5, 30)).mean() + 0.5
+    t_left = sps.ttest_1samp(left, 0.0, alternative="greater").pvalue
+    assert stats.skew_t_p(left[:, None], np.ones((30, 1), bool))[0] > t_left
+    right = -left + 1.0
+    t_right = sps.ttest_1samp(right, 0.0, alternative="greater").pvalue
+    assert stats.skew_t_p(right[:, None], np.ones((30, 1), bool))[0] == pytest.approx(t_right)
 
 
 def test_agrees_with_scipy_permutation_test_on_paired_data():

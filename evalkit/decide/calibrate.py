@@ -266,10 +266,12 @@ def calibrate_run(
             row = by_key[res["key"]]
             row.false_pass = Rate(res["false_pass"], res["R"])
             row.false_drop = Rate(res["false_drop"], res["R"])
+            m = decision["verdicts"][row.candidate]["metrics"][row.metric]
             if res["power"] is not None:
                 row.power = Rate(res["power"], res["R"])
-                m = decision["verdicts"][row.candidate]["metrics"][row.metric]
                 row.power_at = m["mde"] if row.role == "success" else 0.0
+            elif m.get("mde_exceeds_range"):
+                row.note = "no reachable MDE (beyond the metric's range): no power to check"
     cal = Calibration(
         run=str(run),
         experiments=experiments,

@@ -57,6 +57,13 @@ def candidate_arms(df: pd.DataFrame, rules: Rules, configured: list[str] | None)
     return [a for a in seen if a not in (rules.baseline, rules.aa)]
 
 
+def zero_one_metrics(df: pd.DataFrame) -> set[str]:
+    """Metrics whose every finite value is 0 or 1 (shares of sessions or events): their means lie in [0, 1]."""
+    v = pd.to_numeric(df["value"], errors="coerce")
+    ok = ~np.isfinite(v) | v.isin((0.0, 1.0))
+    return set(ok.groupby(df["metric"]).all().loc[lambda s: s].index)
+
+
 def decide(
     df: pd.DataFrame, rules: Rules, arms: list[str] | None = None, prompt_only: Callable[[str], bool] | None = None
 ) -> dict:
@@ -127,6 +134,12 @@ def decide(
     # Design numbers against the same null and with the same critical value as the test itself.
     n = est.n_sessions
     mde = sign * stats.mde(est.se, n, rules.alpha, rules.power, thr_o)
+    # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
+    zero_one = zero_one_metrics(df)
+    headroom = np.array([np.nan] * K)
+    for k, (_c, m) in enumerate(columns):
+        if m in zero_one and np.isfinite(base_mean[k]):
+            headroom[k] = (1.0 - base_mean[k]) if sign[k] > 0 else -base_mean[k]
     power = stats.achieved_power(target, est.se, n, rules.alpha, thr_o)
     needed = stats.sessions_needed(target, est.se, n, rules.alpha, rules.power, thr_o)
 
@@ -145,6 +158,7 @@ def decide(
             threshold=float(sign[k] * thr_o[k]),
             threshold_words=words[k],
             mde=float(mde[k]),
+            headroom=float(headroom[k]),
             power=float(power[k]),
             target=float(sign[k] * target[k]),
             sessions_needed=float(needed[k]),

@@ -25,6 +25,7 @@ class MetricResult:
     threshold: float  # the difference p_value tests against (sign follows the direction)
     threshold_words: str
     mde: float  # true difference at which the test against `threshold` has the configured power
+    headroom: float  # largest possible true difference in the better direction (0/1 metrics), else NaN
     power: float  # power of that test at `target`
     target: float
     sessions_needed: float  # sessions for that power at `target`
@@ -47,6 +48,21 @@ class MetricResult:
         p = pval(self.p_holm, "p_holm") if holm and self.p_holm is not None else pval(self.p_value)
         return f"{self.metric} {num(self.estimate, True)} {interval(self.ci)}, {p}"
 
+    @property
+    def mde_reachable(self) -> bool:
+        """False when the MDE lies beyond the largest difference the metric's range allows."""
+        return not (abs(self.headroom) < abs(self.mde) and (self.mde > 0) == (self.headroom > 0))
+
+    def mde_words(self, power: float, what: str) -> str:
+        """The MDE sentence, or why there is none: an unreachable MDE is not a number to plan with."""
+        if self.mde_reachable:
+            return f"{what} with power {power:g} when the true difference is {num(self.mde, True)}"
+        return (
+            f"no reachable MDE: to be {what} with power {power:g} the true difference would have to be "
+            f"{num(self.mde, True)}, beyond the metric's range (at most {num(self.headroom, True)} "
+            f"from the baseline's {num(self.baseline_mean)})"
+        )
+
     def error_share(self) -> tuple[float, str]:
         """The larger of the candidate's and the baseline's scorer-error shares, and whose it is."""
         cand = self.errors / self.rows if self.rows else 0.0
@@ -64,7 +80,10 @@ class MetricResult:
             "p_worse": self.p_worse,
             "p_holm": self.p_holm,
             "threshold": self.threshold,
-            "mde": self.mde,
+            "mde": self.mde if self.mde_reachable else None,
+            "mde_exceeds_range": not self.mde_reachable,
+            "mde_needed": self.mde,
+            "headroom": self.headroom,
             "power": self.power,
             "target": self.target,
             "sessions_needed": self.sessions_needed,
@@ -212,16 +231,17 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
             "inconclusive",
             f"inconclusive: {wins[0].line(holm=True)} is significant, but guardrail {g.metric} "
             f"{num(g.estimate, True)} {interval(g.ci)} is not shown within its margin {num(g.threshold, True)}"
-            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}; shown with power {rules.power:g} "
-            f"when the true difference is {num(g.mde, True)})",
+            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}; {g.mde_words(rules.power, 'shown within it')})",
             g.metric,
         )
     r = min((results[m] for m in success), key=lambda r: r.p_holm)
     return v(
         "inconclusive",
         f"inconclusive: no success metric significantly beyond its min effect; best is {r.line(holm=True)} "
-        f"≥ α {a:g} against min effect {num(r.threshold, True)}{r.threshold_words}; MDE {num(r.mde, True)} "
-        f"(ships with power {rules.power:g} at that true effect) with {r.n_sessions} sessions; "
+        f"≥ α {a:g} against min effect {num(r.threshold, True)}{r.threshold_words}; "
+        + (f"MDE {num(r.mde, True)} (ships with power {rules.power:g} at that true effect)" if r.mde_reachable
+           else r.mde_words(rules.power, "shipped"))
+        + f" with {r.n_sessions} sessions; "
         f"{num(r.sessions_needed)} needed for {num(r.target, True)}",
         r.metric,
     )
