@@ -148,7 +148,10 @@ def session_questions(inp: ProbeInput) -> list[dict[str, Any]]:
 
 def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]:
     """Questions to ask at this event: current, and answerable only from what left the view."""
-    at, msgs, kept = inp.event.at_message, inp.session.messages, inp.kept_ids()
+    from evalkit.probes.identifiers import in_view_ids
+
+    # Masked copies do not count as kept: what masking elided has left the view (issue #15).
+    at, msgs, kept = inp.event.at_message, inp.session.messages, in_view_ids(inp)
     out = []
     for kind in KINDS:
         cand = [

@@ -1,0 +1,100 @@
+"""Identifier recall: exact identifiers that left the view, still visible after the compaction.
+
+An identifier (``Facts.identifiers``: PR numbers, SHAs, URLs, branches, created directories,
+symbols, error strings) *left the view* at an event when the message that introduced it is at or
+before the compaction point and is no longer in the new context as it was: removed, or kept only
+with its tool output masked (observation masking elides rather than summarizes, so what it elided
+has left the view too). It is *recalled* when the post-compaction context states it exactly,
+bounded so that a longer token containing it does not count: ``a1b2c3d`` is not found inside
+the colour ``#a1b2c3d4``, ``#12`` not inside ``#123`` nor as the heading ``# 12``, and a URL may be
+followed by sentence punctuation but not by more path.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from evalkit.facts import Identifier
+from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, probe
+
+KINDS = ("pr", "sha", "url", "branch", "dir", "symbol", "error")
+
+
+def in_view_ids(inp: ProbeInput) -> set[str]:
+    """Recorded messages kept in the new context as they were (masked copies excluded)."""
+    return inp.memo(
+        "in_view_ids",
+        lambda: {e["ref"] for e in inp.event.new_context if "ref" in e and not e.get("mask")},
+    )
+
+
+@lru_cache(maxsize=8192)
+def _pattern(kind: str, value: str) -> re.Pattern[str]:
+    v = re.escape(value)
+    if kind == "pr":
+        num = re.escape(value.lstrip("#"))
+        # "#12", "PR 12", "pull request 12", "issue 12", ".../pull/12": never "# 12" or "#123".
+        return re.compile(
+            rf"(?<![\w#&])#{num}(?!\d)|\b(?:PR|pull request|issue)[ \t]*#?{num}(?!\d)|/(?:pull|issues)/{num}(?!\d)",
+            re.I,
+        )
+    if kind == "sha":
+        # Case-insensitive hex, not part of a longer hex/word run, and not a colour ("#a1b2c3").
+        return re.compile(rf"(?<![\w#]){v}(?![\w])", re.I)
+    if kind == "url":
+        # Sentence punctuation may follow; more path, query or word characters may not.
+        return re.compile(rf"{v}(?![\w/?#=&%~+-]|[.,;:!]\w)")
+    if kind in ("branch", "dir"):
+        return re.compile(rf"(?<![\w./-]){v}(?![\w-]|[./]\w)")
+    if kind == "symbol":
+        return re.compile(rf"(?<![\w$]){v}(?![\w$])")
+    return re.compile(v)  # an error string: the exact text, whitespace folded by the caller
+
+
+def identifier_visible(ident: Identifier | tuple[str, str], text: str) -> bool:
+    """Is the identifier stated exactly in ``text`` (an error string with whitespace folded)?"""
+    kind, value = (ident.kind, ident.value) if isinstance(ident, Identifier) else ident
+    if not value:
+        return False
+    if kind == "error":
+        value, text = fold_ws(value), fold_ws(text)
+        return value in text
+    if kind != "pr" and value.lower() not in text.lower():
+        return False  # cheap substring screen before the bounded regex
+    return _pattern(kind, value).search(text) is not None
+
+
+def left_view(inp: ProbeInput) -> list[Identifier]:
+    """Identifiers introduced at or before the compaction point whose message left the view."""
+    at, msgs, keep = inp.event.at_message, inp.session.messages, in_view_ids(inp)
+    return [
+        i
+        for i in inp.facts.identifiers
+        if i.message_index <= at and i.message_index < len(msgs) and msgs[i.message_index].id not in keep
+    ]
+
+
+@probe(
+    "identifiers",
+    "share of exact identifiers (PR, SHA, URL, branch, dir, symbol, error) that left the view and are still visible",
+    metrics={
+        "identifier_recall": "higher",
+        **{f"identifier_recall_{k}": "higher" for k in KINDS},
+        "identifiers_left": "info",
+    },
+    catches="summaries that paraphrase away the PR number, the SHA, the URL or the exact error",
+)
+def identifiers(inp: ProbeInput) -> list[ProbeValue]:
+    """Per event: recall over the identifiers that left the view (none left: no row), overall and
+    per kind, and how many left (``identifiers_left``)."""
+    gone = left_view(inp)
+    if not gone:
+        return []
+    text = inp.visible_text()
+    by_kind: dict[str, list[bool]] = {}
+    for i in gone:
+        by_kind.setdefault(i.kind, []).append(identifier_visible(i, text))
+    hits = [h for v in by_kind.values() for h in v]
+    out = [ProbeValue("identifier_recall", sum(hits) / len(hits)), ProbeValue("identifiers_left", len(hits))]
+    return out + [ProbeValue(f"identifier_recall_{k}", sum(v) / len(v)) for k, v in sorted(by_kind.items())]
