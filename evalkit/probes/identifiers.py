@@ -68,6 +68,8 @@ def identifier_visible(ident: Identifier | tuple[str, str], text: str) -> bool:
 def left_view(inp: ProbeInput) -> list[Identifier]:
     """Identifiers introduced at or before the compaction point whose message left the view."""
     at, msgs, keep = inp.event.at_message, inp.session.messages, in_view_ids(inp)
+    if inp.event.meta.get("uncompacted"):
+        keep = set()  # the ceiling arm: every identifier so far is asked for, against the full history
     return [
         i
         for i in inp.facts.identifiers
