@@ -122,7 +122,7 @@ def test_model_judge_goes_through_make_client_with_six_dimensions():
 
 def test_suite_files_validate_names_and_parameters(tmp_path):
     default = load_suite(ROOT / "probes" / "default.toml")
-    assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 16
+    assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 17
     with pytest.raises(SuiteError, match=r"probes\.nope: unknown probe"):
         suite_from_dict({"probes": ["nope"]}, "x.toml")
     with pytest.raises(SuiteError, match=r"x\.toml: probes\.tally_present\.bogus: unknown parameter"):

@@ -6,6 +6,7 @@ name which probes run.
 """
 
 from evalkit.probes import banks as _banks  # noqa: F401
+from evalkit.probes import cadence as _cadence  # noqa: F401
 from evalkit.probes import deterministic as _deterministic  # noqa: F401  (registers the probes)
 from evalkit.probes import identifiers as _identifiers  # noqa: F401
 from evalkit.probes import judge as _judge  # noqa: F401
