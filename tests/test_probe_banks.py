@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,16 @@ def test_a_real_session_bank_scores_per_question_rows_and_the_ceiling_is_highest
     # last event every expected fact of the bank is in the session, stated as written.
     last = ex[ex["arm"] == "uncompacted"].sort_values("event")["value"].iloc[-1]
     assert last == 1.0
+    # The default report: the scorecard with the bank's paired counts and its plot, and masking
+    # (which never drops a message under a message-count trigger) flagged as looping.
+    md = (tmp_path / "r" / "report" / "report.md").read_text()
+    sc = md.split("## Scorecard: exam score vs tokens kept")[1].split("\n## ")[0]
+    assert "| `uncompacted` (ceiling) |" in sc and "fig-scorecard.png" in sc
+    assert "**bank exam: per-question paired win/loss/tie vs `baseline`**" in sc and "8-question exam" in sc
+    assert re.search(r"\| `uncompacted` \| \d+ W / 0 L / \d+ T \| 8 \|", sc)
+    cad = md.split("## Cadence and cost per compaction")[1].split("\n## ")[0]
+    assert "`masking` **LOOPING**" in cad and "**Looping:** `masking`:" in cad
+    assert (tmp_path / "r" / "report" / "fig-scorecard.png").stat().st_size > 10_000
     assert (
         json.loads((tmp_path / "r" / "corpus" / "banks.json").read_text())[SID][0]["id"]
         == f"{SID}/deleted-module"

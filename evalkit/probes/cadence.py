@@ -26,11 +26,16 @@ def work_tokens(inp: ProbeInput) -> int:
     return inp.view.memo(("work_tokens",), lambda: sum(message_tokens(m, "chars4") for m in inp.session.messages))
 
 
-def request_tokens(request: dict | None) -> int:
-    """The summarizer request's size in tokens (chars/4 of its messages); 0 for no call."""
-    if not request:
+def request_tokens(ev) -> int:
+    """The summarizer request's size in tokens (chars/4); 0 for no call. Events store the
+    conversation part as a recipe of spans, whose rendered size is ``source_chars``."""
+    if not ev.request:
         return 0
-    chars = sum(len(str(m.get("content") or "")) for m in request.get("messages") or [])
+    chars = ev.source_chars
+    for m in ev.request.get("messages") or []:
+        content = m.get("content")
+        parts = content.get("parts", []) if isinstance(content, dict) else [content]
+        chars += sum(len(x) for x in parts if isinstance(x, str))
     return -(-chars // 4)
 
 
@@ -77,7 +82,7 @@ def cadence(inp: ProbeInput, min_freed: float = 0.10, min_turns: int = 2) -> lis
         ProbeValue("turns_between", turns),
         ProbeValue("tokens_kept", ev.tokens_after),
         ProbeValue("summarizer_calls", float(called)),
-        ProbeValue("summarizer_input_tokens", request_tokens(ev.request)),
+        ProbeValue("summarizer_input_tokens", request_tokens(ev)),
         ProbeValue("summarizer_output_tokens", ev.summary_tokens if called else 0),
     ]
     if inp.is_last:
