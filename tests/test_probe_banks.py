@@ -114,3 +114,16 @@ def test_a_real_session_bank_scores_per_question_rows_and_the_ceiling_is_highest
         json.loads((tmp_path / "r" / "corpus" / "banks.json").read_text())[SID][0]["id"]
         == f"{SID}/deleted-module"
     )
+
+
+def test_probes_import_writes_evalkit_format_and_rejects_a_bad_bank(tmp_path, capsys):
+    out = tmp_path / "mine.json"
+    assert main(["probes", "import", str(HERMES_BANK), "--out", str(out)]) == 0
+    assert "8 questions about 1 session(s)" in capsys.readouterr().out
+    written = json.loads(out.read_text())
+    assert written["format"] == "evalkit.bank/1" and len(load_bank(out)) == 8
+    bad = tmp_path / "bad.probes.json"
+    bad.write_text(json.dumps({"probes": [{"type": "recall", "question": "?", "expected_facts": []}]}))
+    assert main(["probes", "import", str(bad), "--out", str(tmp_path / "x.json")]) == 2
+    assert "bad.probes.json: questions[0].expected_facts" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
