@@ -64,11 +64,13 @@ def test_offline_grader_scores_expected_facts(summary, score):
     s = judge_session()
     inp = ProbeInput(event(s, 11, 10, summary), SessionView(s, compute_facts(s)))
     got = {v.metric: v.value for v in judge(inp)}
-    assert set(got) == {
+    per_q = {m: v for m, v in got.items() if m.startswith("judge_offline_q:")}  # one row per question asked
+    assert set(got) - set(per_q) == {
         "judge_offline_overall",
         *(f"judge_offline_{k}" for k in ("recall", "artifact", "continuation", "decision")),
     }
     assert got["judge_offline_overall"] == score
+    assert len(per_q) == 4 and set(per_q.values()) == {score}
 
 
 def test_offline_grader_rejects_a_stale_tally():
