@@ -94,3 +94,21 @@ def test_masked_output_has_left_the_view_for_identifiers_and_judge():
     inp = ProbeInput(ev, SessionView(s, compute_facts(s)))
     asked = select_questions(inp, per_kind=0)
     assert [q["kind"] for q in asked] == ["recall"] and asked[0]["source"] == fail
+
+
+def test_identifier_exam_skips_what_the_last_user_message_states():
+    """A question the latest user message answers would reward copying it: not asked."""
+    b = Builder()
+    b.user(f"Please look at PR #481 and cherry-pick {SHA} onto main.")
+    b.tool(
+        "bash", {"command": "git checkout -b hotfix/cache-ttl"}, "Switched to a new branch 'hotfix/cache-ttl'"
+    )
+    b.user(f"Remember: {SHA} is the one to pick.")
+    b.add("assistant", Text("ok"))
+    s = b.session()
+    ev = event(s, 5, 5, f"Cherry-picking {SHA}; branch hotfix/cache-ttl.")
+    got = run_probe("identifiers", ev, s)
+    assert got["identifiers_left"] == 3 and got["identifier_recall"] == 2 / 3  # PR #481 lost
+    qs = {m: v for m, v in got.items() if m.startswith("identifier_q:")}
+    assert sorted(m.split(":")[1] for m in qs) == ["branch", "pr"]  # the SHA is in the last user message
+    assert got["identifier_exam"] == 0.5 and sorted(qs.values()) == [0.0, 1.0]

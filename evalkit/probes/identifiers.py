@@ -12,6 +12,7 @@ followed by sentence punctuation but not by more path.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from functools import lru_cache
 
@@ -77,6 +78,19 @@ def left_view(inp: ProbeInput) -> list[Identifier]:
     ]
 
 
+def last_user_text(inp: ProbeInput) -> str:
+    """The latest genuine user message at or before the compaction point (what a copying answer
+    would repeat)."""
+    at, msgs = inp.event.at_message, inp.session.messages
+    i = next((k for k in range(min(at, len(msgs) - 1), -1, -1) if msgs[k].is_genuine_user()), None)
+    return "" if i is None else msgs[i].text
+
+
+def question_id(ident: Identifier) -> str:
+    """A stable, short per-identifier question id (values may be long URLs or error lines)."""
+    return f"{ident.kind}:{hashlib.sha1(ident.value.encode()).hexdigest()[:10]}"
+
+
 @probe(
     "identifiers",
     "share of exact identifiers (PR, SHA, URL, branch, dir, symbol, error) that left the view and are still visible",
@@ -84,12 +98,15 @@ def left_view(inp: ProbeInput) -> list[Identifier]:
         "identifier_recall": "higher",
         **{f"identifier_recall_{k}": "higher" for k in KINDS},
         "identifiers_left": "info",
+        "identifier_exam": "higher",
     },
     catches="summaries that paraphrase away the PR number, the SHA, the URL or the exact error",
 )
 def identifiers(inp: ProbeInput) -> list[ProbeValue]:
     """Per event: recall over the identifiers that left the view (none left: no row), overall and
-    per kind, and how many left (``identifiers_left``)."""
+    per kind, and how many left (``identifiers_left``). ``identifier_exam`` is the same over the
+    identifiers the latest user message does not state, with one ``identifier_q:<kind>:<hash>``
+    row per question (the scorecard's paired win/loss/tie)."""
     gone = left_view(inp)
     if not gone:
         return []
@@ -99,4 +116,11 @@ def identifiers(inp: ProbeInput) -> list[ProbeValue]:
         by_kind.setdefault(i.kind, []).append(identifier_visible(i, text))
     hits = [h for v in by_kind.values() for h in v]
     out = [ProbeValue("identifier_recall", sum(hits) / len(hits)), ProbeValue("identifiers_left", len(hits))]
+    # The generated exam: one question per identifier that left the view, unless the latest user
+    # message states it (copying that message would answer it); graded exact, one row each.
+    last = last_user_text(inp)
+    exam = [(i, identifier_visible(i, text)) for i in gone if not identifier_visible(i, last)]
+    if exam:
+        out.append(ProbeValue("identifier_exam", sum(h for _, h in exam) / len(exam)))
+        out += [ProbeValue(f"identifier_q:{question_id(i)}", float(h)) for i, h in exam]
     return out + [ProbeValue(f"identifier_recall_{k}", sum(v) / len(v)) for k, v in sorted(by_kind.items())]

@@ -32,11 +32,13 @@ SCORES = [
     ("generated exam", [("judge_overall", 5.0), ("judge_offline_overall", 5.0)]),
     ("bank exam", [("exam", 1.0), ("exam_offline", 1.0)]),
     ("identifier recall", [("identifier_recall", 1.0)]),
+    ("identifier exam", [("identifier_exam", 1.0)]),
 ]
 # Per-question metrics (one row per question per event): the paired win/loss/tie count.
 QUESTION_PREFIXES = [
     ("generated exam", ("judge_q:", "judge_offline_q:")),
     ("bank exam", ("exam_q:", "exam_offline_q:")),
+    ("identifier exam", ("identifier_q:",)),
 ]
 LOOP_SHARE = 0.5  # an arm whose compactions mostly loop is flagged
 
