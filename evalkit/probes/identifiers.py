@@ -53,15 +53,18 @@ def _pattern(kind: str, value: str) -> re.Pattern[str]:
     return re.compile(v)  # an error string: the exact text, whitespace folded by the caller
 
 
-def identifier_visible(ident: Identifier | tuple[str, str], text: str) -> bool:
-    """Is the identifier stated exactly in ``text`` (an error string with whitespace folded)?"""
+def identifier_visible(
+    ident: Identifier | tuple[str, str], text: str, lower: str | None = None, folded: str | None = None
+) -> bool:
+    """Is the identifier stated exactly in ``text`` (an error string with whitespace folded)?
+    ``lower`` and ``folded`` are ``text`` lower-cased and whitespace-folded, when the caller has
+    them (a probe asks for many identifiers against one large context)."""
     kind, value = (ident.kind, ident.value) if isinstance(ident, Identifier) else ident
     if not value:
         return False
     if kind == "error":
-        value, text = fold_ws(value), fold_ws(text)
-        return value in text
-    if kind != "pr" and value.lower() not in text.lower():
+        return fold_ws(value) in (fold_ws(text) if folded is None else folded)
+    if kind != "pr" and value.lower() not in (text.lower() if lower is None else lower):
         return False  # cheap substring screen before the bounded regex
     return _pattern(kind, value).search(text) is not None
 
@@ -111,15 +114,18 @@ def identifiers(inp: ProbeInput) -> list[ProbeValue]:
     if not gone:
         return []
     text = inp.visible_text()
+    lower = inp.memo("visible_lower", text.lower)
+    folded = fold_ws(inp.visible_folded())
+    seen = {i: identifier_visible(i, text, lower, folded) for i in gone}
     by_kind: dict[str, list[bool]] = {}
     for i in gone:
-        by_kind.setdefault(i.kind, []).append(identifier_visible(i, text))
+        by_kind.setdefault(i.kind, []).append(seen[i])
     hits = [h for v in by_kind.values() for h in v]
     out = [ProbeValue("identifier_recall", sum(hits) / len(hits)), ProbeValue("identifiers_left", len(hits))]
     # The generated exam: one question per identifier that left the view, unless the latest user
     # message states it (copying that message would answer it); graded exact, one row each.
     last = last_user_text(inp)
-    exam = [(i, identifier_visible(i, text)) for i in gone if not identifier_visible(i, last)]
+    exam = [(i, seen[i]) for i in gone if not identifier_visible(i, last)]
     if exam:
         out.append(ProbeValue("identifier_exam", sum(h for _, h in exam) / len(exam)))
         out += [ProbeValue(f"identifier_q:{question_id(i)}", float(h)) for i, h in exam]
