@@ -105,11 +105,12 @@ def question_id(ident: Identifier) -> str:
     },
     catches="summaries that paraphrase away the PR number, the SHA, the URL or the exact error",
 )
-def identifiers(inp: ProbeInput) -> list[ProbeValue]:
+def identifiers(inp: ProbeInput, max_questions: int = 8) -> list[ProbeValue]:
     """Per event: recall over the identifiers that left the view (none left: no row), overall and
     per kind, and how many left (``identifiers_left``). ``identifier_exam`` is the same over the
-    identifiers the latest user message does not state, with one ``identifier_q:<kind>:<hash>``
-    row per question (the scorecard's paired win/loss/tie)."""
+    latest ``max_questions`` identifiers the latest user message does not state, with one
+    ``identifier_q:<kind>:<hash>`` row per question (the scorecard's paired win/loss/tie); the cap
+    keeps the metrics table small on long sessions, as the judge's ``per_kind`` does."""
     gone = left_view(inp)
     if not gone:
         return []
@@ -125,7 +126,11 @@ def identifiers(inp: ProbeInput) -> list[ProbeValue]:
     # The generated exam: one question per identifier that left the view, unless the latest user
     # message states it (copying that message would answer it); graded exact, one row each.
     last = last_user_text(inp)
-    exam = [(i, seen[i]) for i in gone if not identifier_visible(i, last)]
+    exam = (
+        [(i, seen[i]) for i in gone if not identifier_visible(i, last)][-max_questions:]
+        if max_questions
+        else []
+    )
     if exam:
         out.append(ProbeValue("identifier_exam", sum(h for _, h in exam) / len(exam)))
         out += [ProbeValue(f"identifier_q:{question_id(i)}", float(h)) for i, h in exam]
