@@ -64,9 +64,16 @@ def identifier_visible(
         return False
     if kind == "error":
         return fold_ws(value) in (fold_ws(text) if folded is None else folded)
-    if kind != "pr" and value.lower() not in (text.lower() if lower is None else lower):
-        return False  # cheap substring screen before the bounded regex
-    return _pattern(kind, value).search(text) is not None
+    # The bounded regex runs only around each occurrence of the value (a PR's: its number): a
+    # search over a whole large context per identifier costs milliseconds.
+    needle = value[1:] if kind == "pr" else value.lower()
+    low = text.lower() if lower is None else lower
+    pat, at = _pattern(kind, value), low.find(needle)
+    while at >= 0:
+        if pat.search(text, max(0, at - 24), at + len(needle) + 8) is not None:
+            return True
+        at = low.find(needle, at + 1)
+    return False
 
 
 def left_view(inp: ProbeInput) -> list[Identifier]:
@@ -116,7 +123,7 @@ def identifiers(inp: ProbeInput, max_questions: int = 8) -> list[ProbeValue]:
         return []
     text = inp.visible_text()
     lower = inp.memo("visible_lower", text.lower)
-    folded = fold_ws(inp.visible_folded())
+    folded = inp.visible_folded()  # folded per message: an error line never spans two
     seen = {i: identifier_visible(i, text, lower, folded) for i in gone}
     by_kind: dict[str, list[bool]] = {}
     for i in gone:
