@@ -133,11 +133,12 @@ def identifiers(inp: ProbeInput, max_questions: int = 8) -> list[ProbeValue]:
     # The generated exam: one question per identifier that left the view, unless the latest user
     # message states it (copying that message would answer it); graded exact, one row each.
     last = last_user_text(inp)
-    exam = (
-        [(i, seen[i]) for i in gone if not identifier_visible(i, last)][-max_questions:]
-        if max_questions
-        else []
-    )
+    last_low, exam = last.lower(), []
+    for i in reversed(gone):  # the latest first, until max_questions are asked
+        if len(exam) >= max_questions:
+            break
+        if not identifier_visible(i, last, last_low):
+            exam.insert(0, (i, seen[i]))
     if exam:
         out.append(ProbeValue("identifier_exam", sum(h for _, h in exam) / len(exam)))
         out += [ProbeValue(f"identifier_q:{question_id(i)}", float(h)) for i, h in exam]
