@@ -135,7 +135,11 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
 
 def stage_score(exp: Experiment, paths: RunPaths) -> int:
     from evalkit.probes import score_run
+    from evalkit.probes.banks import load_banks, save_run_banks
     from evalkit.probes.suite import find_suite
+
+    if exp.section("score").get("banks"):
+        save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
 
     # The run id names the config, not the folder, so equal configs give byte-identical tables.
     return score_run(

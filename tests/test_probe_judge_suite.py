@@ -64,11 +64,13 @@ def test_offline_grader_scores_expected_facts(summary, score):
     s = judge_session()
     inp = ProbeInput(event(s, 11, 10, summary), SessionView(s, compute_facts(s)))
     got = {v.metric: v.value for v in judge(inp)}
-    assert set(got) == {
+    per_q = {m: v for m, v in got.items() if m.startswith("judge_offline_q:")}  # one row per question asked
+    assert set(got) - set(per_q) == {
         "judge_offline_overall",
         *(f"judge_offline_{k}" for k in ("recall", "artifact", "continuation", "decision")),
     }
     assert got["judge_offline_overall"] == score
+    assert len(per_q) == 4 and set(per_q.values()) == {score}
 
 
 def test_offline_grader_rejects_a_stale_tally():
@@ -122,7 +124,7 @@ def test_model_judge_goes_through_make_client_with_six_dimensions():
 
 def test_suite_files_validate_names_and_parameters(tmp_path):
     default = load_suite(ROOT / "probes" / "default.toml")
-    assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 14
+    assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 17
     with pytest.raises(SuiteError, match=r"probes\.nope: unknown probe"):
         suite_from_dict({"probes": ["nope"]}, "x.toml")
     with pytest.raises(SuiteError, match=r"x\.toml: probes\.tally_present\.bogus: unknown parameter"):

@@ -355,3 +355,14 @@ def test_recorded_compaction_with_nothing_to_summarize_is_counted(tmp_path):
     )
     got = json.loads((tmp_path / "events" / "recorded_nothing_to_summarize.json").read_text())
     assert got == {"baseline": 1}
+
+
+def test_uncompacted_keeps_everything_and_is_asked_along_the_session():
+    """The ceiling arm: never removes a message nor calls a summarizer; an event each time the
+    context has grown by keep_recent tokens, so probes are asked against the full history."""
+    s = _long_session(60)
+    evs = run(s, "uncompacted", client=fixed("unused"))
+    assert len(evs) >= 3 and all(e.request is None and not e.removed_ids for e in evs)
+    assert all(e.tokens_after == e.tokens_before and e.meta == {"uncompacted": True} for e in evs)
+    assert all(b.tokens_after - a.tokens_after >= SMALL.keep_recent for a, b in itertools.pairwise(evs))
+    assert len(resolve_context(evs[-1], {m.id: m for m in s.messages})) == evs[-1].at_message + 1

@@ -12,7 +12,8 @@ from evalkit.replay import ARMS, replay_corpus, resolve_request
 from evalkit.session import session_from_dict, tool_pairs_valid
 from evalkit.tokens import context_tokens
 
-ALL = ["baseline", "aa", *[n for n in ARMS.names() if n not in ("baseline", "aa")]]
+# The ceiling arm removes nothing by design (tested in test_replay_candidates).
+ALL = ["baseline", "aa", *[n for n in ARMS.names() if n not in ("baseline", "aa", "uncompacted")]]
 # A smaller window than the default and seed 003's 64 KiB summary source force 4-12 compactions
 # per synthetic session (and exercise the budget path every arm shares).
 REPLAY = {

@@ -229,7 +229,7 @@ def test_every_section_in_order_with_its_content(run_dir, report):
 def test_figures_open_at_github_width_and_are_not_blank(report):
     md = report.read_text()
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert len(images) == 3  # two forest plots and the compounding figure
+    assert len(images) == 4  # two forest plots, the compounding figure and the scorecard
     for rel in images:
         img = imread(report.parent / rel)
         h, w = img.shape[:2]

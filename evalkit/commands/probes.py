@@ -7,9 +7,24 @@ import sys
 from evalkit.commands import arguments, command
 
 
-@command("probes", "list probes with their metrics, direction, parameters and the failure each catches")
+def _probes_args(p):
+    from evalkit.commands.bank import probes_args
+
+    probes_args(p)
+
+
+@command(
+    "probes",
+    "list probes (metrics, direction, parameters, what each catches); `probes import FILE` adds a bank",
+)
+@arguments(_probes_args)
 def cmd_probes(args) -> int:
     from evalkit.probes import PROBES
+
+    if getattr(args, "action", None) == "import":
+        from evalkit.commands.bank import import_bank
+
+        return import_bank(args)
 
     for e in PROBES:
         metrics = ", ".join(f"{m} ({d})" for m, d in e.info.get("metrics", {}).items())

@@ -5,7 +5,10 @@ emits, their direction, and the failure it catches. Suites in the top-level ``pr
 name which probes run.
 """
 
+from evalkit.probes import banks as _banks  # noqa: F401
+from evalkit.probes import cadence as _cadence  # noqa: F401
 from evalkit.probes import deterministic as _deterministic  # noqa: F401  (registers the probes)
+from evalkit.probes import identifiers as _identifiers  # noqa: F401
 from evalkit.probes import judge as _judge  # noqa: F401
 from evalkit.probes.base import PROBES, ProbeInput, ProbeValue, SessionView, probe
 from evalkit.probes.score import score_events, score_run

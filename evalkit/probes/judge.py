@@ -149,7 +149,11 @@ def session_questions(inp: ProbeInput) -> list[dict[str, Any]]:
 
 def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]:
     """Questions to ask at this event: current, and answerable only from what left the view."""
-    at, msgs, kept = inp.event.at_message, inp.session.messages, inp.kept_ids()
+    from evalkit.probes.identifiers import in_view_ids
+
+    # Masked copies do not count as kept: what masking elided has left the view (issue #15).
+    at, msgs, kept = inp.event.at_message, inp.session.messages, in_view_ids(inp)
+    full = bool(inp.event.meta.get("uncompacted"))  # the ceiling arm is asked against the full history
     out = []
     for kind in KINDS:
         cand = [
@@ -158,7 +162,7 @@ def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]
             if q["kind"] == kind
             and q["source"] <= at
             and (q["until"] is None or at < q["until"])
-            and msgs[q["source"]].id not in kept
+            and (full or msgs[q["source"]].id not in kept)
         ]
         cand.sort(key=lambda q: (q["source"], q["id"]))
         out.extend(cand[-per_kind:] if per_kind > 0 else cand)
@@ -327,11 +331,13 @@ def judge(
     use_model, model = _use_model(inp, backend)
     by_kind: dict[str, list[float]] = {}
     if not use_model:
+        per_q = []  # each question's own grade: the scorecard's paired win/loss/tie (issue #15)
         for q in qs:
             hits = offline_grade(q, inp, max_lines)
             by_kind.setdefault(q["kind"], []).append(5 * sum(hits) / len(hits))
+            per_q.append(ProbeValue(f"judge_offline_q:{q['id']}", 5 * sum(hits) / len(hits)))
         scores = [s for v in by_kind.values() for s in v]
-        out = [ProbeValue("judge_offline_overall", sum(scores) / len(scores))]
+        out = [ProbeValue("judge_offline_overall", sum(scores) / len(scores)), *per_q]
         return out + [ProbeValue(f"judge_offline_{k}", sum(v) / len(v)) for k, v in by_kind.items()]
     dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
     log = inp.view.extras.setdefault("judgements", [])

@@ -33,6 +33,7 @@ class ScoreContext:
 
     run_dir: str = ""
     model: dict[str, Any] = field(default_factory=dict)
+    banks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # probe-bank questions by session
 
 
 @dataclass
@@ -154,7 +155,9 @@ def score_run(
     stats = stats if stats is not None else ScoreStats()
     if arms is None:
         arms = sorted(p.stem for p in (run / "events").glob("*.jsonl"))
-    ctx = ScoreContext(str(run), _model_section(run))
+    from evalkit.probes.banks import run_banks
+
+    ctx = ScoreContext(str(run), _model_section(run), run_banks(run))
     corpus = run / "corpus" / "sessions.jsonl"
     sessions = index_jsonl(corpus, "id")
     ev_index = {a: index_jsonl(events_path(run, a), "session") for a in arms}

@@ -397,4 +397,31 @@ def masking(p: Policy) -> Policy:
     return replace(p, compact=mask_observations)
 
 
+# --------------------------------------------------------------------------- the ceiling
+
+
+def keep_everything(job, policy: Policy) -> Outcome | None:
+    """Never compact: an event (the whole context, nothing removed) each time the context has
+    grown by what the trigger's arms keep after a compaction, so the exam is asked along the
+    session against the full history, whatever the window."""
+    s = job.settings
+    size = len(job.context) if s.trigger == "messages" else sum(job.tokens(m) for m in job.context)
+    step = s.kept_messages if s.trigger == "messages" else s.keep_recent
+    last = job.state.get("uncompacted_size")
+    if last is not None and size - last < step:
+        return None
+    job.state["uncompacted_size"] = size
+    return Outcome(list(job.context), meta={"uncompacted": True})
+
+
+@arm(
+    "uncompacted",
+    "the ceiling: never compacts; probes are answered against the full history, whatever the window",
+    "every scorecard needs its 100% reference (hermes-agent: uncompacted 96.7%)",
+    "-",
+)
+def uncompacted(p: Policy) -> Policy:
+    return replace(p, compact=keep_everything)
+
+
 __all__ = ["ARMS", "Candidate", "check_arm", "policy_for"]

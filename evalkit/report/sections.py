@@ -820,6 +820,8 @@ def section_caveats(data: ReportData, out: Path) -> list[str]:
     return [f"- {c}" for c in found] if found else ["None detected."]
 
 
+from evalkit.report import scorecard as _scorecard  # noqa: E402  (issue #15's sections)
+
 SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Verdicts at a glance", section_verdicts),
     ("Calibration of the rules", section_calibration),
@@ -828,6 +830,8 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Effects", section_effects),
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
+    ("Scorecard: exam score vs tokens kept", _scorecard.section_scorecard),
+    ("Cadence and cost per compaction", _scorecard.section_cadence),
     ("Noise floor", section_noise),
     ("Cost: planned vs actual", section_cost),
     ("Caveats", section_caveats),

@@ -1,0 +1,300 @@
+"""The scorecard (issue #15): per arm, exam score and identifier recall against tokens kept.
+
+Reported the way the field now reports compaction (hermes-agent's compaction eval): each arm's
+exam score next to the tokens it kept after compaction, the uncompacted ceiling as the 100%
+reference, per-question paired win/loss/tie counts against the baseline, and the exam's noise
+(the A/A arm's spread, and the binomial error of a k-question exam). Plus the cadence and cost
+per compaction from the ``cadence`` probe, with arms flagged as looping.
+
+Scores are shares in 0..1 shown as %: the generated exam (``judge_offline_overall`` or
+``judge_overall``, 0–5, divided by 5), the probe-bank exam (``exam_offline`` / ``exam``) and
+``identifier_recall``. Each is a mean of per-session means with a 95% t interval over sessions.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from scipy import stats
+
+from evalkit.report.data import ReportData
+from evalkit.report.figures import DPI, WIDTH_IN, _save, arm_style
+from evalkit.report.markdown import code, rel_link, table
+
+CEILING = "uncompacted"
+AA = "aa"
+# (label, [(metric, scale)]): the first metric present in the run is used.
+SCORES = [
+    ("generated exam", [("judge_overall", 5.0), ("judge_offline_overall", 5.0)]),
+    ("bank exam", [("exam", 1.0), ("exam_offline", 1.0)]),
+    ("identifier recall", [("identifier_recall", 1.0)]),
+    ("identifier exam", [("identifier_exam", 1.0)]),
+]
+# Per-question metrics (one row per question per event): the paired win/loss/tie count.
+QUESTION_PREFIXES = [
+    ("generated exam", ("judge_q:", "judge_offline_q:")),
+    ("bank exam", ("exam_q:", "exam_offline_q:")),
+    ("identifier exam", ("identifier_q:",)),
+]
+LOOP_SHARE = 0.5  # an arm whose compactions mostly loop is flagged
+
+
+def _ok(metrics: pd.DataFrame) -> pd.DataFrame:
+    return metrics[metrics["error"].isna()] if len(metrics) else metrics
+
+
+def _pick(metrics: pd.DataFrame, options: list[tuple[str, float]]) -> tuple[str, float] | None:
+    present = set(metrics["metric"].unique()) if len(metrics) else set()
+    return next(((m, s) for m, s in options if m in present), None)
+
+
+def arm_summary(metrics: pd.DataFrame, metric: str, scale: float = 1.0) -> pd.DataFrame:
+    """Per arm: mean of per-session means (scaled), 95% t interval half-width, sessions."""
+    ok = _ok(metrics)
+    per = ok[ok["metric"] == metric].groupby(["arm", "session"], observed=True)["value"].mean() / scale
+    rows = []
+    for arm, vals in per.groupby(level="arm", observed=True):
+        v = vals.to_numpy(dtype=float)
+        half = (
+            float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
+            if len(v) > 1
+            else math.nan
+        )
+        rows.append({"arm": arm, "mean": float(v.mean()), "half": half, "n": len(v)})
+    return pd.DataFrame(rows, columns=["arm", "mean", "half", "n"]).set_index("arm")
+
+
+def question_grades(metrics: pd.DataFrame, prefixes: tuple[str, ...]) -> pd.DataFrame:
+    """(arm, session, question) → mean grade over the events where it was asked."""
+    ok = _ok(metrics)
+    for p in prefixes:
+        q = ok[ok["metric"].str.startswith(p)]
+        if len(q):
+            return q.groupby(["arm", "session", "metric"], observed=True)["value"].mean().reset_index()
+    return pd.DataFrame(columns=["arm", "session", "metric", "value"])
+
+
+def win_loss_tie(grades: pd.DataFrame, arm: str, baseline: str) -> tuple[int, int, int]:
+    """Paired per (session, question): the arm's grade above, below or equal to the baseline's."""
+    a = grades[grades["arm"] == arm].set_index(["session", "metric"])["value"]
+    b = grades[grades["arm"] == baseline].set_index(["session", "metric"])["value"]
+    d = (a - b).dropna()
+    eps = 1e-9
+    return int((d > eps).sum()), int((d < -eps).sum()), int((d.abs() <= eps).sum())
+
+
+def binomial_error(p: float, k: int) -> float:
+    """One standard error, in points of %, of a k-question exam scoring p."""
+    return 100 * math.sqrt(p * (1 - p) / k) if k > 0 and 0 <= p <= 1 else math.nan
+
+
+def _pct(x: float, half: float = math.nan) -> str:
+    if not math.isfinite(x):
+        return "–"
+    return f"{100 * x:.1f}%" + (f" ± {100 * half:.1f}" if math.isfinite(half) else "")
+
+
+def scorecard_plot(
+    path: Path, panels: list[tuple[str, pd.DataFrame]], arms: list[str], baseline: str
+) -> Path:
+    """One panel per score: each arm a point (tokens kept, score) with its interval; the ceiling
+    arm is a black star with a dotted line at its score."""
+    fig = Figure(figsize=(WIDTH_IN, 3.6 * len(panels) + 0.6), dpi=DPI, layout="constrained")
+    axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True)[:, 0]
+    for k, (ax, (label, rows)) in enumerate(zip(axes, panels, strict=True)):
+        xs = [rows.loc[a, "tokens"] for a in arms if a in rows.index and math.isfinite(rows.loc[a, "tokens"])]
+        xspan = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
+        labels: list = []
+        for i, arm in enumerate(arms):
+            if arm not in rows.index or not math.isfinite(rows.loc[arm, "tokens"]):
+                continue
+            r = rows.loc[arm]
+            st = arm_style(i)
+            ceiling = arm == CEILING
+            yerr = [[100 * r["half"]], [100 * r["half"]]] if math.isfinite(r["half"]) else None
+            ax.errorbar(
+                r["tokens"],
+                100 * r["score"],
+                yerr=yerr,
+                fmt="*" if ceiling else st["marker"],
+                color="#000000" if ceiling else st["color"],
+                markersize=16 if ceiling else 9,
+                capsize=4,
+                linewidth=1.6,
+                label=f"{arm} (ceiling)" if ceiling else (f"{arm} (baseline)" if arm == baseline else arm),
+            )
+            x, y = r["tokens"], 100 * r["score"]
+            # Arms on (nearly) the same spot share one label ("baseline = aa") instead of overprinting.
+            near = next(
+                (a for a in labels if abs(a.xy[0] - x) <= 0.02 * xspan and abs(a.xy[1] - y) <= 2), None
+            )
+            if near is not None:
+                near.set_text(f"{near.get_text()} = {arm}")
+            else:
+                off, ha = ((-10, 8), "right") if ceiling else ((8, 6), "left")
+                labels.append(
+                    ax.annotate(arm, (x, y), textcoords="offset points", xytext=off, ha=ha, fontsize=10)
+                )
+            if ceiling:
+                ax.axhline(100 * r["score"], color="#000000", linestyle=":", linewidth=1)
+        ax.margins(x=0.08, y=0.08)
+        ax.set_ylabel(f"{label} (%)")
+        ax.set_title(f"{label} vs tokens kept (95% interval over sessions)", loc="left", fontsize=11)
+        ax.grid(color="#EEEEEE")
+        if k == 0:
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
+    axes[-1].set_xlabel("tokens kept after compaction (mean per session; the ceiling keeps everything)")
+    return _save(fig, path)
+
+
+def section_scorecard(data: ReportData, out: Path) -> list[str]:
+    """Table and plot of score vs tokens kept, paired win/loss/tie vs the baseline, exam noise."""
+    m = data.metrics
+    if not len(m):
+        return ["No metrics."]
+    base = data.baseline
+    arms = data.arms
+    tokens = pd.DataFrame(columns=["mean"])
+    if len(data.events):  # the events, as the other figures: a run without them plots nothing
+        ev = data.events.groupby(["arm", "session"])["tokens_after"].mean().groupby(level="arm").mean()
+        tokens = pd.DataFrame({"mean": ev})
+    scores: list[tuple[str, str, pd.DataFrame]] = []
+    for label, options in SCORES:
+        picked = _pick(m, options)
+        if picked:
+            scores.append((label, picked[0], arm_summary(m, *picked)))
+    if not scores:
+        return ["No exam in this run (no `judge`, `bank` or `identifiers` probe rows)."]
+    header = ["arm", "tokens kept", *[f"{label} (`{metric}`)" for label, metric, _ in scores], "sessions"]
+    rows = []
+    for arm in arms:
+        cells = [code(arm) + (" (ceiling)" if arm == CEILING else "")]
+        cells.append(f"{tokens.loc[arm, 'mean']:,.0f}" if arm in tokens.index else "–")
+        ns = []
+        for _, _, s in scores:
+            cells.append(_pct(s.loc[arm, "mean"], s.loc[arm, "half"]) if arm in s.index else "–")
+            ns.append(int(s.loc[arm, "n"]) if arm in s.index else 0)
+        rows.append([*cells, str(max(ns))])
+    lines = [
+        "Per arm, what it kept against what it still knows. Scores are % of expected facts (mean of "
+        "per-session means ± the 95% t half-width over sessions); tokens kept is the context right after "
+        f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference.",
+        "",
+        table(header, rows),
+        "",
+    ]
+    panels = [
+        (
+            label,
+            pd.DataFrame(
+                {
+                    "score": s["mean"],
+                    "half": s["half"],
+                    "tokens": tokens["mean"].reindex(s.index) if len(tokens) else np.nan,
+                }
+            ),
+        )
+        for label, _, s in scores
+    ]
+    if not len(tokens):
+        return [*lines, "Not plotted: no compaction events, so no tokens kept.", ""]
+    fig = scorecard_plot(out / "fig-scorecard.png", panels, arms, base)
+    lines += [
+        f"![Each score against tokens kept per arm; the ceiling arm is the black star]({rel_link(fig, out)})",
+        "",
+    ]
+    lines += _paired_section(m, arms, base, scores)
+    return lines
+
+
+def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list[str]:
+    out: list[str] = []
+    for label, prefixes in QUESTION_PREFIXES:
+        grades = question_grades(m, prefixes)
+        if not len(grades) or base not in set(grades["arm"]):
+            continue
+        k = int(grades[grades["arm"] == base][["session", "metric"]].drop_duplicates().shape[0])
+        rows = []
+        for arm in arms:
+            if arm == base or arm not in set(grades["arm"]):
+                continue
+            w, lo, t = win_loss_tie(grades, arm, base)
+            rows.append([code(arm), f"{w} W / {lo} L / {t} T", str(w + lo + t)])
+        p = next((s.loc[base, "mean"] for lb, _, s in scores if lb == label and base in s.index), math.nan)
+        noise = [f"binomial error of a {k}-question exam at {_pct(p)}: ± {binomial_error(p, k):.1f} points"]
+        aa = next((s for lb, _, s in scores if lb == label), None)
+        if aa is not None and AA in aa.index and base in aa.index:
+            noise.append(
+                f"A/A spread (`{AA}` − `{base}`): {100 * (aa.loc[AA, 'mean'] - aa.loc[base, 'mean']):+.1f} points"
+            )
+        out += [
+            f"**{label}: per-question paired win/loss/tie vs `{base}`** (each question of each session, "
+            "its grade averaged over the events where it was asked). Exam noise: " + "; ".join(noise) + ".",
+            "",
+            table(["arm", "vs baseline", "paired questions"], rows) if rows else "No other arm was asked.",
+            "",
+        ]
+    return out
+
+
+def section_cadence(data: ReportData, out: Path) -> list[str]:
+    """Per arm: compactions per 100k tokens, turns between, context freed, loops, summarizer cost."""
+    m = _ok(data.metrics)
+    if not len(m) or "loop" not in set(m["metric"]):
+        return ["No `cadence` probe rows in this run."]
+
+    def mean_of(metric: str, arm: str, agg: str = "mean") -> float:
+        v = m[(m["arm"] == arm) & (m["metric"] == metric)]["value"]
+        return float(getattr(v, agg)()) if len(v) else math.nan
+
+    rows, looping = [], []
+    for arm in data.arms:
+        n = int(((m["arm"] == arm) & (m["metric"] == "loop")).sum())
+        if not n:
+            continue
+        share = mean_of("loop", arm)
+        per100k = mean_of("compactions_per_100k", arm)
+        turns = mean_of("turns_between", arm, "median")
+        freed = mean_of("context_freed", arm)
+        if share > LOOP_SHARE:
+            looping.append(
+                f"`{arm}`: {100 * share:.0f}% of its {n} compactions loop; {per100k:.1f} compactions per 100k "
+                f"tokens of work, median {turns:.0f} turn(s) apart, each freeing {100 * freed:.1f}% of the context"
+            )
+        rows.append(
+            [
+                code(arm) + (" **LOOPING**" if share > LOOP_SHARE else ""),
+                str(n),
+                f"{per100k:.2f}",
+                f"{turns:.0f}",
+                f"{100 * freed:.1f}%",
+                f"{100 * share:.0f}%",
+                f"{mean_of('summarizer_calls', arm):.2f}",
+                f"{mean_of('summarizer_input_tokens', arm):,.0f}",
+                f"{mean_of('summarizer_output_tokens', arm):,.0f}",
+            ]
+        )
+    header = [
+        "arm",
+        "compactions",
+        "per 100k tokens",
+        "median turns between",
+        "context freed",
+        "loop",
+        "summarizer calls",
+        "input tokens",
+        "output tokens",
+    ]
+    return [
+        "How often each arm compacts and what a cycle frees and costs (summarizer columns are per "
+        "compaction; tokens are chars/4 of the request and the summary; seconds and dollars per call are "
+        "not recorded in events). A compaction *loops* when it comes within a few turns of the previous one "
+        "or frees little of the context (the `cadence` probe's `min_turns` / `min_freed`).",
+        "",
+        *(["**Looping:** " + "; ".join(looping) + ".", ""] if looping else []),
+        table(header, rows),
+    ]
