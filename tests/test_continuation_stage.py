@@ -15,7 +15,7 @@ from tests.conftest import FIXTURES
 
 def test_pipeline_runs_continuation_as_part_of_scoring(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
-    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 3\n[replay]\nworkers = 1\n')
+    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 3\nsession_tokens = 400000\n[replay]\nworkers = 1\n')
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
     run = load_run(tmp_path / "r")
     m = run.metrics

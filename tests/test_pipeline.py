@@ -10,7 +10,8 @@ from evalkit.cli import main
 
 def test_run_end_to_end_is_deterministic(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
-    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 4\n[replay]\nworkers = 2\n')
+    # Sessions of ~400k tokens compact two or three times at the default window: enough here.
+    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 4\nsession_tokens = 400000\n[replay]\nworkers = 2\n')
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "a")]) == 0
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "b")]) == 0
     a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
