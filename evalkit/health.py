@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -199,3 +200,27 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     }
     write_json(run_dir / HEALTH_FILE, health)
     return health
+
+
+def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
+    """Join ``health.json``'s notes onto the verdicts of ``decision.json`` (rewritten in place).
+
+    Each verdict resting on an unhealthy metric gets ``health_notes`` (the notes) and its
+    ``reason`` a closing clause saying so, so the verdict itself, not only the report's health
+    section, says what it cannot rest on. The decide stage's logic is untouched; a run without
+    ``health.json`` is left as it is.
+    """
+    run_dir = Path(run_dir)
+    p = run_dir / HEALTH_FILE
+    if not p.exists():
+        return decision
+
+    notes = json.loads(p.read_text(encoding="utf-8")).get("verdict_notes", {})
+    for arm, v in decision.get("verdicts", {}).items():
+        ns = notes.get(arm)
+        if not ns:
+            continue
+        v["health_notes"] = list(ns)
+        v["reason"] = f"{v.get('reason', '')} [metric health: {'; '.join(ns)}]".strip()
+    write_json(run_dir / "decision.json", decision)
+    return decision

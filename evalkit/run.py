@@ -197,8 +197,9 @@ def stage_health(exp: Experiment, paths: RunPaths) -> dict:
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
+    from evalkit.health import annotate_decision
 
-    return decide_run(paths.root, exp)
+    return annotate_decision(paths.root, decide_run(paths.root, exp))
 
 
 def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> Path:

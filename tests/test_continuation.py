@@ -15,7 +15,7 @@ from evalkit.continuation import (
     continuation_metrics,
     make_agent,
 )
-from evalkit.continuation.agents.heuristic import heuristic_agent
+from evalkit.continuation.agents.heuristic import heuristic_agent, knows
 from evalkit.events import Event
 from evalkit.models import ChatResponse
 from evalkit.models.fakeserver import read_log
@@ -178,11 +178,11 @@ def test_a_masked_output_does_not_show_the_failure():
     """Observation masking keeps the call but replaces the output: the failure is not in view."""
     s = _session(future=("ls",))
     masked = _inp(s, _event(s, "(no summary)", keep=("m02",), masked=("m03",)))
-    assert not masked.shows(masked.record.open_failures(AT)[0])
+    assert not knows(masked, masked.record.open_failures(AT)[0])
     got = _metrics(masked, heuristic_agent(masked, ReplayEnvironment(masked.record, AT)))
     assert got["refail_30"] == 1.0
     kept = _inp(s, _event(s, "(no summary)", keep=("m02", "m03")))
-    assert kept.shows(kept.record.open_failures(AT)[0])
+    assert knows(kept, kept.record.open_failures(AT)[0])
 
 
 def test_budget_cuts_the_plan_and_stops_is_not_scored_past_it():

@@ -8,6 +8,7 @@ import pandas as pd
 
 from evalkit.health import (
     HEALTH_FILE,
+    annotate_decision,
     check_run,
     identical_to_baseline,
     metric_flags,
@@ -90,3 +91,20 @@ def test_shared_code_names_the_module_that_imports_the_ground_truth():
     assert all(
         "imports evalkit.facts" in n or "imports evalkit.probes" in n for n in got.get("head-tail", [])
     )
+
+
+def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_path):
+    write_metrics(_table(), tmp_path / "metrics.parquet")
+    check_run(tmp_path, CFG)
+    decision = {
+        "verdicts": {
+            "a": {"verdict": "ship", "reason": "ship: varies +0.5"},
+            "b": {"verdict": "inconclusive", "reason": "inconclusive: flat +0"},
+        }
+    }
+    annotate_decision(tmp_path, decision)
+    on_disk = json.loads((tmp_path / "decision.json").read_text())
+    assert on_disk["verdicts"]["a"] == {"verdict": "ship", "reason": "ship: varies +0.5"}
+    b = on_disk["verdicts"]["b"]
+    assert b["reason"].startswith("inconclusive: flat +0 [metric health: success metric flat: constant")
+    assert "success metric lost_chars: identical to the baseline in every session" in b["health_notes"]

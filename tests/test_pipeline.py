@@ -10,7 +10,8 @@ from evalkit.cli import main
 
 def test_run_end_to_end_is_deterministic(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
-    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 4\n[replay]\nworkers = 2\n')
+    # Sessions of ~400k tokens compact two or three times at the default window: enough here.
+    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 4\nsession_tokens = 400000\n[replay]\nworkers = 2\n')
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "a")]) == 0
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "b")]) == 0
     a, b = load_run(tmp_path / "a"), load_run(tmp_path / "b")
@@ -26,6 +27,12 @@ def test_run_end_to_end_is_deterministic(tmp_path, capsys):
     shares = a.metrics[a.metrics["metric"].isin(["tally_present", "constraints_kept", "structure_ok"])]
     assert shares["value"].between(0, 1).all() and a.metrics["error"].isna().all()
     report = (tmp_path / "a/report/report.md").read_text()
-    assert "offline stand-in" in report and "| constraints_kept | baseline | 4 |" in report
+    # constraints_kept is scored for the sessions where the facts find a constraint (not all: most
+    # synthetic rules carry no rule word the extractor knows).
+    with_rules = sum(
+        bool(json.loads(x)["constraints"]) for x in (tmp_path / "a/corpus/facts.jsonl").read_text().splitlines()
+    )
+    assert 1 <= with_rules <= 4
+    assert "offline stand-in" in report and f"| constraints_kept | baseline | {with_rules} |" in report
     cfg_json = json.loads((tmp_path / "a/config.json").read_text())
     assert cfg_json["config"]["corpus"]["sessions"] == 4 and len(cfg_json["config_hash"]) == 64

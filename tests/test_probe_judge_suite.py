@@ -137,7 +137,10 @@ def test_suite_files_validate_names_and_parameters(tmp_path):
 
 def test_score_cli_rescores_with_a_suite_and_prints_the_table(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
-    cfg.write_text('name = "tiny"\n[corpus]\nsessions = 3\n[replay]\nworkers = 2\n')
+    cfg.write_text(
+        'name = "tiny"\n[corpus]\nsessions = 3\nsession_tokens = 400000\n'
+        '[replay]\nworkers = 2\narms = ["baseline", "head-tail", "validate"]\n'
+    )
     run = tmp_path / "run"
     assert main(["run", "--config", str(cfg), "--run-dir", str(run)]) == 0
     first = (run / "metrics.parquet").read_bytes()

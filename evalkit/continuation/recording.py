@@ -5,7 +5,8 @@ asks, again and again, "what did the recording show for this command / this file
 after the point?". :class:`SessionRecord` answers from indexes built in one pass, so the replay
 environment, the heuristic agent, the metrics and the observational baseline share one view of
 the recording. Which calls run commands, read files or modify them is decided by
-:mod:`evalkit.facts.commands` (the one place that knows tool names).
+:mod:`evalkit.toolcalls` (the one place that knows tool names). Nothing here comes from the
+ground truth (:mod:`evalkit.facts`): the heuristic agent reads the recording through this module.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from evalkit.facts.commands import EDIT_TOOLS, WRITE_TOOLS, command_of, files_of, normalize_command
-from evalkit.facts.extract import error_line
 from evalkit.session import Session, ToolCall, ToolResult
+from evalkit.toolcalls import EDIT_TOOLS, WRITE_TOOLS, command_of, files_of, normalize_command
 
 # Sessions run the same few commands over and over; shlex-splitting each once pays off.
 _normalize = lru_cache(maxsize=1 << 16)(normalize_command)
@@ -93,10 +93,6 @@ class Action:
     @property
     def failed(self) -> bool:
         return result_failed(self.result)
-
-    def key_line(self) -> str:
-        """The line of the result a reader would quote (the error line of a failure)."""
-        return error_line(self.result.output) if self.result else ""
 
     def named_files(self) -> tuple[str, ...]:
         """Source files the result's output names (where a failure says the problem is)."""

@@ -52,7 +52,7 @@ def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[
     return rows, facts_rows
 
 
-def _synth_one(args: tuple[int, int]) -> tuple[str, str, dict]:
+def _synth_one(args: tuple[int, int, int]) -> tuple[str, str, dict]:
     from evalkit.corpus.synth import generate_session
 
     return _encoded(generate_session(*args))
@@ -93,7 +93,8 @@ def build_corpus(
     """Write ``sessions.jsonl``, ``facts.jsonl`` and ``manifest.json`` into ``out_dir``.
 
     ``section`` is the experiment's ``[corpus]`` table: ``kind = "synth"`` generates
-    ``sessions`` sessions from ``seed``; ``kind = "path"`` reads a canonical JSONL corpus,
+    ``sessions`` sessions from ``seed`` (``session_tokens``, when set, stops each at about that
+    many tokens: small sessions for small windows); ``kind = "path"`` reads a canonical JSONL corpus,
     skipping (and counting) bad records when ``on_error = "skip"``.
     """
     from concurrent.futures import ProcessPoolExecutor
@@ -112,7 +113,8 @@ def build_corpus(
     ):
         if kind == "synth":
             n = int(section.get("sessions", 200))
-            encoded = pool.map(_synth_one, [(seed, i) for i in range(n)], chunksize=4)
+            tokens = int(section.get("session_tokens", 0))
+            encoded = pool.map(_synth_one, [(seed, i, tokens) for i in range(n)], chunksize=4)
         elif kind == "path":
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")

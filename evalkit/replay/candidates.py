@@ -379,7 +379,11 @@ def mask_observations(job, policy: Policy) -> Outcome | None:
         if not results or m.meta.get("evalkit_masked"):
             new_head.append(m)
             continue
-        new_head.append(mask_outputs(m))
+        masked = mask_outputs(m)
+        if message_chars(masked) >= message_chars(m):
+            new_head.append(m)  # a placeholder longer than the output would grow the context
+            continue
+        new_head.append(masked)
         elided = sum(len(r.output) for r in results)
         accounting[m.id] = (max(0, message_chars(m) - elided), elided)
     if not accounting:

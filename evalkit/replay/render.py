@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evalkit.facts.commands import files_of
 from evalkit.session import Message, Text, Thinking, ToolCall, ToolResult, message_chars
 from evalkit.textscan import lines_with
+from evalkit.toolcalls import files_of
 
 TOOL_RESULT_CHARS = 2_000
 THINKING_CHARS = 1_000

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from evalkit.continuation.environment import Answer, ReplayEnvironment
-from evalkit.continuation.recording import Action, Op, SessionRecord
+from evalkit.continuation.recording import Op, SessionRecord
 from evalkit.events import Event, resolve_context
 from evalkit.registry import Registry
-from evalkit.render import block_plain_text, context_plain_text, message_plain_text
+from evalkit.render import context_plain_text, message_plain_text
 from evalkit.session import Message, ToolCall
 
 
@@ -35,10 +35,6 @@ class Transcript:
     steps: list[Step] = field(default_factory=list)
     stopped: bool = False
     error: str | None = None
-
-
-def _fold(line: str) -> str:
-    return " ".join(line.strip().strip("=-_*# ").split())
 
 
 @dataclass
@@ -85,29 +81,6 @@ class ContinuationInput:
                         parts.append(message_plain_text(m))
                 self._visible = "\n\n".join(parts)
         return self._visible
-
-    def shows(self, action: Action) -> bool:
-        """Whether the context shows this recorded action's outcome.
-
-        The message holding the outcome kept verbatim always counts: the call for an edit, the
-        result for a command or a read (a kept call whose output was masked shows nothing).
-        Otherwise: a command's key line (the error line of a failure, see
-        :func:`evalkit.facts.extract.error_line`) is visible; a read's whole content is visible;
-        an edit's call is visible as text.
-        """
-        op = action.op
-        outcome = action.call_message if op.kind in ("modify", "other") else action.result_message
-        if outcome is not None and outcome in self.kept_ids:
-            return True
-        if op.kind == "read":
-            content = action.result.output.strip() if action.result else ""
-            return bool(content) and content in self.visible_text()
-        if op.kind in ("modify", "other"):
-            return block_plain_text(action.call) in self.visible_text()
-        # A quoted error or tally line counts without the runner's rulers and spacing:
-        # "1 failed, 94 passed in 7.07s" shows "===== 1 failed, 94 passed in 7.07s =====".
-        line = _fold(action.key_line())
-        return bool(line) and line in self.visible_folded()
 
     def visible_folded(self) -> str:
         """The visible text with whitespace runs folded (for matching quoted lines)."""
