@@ -224,6 +224,18 @@ class _Builder:
         for res in msg.tool_results():
             self.result(i, res)
 
+    def resolve_earlier(self, cwd: str) -> None:
+        """Join the relative paths seen before the harness first printed its working directory
+        (SWE-agent's ``create reproduce.py`` comes before any ``(Current directory: …)``), so one
+        file is not counted under a relative and an absolute spelling."""
+
+        def join(p: str) -> str:
+            return p if p.startswith(("/", "~")) else posixpath.join(cwd, p)
+
+        for touches in (self.facts.files_read, self.facts.files_modified):
+            touches[:] = [replace(t, path=join(t.path)) for t in touches]
+        self.calls = {k: (i, c, [join(p) for p in mod]) for k, (i, c, mod) in self.calls.items()}
+
     def result(self, i: int, res) -> None:
         at, call, modified = self.calls.get(res.call_id, (i, None, []))
         cmd = command_of(call) if call else None
@@ -269,6 +281,8 @@ class _Builder:
             self.open_file = opened[-1]
         cwd = _CWD.findall(out) if "(Current directory:" in out else []
         if cwd:
+            if self.cwd is None:
+                self.resolve_earlier(cwd[0])
             self.cwd = cwd[-1]
         if call is None or not (failed or self.open_failures):
             return
