@@ -373,3 +373,14 @@ def test_a_file_created_before_the_shell_folder_is_known_is_one_file():
     )
     f = compute_facts(s)
     assert sorted({t.path for t in f.files_modified}) == ["/testbed/repro.py"]
+
+
+def test_a_checkers_diagnostic_header_is_the_error():
+    # ty/rustc print "error[code]: message" then a source excerpt; the excerpt's words ("Cannot
+    # test …") are not the error (heldout4).
+    out = (
+        "WARN ty is pre-release software.\n\nerror[call-non-callable]: Object of type `X` is not callable\n"
+        "   --> test/test_cache.py:429:17\n    |\n429 |     pytest.skip(\"Cannot test permissions\")\n"
+        "    |\ninfo: rule `call-non-callable` is enabled by default\n\nFound 1 diagnostic"
+    )
+    assert error_string(out) == "error[call-non-callable]: Object of type `X` is not callable"
