@@ -355,6 +355,11 @@ def test_investigation_steps_are_the_task_of_an_investigation():
         "Do not modify any files.\n"
     )
     assert _rules(text) == ["Do not modify any files."]
+    # An investigation that also asks for a change is a change task; asking the user first is a rule.
+    assert _rules(
+        "Investigate the slow export and make it faster.\nReview the profiler output first.\n"
+        "Please check with me before adding a cache."
+    ) == ["Review the profiler output first.", "Please check with me before adding a cache."]
     # Outside an investigation the same checking steps are process.
     assert _rules("Fix the retry loop. Review the backoff code afterwards.") == [
         "Review the backoff code afterwards."

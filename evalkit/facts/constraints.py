@@ -94,8 +94,16 @@ _INVESTIGATION = re.compile(
     r"check|look into|find out|diagnose|survey|assess)\b",
     re.I,
 )
+# An investigation asks only to find out: "Investigate X and make it deterministic" is a change.
+_CHANGE_TOO = re.compile(
+    r"\b(?:and|then)\s+(?:\w+\s+)?(?:fix|make|change|update|implement|add|remove|refactor|rewrite|patch|"
+    r"resolve|correct)\b",
+    re.I,
+)
 _CHECK_VERB = re.compile(
-    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect)\b",
+    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect)\b"
+    # "check with me before …" asks the user, it is not an item of the investigation.
+    r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
     re.I,
 )
 # A sentence that introduces the list below it ("Follow these steps to resolve the issue:") is
@@ -236,7 +244,7 @@ def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
             opening, first = first, first and not s
             if opening:
-                investigation = bool(_INVESTIGATION.match(s))
+                investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
             if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):
