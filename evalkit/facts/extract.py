@@ -176,6 +176,11 @@ def _has_new_text(call: ToolCall) -> bool:
     return any(v.strip() for v in _new_texts(call))
 
 
+def _in_dir(cwd: str, path: str) -> str:
+    """``path`` as seen from the shell folder ``cwd`` (absolute and home paths stay as they are)."""
+    return path if path.startswith(("/", "~")) else posixpath.join(cwd, path)
+
+
 class _Builder:
     """One pass over a session's messages; each tool call is judged when its result arrives."""
 
@@ -216,7 +221,7 @@ class _Builder:
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)
             if self.cwd:
-                modified = [p if p.startswith(("/", "~")) else posixpath.join(self.cwd, p) for p in modified]
+                modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
             for kind, value in _call_identifiers(call):
@@ -228,13 +233,9 @@ class _Builder:
         """Join the relative paths seen before the harness first printed its working directory
         (SWE-agent's ``create reproduce.py`` comes before any ``(Current directory: …)``), so one
         file is not counted under a relative and an absolute spelling."""
-
-        def join(p: str) -> str:
-            return p if p.startswith(("/", "~")) else posixpath.join(cwd, p)
-
         for touches in (self.facts.files_read, self.facts.files_modified):
-            touches[:] = [replace(t, path=join(t.path)) for t in touches]
-        self.calls = {k: (i, c, [join(p) for p in mod]) for k, (i, c, mod) in self.calls.items()}
+            touches[:] = [replace(t, path=_in_dir(cwd, t.path)) for t in touches]
+        self.calls = {k: (i, c, [_in_dir(cwd, p) for p in mod]) for k, (i, c, mod) in self.calls.items()}
 
     def result(self, i: int, res) -> None:
         at, call, modified = self.calls.get(res.call_id, (i, None, []))
