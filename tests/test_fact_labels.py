@@ -297,3 +297,95 @@ def test_stale_tally_is_unknown(reply):
     f = compute_facts(s)
     assert [t.message_index for t in f.tallies] == [1]
     assert f.untallied_runs == [4]
+
+
+def test_list_headers_and_scaffolding_steps():
+    # A sentence that introduces the list below it is its header, not a rule; the steps are read
+    # one by one: scaffolding made to check the work and coordinated process verbs are process
+    # steps, a step that restates the task is not.
+    text = (
+        "Port the exporter to the new API.\n"
+        "Do the following in order:\n"
+        "1. Build a small harness to verify the old output first.\n"
+        "2. Change the exporter so it calls the new API.\n"
+        "3. Locate and execute the exporter's unit tests.\n"
+    )
+    assert _rules(text) == [
+        "Build a small harness to verify the old output first.",
+        "Locate and execute the exporter's unit tests.",
+    ]
+    # A header that is itself a rule stays one.
+    assert _rules("Port it. You must run these commands first:") == ["You must run these commands first:"]
+
+
+def test_long_sentences_keep_their_steps_but_drop_a_reason_or_condition():
+    # A rule that ends a list of steps is the whole sentence, not the clause with the marker.
+    steps = (
+        "Consider the corner cases, write a few extra checks for them in the scratch file, "
+        "and execute them to make sure the patch really covers every one of them."
+    )
+    assert _rules("Fix the parser. " + steps) == [steps]
+    # A reason before "so" and a condition before the rule are lead-ins, left out.
+    reason = (
+        "Fix the parser. The virtualenv already has every package from the lock file installed "
+        "for this project, so you should not install anything else."
+    )
+    assert _rules(reason) == ["you should not install anything else."]
+
+
+def test_code_changes_phrased_as_use_rules_are_the_task():
+    # "don't use X, use Y" about names in the code is a change to make, not a rule on the agent.
+    assert _rules("Tidy it. Don't use `make_tmp_dir`, use the fixture instead") == []
+    assert _rules("Tidy it. Use RetryPolicy instead of the hand-rolled loop.") == []
+    # The same words about the agent's tools stay rules.
+    assert _rules("Tidy it. Do not use any interactive commands at all!") == [
+        "Do not use any interactive commands at all!"
+    ]
+    assert _rules("Tidy it.\ndon't use the scroll_down command repeatedly") == [
+        "don't use the scroll_down command repeatedly"
+    ]
+
+
+def test_investigation_steps_are_the_task_of_an_investigation():
+    text = (
+        "Audit the retry handling in client.py for lost requests:\n"
+        "1. Review the backoff code (lines 10-40).\n"
+        "2. Confirm whether the timeout is applied per attempt.\n"
+        "3. Determine if we need to cap the retries.\n"
+        "Do not modify any files.\n"
+    )
+    assert _rules(text) == ["Do not modify any files."]
+    # An investigation that also asks for a change is a change task; asking the user first is a rule.
+    assert _rules(
+        "Investigate the slow export and make it faster.\nReview the profiler output first.\n"
+        "Please check with me before adding a cache."
+    ) == ["Review the profiler output first.", "Please check with me before adding a cache."]
+    # Outside an investigation the same checking steps are process.
+    assert _rules("Fix the retry loop. Review the backoff code afterwards.") == [
+        "Review the backoff code afterwards."
+    ]
+
+
+def test_a_file_created_before_the_shell_folder_is_known_is_one_file():
+    s = _session(
+        Message("s:m0", "user", [Text("fix it")]),
+        Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": "create repro.py"})]),
+        Message("s:m2", "tool", [ToolResult("c1", "[File: /testbed/repro.py (1 lines total)]")]),
+        Message("s:m3", "assistant", [ToolCall("c2", "bash", {"command": "python repro.py"})]),
+        Message("s:m4", "tool", [ToolResult("c2", "ok\n(Open file: n/a)\n(Current directory: /testbed)")]),
+        Message("s:m5", "assistant", [ToolCall("c3", "bash", {"command": "echo x > repro.py"})]),
+        Message("s:m6", "tool", [ToolResult("c3", "(Current directory: /testbed)")]),
+    )
+    f = compute_facts(s)
+    assert sorted({t.path for t in f.files_modified}) == ["/testbed/repro.py"]
+
+
+def test_a_checkers_diagnostic_header_is_the_error():
+    # ty/rustc print "error[code]: message" then a source excerpt; the excerpt's words ("Cannot
+    # test …") are not the error (heldout4).
+    out = (
+        "WARN ty is pre-release software.\n\nerror[call-non-callable]: Object of type `X` is not callable\n"
+        "   --> test/test_cache.py:429:17\n    |\n429 |     pytest.skip(\"Cannot test permissions\")\n"
+        "    |\ninfo: rule `call-non-callable` is enabled by default\n\nFound 1 diagnostic"
+    )
+    assert error_string(out) == "error[call-non-callable]: Object of type `X` is not callable"

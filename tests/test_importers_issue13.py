@@ -355,3 +355,41 @@ def test_aider_declined_edit_is_a_failing_call(transcripts):
     assert [x.command for x in f.failures] == ["edit <source>python"]
     assert {x.path for x in f.files_modified} == {"testsr.py"}
     assert not any(m.text.startswith("Cost: $") for m in s.messages)  # wrapped status line
+
+
+def test_claude_code_task_notification_is_not_the_users_words(transcripts):
+    # A background sub-agent's result arrives as a user record "<task-notification>…": its URLs,
+    # agent ids and any "don't" in it are the sub-agent's output, not the user's (heldout4).
+    s, _ = _one(transcripts / "claude-code/moredip-session-share/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+    notes = [m for m in s.messages if m.role == "user" and "<task-notification>" in m.text]
+    assert len(notes) == 3 and not any(m.is_genuine_user() for m in notes)
+    urls = {i.value for i in compute_facts(s).identifiers if i.kind == "url"}
+    assert urls == {"https://gist.github.com/moredip/ddfbe6ef17883b0bd33680fdf5d714af"}
+
+
+def test_openhands_command_left_running_is_not_a_failure(tmp_path):
+    # OpenHands' soft timeout: exit code -1, success false, "[The command has no new output after
+    # 30 seconds …]" while a server keeps running (real shape: runtime_trajs__basic_gui_mode.json).
+    def action(i, cmd):
+        return {"id": i, "source": "agent", "action": "run", "args": {"command": cmd, "thought": ""},
+                "tool_call_metadata": {"tool_call_id": f"t{i}", "function_name": "execute_bash"}}
+
+    def obs(i, cause, out, code, suffix):
+        return {"id": i, "source": "agent", "observation": "run", "cause": cause, "content": out,
+                "extras": {"command": "x", "metadata": {"exit_code": code, "suffix": suffix}},
+                "success": code == 0}
+
+    waiting = "\n[The command has no new output after 30 seconds. You may wait longer to see additional output.]"
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "serve the app"}},
+        action(1, "python3 -m http.server 8000"),
+        obs(2, 1, "Serving HTTP on 0.0.0.0 port 8000 ...", -1, waiting),
+        action(3, "cat missing.txt"),
+        obs(4, 3, "cat: missing.txt: No such file or directory", 1, "\n[The command completed with exit code 1.]"),
+    ]
+    path = tmp_path / "trajectory.json"
+    path.write_text(json.dumps(events), encoding="utf-8")
+    s, _ = _one(path)
+    results = [r for m in s.messages for r in m.tool_results()]
+    assert [(r.exit_code, r.is_error) for r in results] == [(None, False), (1, True)]
+    assert [f.command for f in compute_facts(s).failures] == ["cat missing.txt"]

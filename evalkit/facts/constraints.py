@@ -53,6 +53,7 @@ _KEYWORDLESS = (
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b"
 )
 _RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
+_MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
@@ -69,9 +70,46 @@ _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint)"
 )
+_DIRECTIVE_LEAD = (
+    r"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
+    r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
+)
 _DIRECTIVE = re.compile(
-    rf"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
-    rf"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?{_PROCESS_VERB}(?=\s|[.!,;]?$)(?!\s+(?:out|into)\b)",
+    # A process verb may follow another imperative it is coordinated with ("Find and run …").
+    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?{_PROCESS_VERB}(?=\s|[.!,;:]?$)(?!\s+(?:out|into)\b)",
+    re.I,
+)
+# Any other imperative is a process step when its purpose is to check the work, not to deliver it:
+# "Create a script to reproduce the error", "Write tests to check the correctness …" (the script
+# and the tests are the agent's scaffolding; "Edit the source to resolve the issue" is the task).
+_CHECK_PURPOSE = re.compile(
+    rf"{_DIRECTIVE_LEAD}(?:create|write|add|build|make|set up|prepare)\b[^.;:]{{0,80}}?\bto\s+"
+    r"(?:reproduce|confirm|check|verify|test|validate|make sure|ensure|see whether|see if|debug)\b",
+    re.I,
+)
+# Opening requests that make checking the deliverable itself: a sub-agent sent to investigate
+# is given a list of things to check, and those steps are its task, not rules on how it works.
+_INVESTIGATION = re.compile(
+    r"^(?:please\s+)?(?:investigate|research|review|audit|analy[sz]e|examine|explore|inspect|"
+    r"check|look into|find out|diagnose|survey|assess)\b",
+    re.I,
+)
+# An investigation asks only to find out: "Investigate X and make it deterministic" is a change.
+_CHANGE_TOO = re.compile(
+    r"\b(?:and|then)\s+(?:\w+\s+)?(?:fix|make|change|update|implement|add|remove|refactor|rewrite|patch|"
+    r"resolve|correct)\b",
+    re.I,
+)
+_CHECK_VERB = re.compile(
+    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect)\b"
+    # "check with me before …" asks the user, it is not an item of the investigation.
+    r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
+    re.I,
+)
+# A sentence that introduces the list below it ("Follow these steps to resolve the issue:") is
+# its header: the steps are read one by one, the header itself states nothing.
+_LIST_HEADER = re.compile(
+    r"\b(?:these|the following|below|as follows)\b[^:]*:\s*$",
     re.I,
 )
 # A time or condition on the agent's own progress before a directive ("When you think you have
@@ -136,17 +174,41 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         yield stripped, advice
 
 
+# A modal inside an embedded question states no obligation ("Determine if we need to …").
+_EMBEDDED = re.compile(r"\b(?:if|whether|what|how|why|which)\s+(?:\w+\s+){0,3}$", re.I)
+# "use X" where X is a name in the code (CamelCase, snake_case, a call) is a change to the code:
+# "don't use `IgnorantTemporaryDirectory` use GitTemporaryDirectory".
+_CODE_NAME = r"`?(?:[A-Za-z]*[a-z][A-Z]\w*|[A-Z]\w*[a-z]\w*[A-Z]\w*|[a-z]\w*_\w+|[\w.]+\(\))`?"
+_CODE_USE = re.compile(
+    # Case matters for the name, not for the words around it.
+    rf"^(?i:(?:please\s+)?(?:don'?t|do not|never|avoid)\s+(?:using|use)\s+){_CODE_NAME}(?!\s+(?i:command|tool)s?\b)"
+    rf"|^(?i:(?:please\s+)?use\s+){_CODE_NAME}\s*,?\s+(?i:not|instead of)\b"
+)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
-        if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(text[: m.start()]):
+        before = text[: m.start()]
+        if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
+            continue
+        if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
             return m
     return _IMPERATIVE.match(text)
 
 
-def _directive(sentence: str) -> bool:
-    """A process imperative addressed to the agent, possibly after a time or condition frame."""
-    return bool(_DIRECTIVE.match(_FRAME.sub("", sentence, count=1)))
+def _directive(sentence: str, investigation: bool = False) -> bool:
+    """A process imperative addressed to the agent, possibly after a time or condition frame.
+    When the request is an investigation, an imperative to check or read is the task itself."""
+    s = _FRAME.sub("", sentence, count=1)
+    if investigation and _CHECK_VERB.match(s):
+        return False
+    return bool(_DIRECTIVE.match(s) or _CHECK_PURPOSE.match(s))
+
+
+# A rule drawn as a consequence of a statement ("the environment is set up, so you don't need to
+# install packages"): the statement before it is a reason, not part of the rule.
+_CONSEQUENCE = re.compile(r"^(?:and\s+)?(?:so|therefore|thus|hence)\s+", re.I)
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -157,11 +219,13 @@ def _clauses(sentence: str) -> list[str]:
     if len(parts) > 1 and _rule_in(parts[0]):
         sentence = parts[0]
     words = sentence.split()
+    # Only a condition or time lead-in, or a reason before "so", is cut ("When …, make sure …");
+    # a rule that ends a list of steps ("…, and run them to make sure …") is the whole sentence.
     if len(words) > 20:
         pieces = sentence.split(", ")
         for k, piece in enumerate(pieces):
-            if _rule_in(piece):
-                return [", ".join(pieces[k:])]
+            if _rule_in(piece) and (k == 0 or _FRAME.match(sentence) or _CONSEQUENCE.match(piece)):
+                return [_CONSEQUENCE.sub("", ", ".join(pieces[k:]), count=1)]
     return [sentence]
 
 
@@ -173,16 +237,20 @@ def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
     (see ``_PROCESS_VERB``). The message's opening sentence is its request, the task itself, so
     a directive there counts only with a marker ("Run the tests" alone is the task).
     """
-    first = True
+    first, investigation = True, False
     for line, advice in _candidate_lines(text):
         line = _LIST_MARK.sub("", line).strip()
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
             opening, first = first, first and not s
-            if len(s) < 8 or s.endswith("?") or _STRAY.match(s):
+            if opening:
+                investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
+            if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s):
+                continue
+            if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
-                if not advice and not opening and _directive(s):
+                if not advice and not opening and _directive(s, investigation):
                     yield s, "directive"
                 continue
             if advice and not _PROHIBIT_OR_ONLY.search(s):

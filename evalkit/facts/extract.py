@@ -176,6 +176,11 @@ def _has_new_text(call: ToolCall) -> bool:
     return any(v.strip() for v in _new_texts(call))
 
 
+def _in_dir(cwd: str, path: str) -> str:
+    """``path`` as seen from the shell folder ``cwd`` (absolute and home paths stay as they are)."""
+    return path if path.startswith(("/", "~")) else posixpath.join(cwd, path)
+
+
 class _Builder:
     """One pass over a session's messages; each tool call is judged when its result arrives."""
 
@@ -216,13 +221,21 @@ class _Builder:
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)
             if self.cwd:
-                modified = [p if p.startswith(("/", "~")) else posixpath.join(self.cwd, p) for p in modified]
+                modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
             for kind, value in _call_identifiers(call):
                 self.identifier(i, kind, value)
         for res in msg.tool_results():
             self.result(i, res)
+
+    def resolve_earlier(self, cwd: str) -> None:
+        """Join the relative paths seen before the harness first printed its working directory
+        (SWE-agent's ``create reproduce.py`` comes before any ``(Current directory: …)``), so one
+        file is not counted under a relative and an absolute spelling."""
+        for touches in (self.facts.files_read, self.facts.files_modified):
+            touches[:] = [replace(t, path=_in_dir(cwd, t.path)) for t in touches]
+        self.calls = {k: (i, c, [_in_dir(cwd, p) for p in mod]) for k, (i, c, mod) in self.calls.items()}
 
     def result(self, i: int, res) -> None:
         at, call, modified = self.calls.get(res.call_id, (i, None, []))
@@ -269,6 +282,8 @@ class _Builder:
             self.open_file = opened[-1]
         cwd = _CWD.findall(out) if "(Current directory:" in out else []
         if cwd:
+            if self.cwd is None:
+                self.resolve_earlier(cwd[0])
             self.cwd = cwd[-1]
         if call is None or not (failed or self.open_failures):
             return

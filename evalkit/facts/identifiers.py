@@ -48,7 +48,10 @@ _DEF = re.compile(
 # The keys where edit tools carry their new text.
 NEW_TEXT_KEYS = ("new_string", "new_str", "content", "file_text", "replace", "text", "code", "contents")
 _ERROR_LINE = re.compile(
-    r"^\s*(?:E\s+)?((?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b:?.*)$", re.M
+    r"^\s*(?:E\s+)?((?:[A-Z]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b:?.*"
+    # A compiler's or checker's diagnostic header: "error[E0308]: mismatched types" (rustc, ty).
+    r"|error\[[\w-]+\]: .*)$",
+    re.M,
 )
 _TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)

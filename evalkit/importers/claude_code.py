@@ -45,9 +45,10 @@ ENTRY_TYPES = {
 SKIPPED_TYPES = ENTRY_TYPES - {"user", "assistant", "system", "summary"}
 
 # Text the CLI writes into user turns itself: slash-command wrappers, local command output,
-# reminders, caveats and interruption notices. None of it is a user instruction.
+# reminders, caveats, interruption notices and a background task's result (``<task-notification>``,
+# a sub-agent's output delivered as a user turn). None of it is a user instruction.
 _SYNTHETIC = re.compile(
-    r"^\s*(?:<command-(?:name|message|args)>|<local-command-(?:stdout|stderr)>|<system-reminder>|"
+    r"^\s*(?:<command-(?:name|message|args)>|<local-command-(?:stdout|stderr)>|<system-reminder>|<task-notification>|"
     r"<user-prompt-submit-hook>|<bash-(?:input|stdout|stderr)>|Caveat: The messages below were generated|"
     r"\[Request interrupted by user)"
 )

@@ -10,6 +10,8 @@ Agent state changes, null observations and recall traffic are skipped and counte
 
 from __future__ import annotations
 
+import re
+
 from evalkit.importers import Importer, register
 from evalkit.importers.common import (
     ImportReport,
@@ -235,10 +237,21 @@ def _observation(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: di
     suffix = md.get("suffix")
     if isinstance(suffix, str) and suffix.strip():
         out += suffix  # the model saw the exit-code suffix
+    # A soft timeout: the command is still running (a server) and has not failed; the harness's
+    # ``success: false`` there only restates the -1.
+    running = code == -1 and bool(_STILL_RUNNING.search(out))
+    if running:
+        code = None
     # The file editor reports a refused edit or view as text starting "ERROR:" with no flag set.
     editor_error = kind in ("edit", "read") and out.lstrip().startswith("ERROR:")
-    is_error = kind == "error" or e.get("success") is False or code not in (None, 0) or editor_error
+    flagged = e.get("success") is False and not running
+    is_error = kind == "error" or flagged or code not in (None, 0) or editor_error
     b.add("tool", [ToolResult(cid, out, is_error, code)], ln)
+
+
+# OpenHands returns -1 when a command printed nothing new for a while and is left running; the
+# agent may wait, send input or interrupt it. No exit has happened yet.
+_STILL_RUNNING = re.compile(r"\[The command has no new output after \d+ seconds")
 
 
 register(
