@@ -73,12 +73,13 @@ def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
     )
 
 
-def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
+def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
     from evalkit.corpus import build_corpus
 
     section = exp.section("corpus")
     src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
-    return build_corpus(section, exp.seed, paths.corpus, src, int(exp.section("replay").get("workers") or 0))
+    workers = int(exp.section("replay").get("workers") or 0)
+    return build_corpus(section, exp.seed, paths.corpus, src, workers, shard.holds if shard else None)
 
 
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
@@ -171,12 +172,18 @@ def run_experiment(
     argv: list[str] | None = None,
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
+    shard=None,
 ) -> RunPaths:
     """Run every stage; with ``resume`` a stage whose output exists is not run again.
 
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
-    the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
-    paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
+    the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
+    (:class:`evalkit.shard.Shard`) only the per-session stages run, on that shard's sessions;
+    ``evalkit merge`` then builds the run folder that decide and report read."""
+    default = default_run_dir(exp)
+    paths = RunPaths(
+        Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
+    )
     paths.root.mkdir(parents=True, exist_ok=True)
     if resume and paths.config.exists():
         old = json.loads(paths.config.read_text())["config_hash"]
@@ -188,11 +195,11 @@ def run_experiment(
     write_run_config(exp, paths, argv or ["run"])
     plan_before_run(exp, paths.root)  # real models only: the report's planned vs actual
     with spending(exp, paths):
-        _run_stages(exp, paths, resume, report_out)
+        _run_stages(exp, paths, resume, report_out, shard)
     return paths
 
 
-def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> None:
+def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -206,7 +213,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
     if resume and manifest_path.exists():
         manifest = json.loads(manifest_path.read_text())
     else:
-        manifest = timed("corpus", stage_corpus, exp, paths)
+        manifest = timed("corpus", stage_corpus, exp, paths, shard)
     n = manifest["stats"]["sessions"]
     log(
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
@@ -226,6 +233,12 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
         cont = timed("continuation", stage_continuation, exp, paths)
         log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
     write_model_call_stats(exp, paths)
+    if shard is not None:  # the rest reads every session: it runs after `evalkit merge`
+        from evalkit.shard import write_marker
+
+        write_json(paths.root / "timings.json", timings)
+        write_marker(paths.root, shard, exp.hash, [r["id"] for r in manifest["sessions"]], str(exp.root))
+        return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)

