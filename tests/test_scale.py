@@ -102,3 +102,77 @@ def test_merge_refuses_a_missing_or_foreign_shard_with_exit_2(sharded, tmp_path,
     assert main(["merge", str(d / "s1"), str(half), str(d / "s3"), "--out", str(tmp_path / "m3")]) == 2
     assert "half: unfinished" in capsys.readouterr().err
     assert not (tmp_path / "m1" / "decision.json").exists()
+
+
+FAKE = """name = "cachetest"
+seed = 7
+[corpus]
+sessions = 3
+[replay]
+arms = ["baseline", "head-tail"]
+window = 40000
+reserve = 4000
+keep_recent = 5000
+workers = 1
+[model]
+backend = "openai"
+model = "fake-model"
+base_url = "{url}"
+timeout = 10.0
+[continuation]
+workers = 1
+[rules]
+min_sessions = 2
+"""
+
+
+def _cache_calls(path: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
+    from evalkit.models.fakeserver import settled_log
+
+    url, log = fake_server_process("--no-bodies")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(FAKE.format(url=url))
+    for k in (1, 2):
+        assert (
+            main(["run", "--config", str(cfg), "--shard", f"{k}/2", "--run-dir", str(tmp_path / f"s{k}")])
+            == 0
+        )
+    sent = len(settled_log(log))
+    per_shard = [_cache_calls(tmp_path / f"s{k}" / "model-calls.sqlite") for k in (1, 2)]
+    assert min(per_shard) > 0 and sent >= sum(per_shard)
+    # Each shard wrote its own cache; `cache merge` joins them (run folders stand for their cache).
+    shared = tmp_path / "shared" / "calls.sqlite"
+    argv = ["cache", "merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "model-calls.sqlite")]
+    assert main([*argv, "--out", str(shared)]) == 0
+    assert _cache_calls(shared) == sum(per_shard)  # different sessions, different calls
+    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
+    calls = json.loads((tmp_path / "merged" / "model-calls.json").read_text())
+    assert calls["calls"] == sum(per_shard)
+    # A fresh local run warmed from the shared cache (read, never written) sends nothing.
+    before = shared.read_bytes()
+    rerun = tmp_path / "rerun"
+    assert main(["run", "--config", str(cfg), "--run-dir", str(rerun), "--warm-cache", str(shared)]) == 0
+    assert len(settled_log(log)) == sent
+    assert shared.read_bytes() == before and sorted(p.name for p in shared.parent.iterdir()) == [
+        "calls.sqlite"
+    ]
+    assert_same_outputs_of(
+        tmp_path / "merged", rerun, ["metrics.parquet", "decision.json", "events/baseline.jsonl"]
+    )
+
+
+def assert_same_outputs_of(a: Path, b: Path, names: list[str]) -> None:
+    for name in names:
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name

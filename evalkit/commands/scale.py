@@ -74,14 +74,14 @@ def cache_merge(sources: list[str | None], out: str | None) -> int:
     """``evalkit cache merge A B ... --out C`` (a run folder stands for its model-calls.sqlite)."""
     from pathlib import Path
 
-    from evalkit.models.cache import CallCache
     from evalkit.models.cache_merge import merge_caches
 
     files = [Path(s) / "model-calls.sqlite" if Path(s).is_dir() else Path(s) for s in sources if s]
     if not files or not out:
         print("evalkit cache merge: name the caches to join and --out", file=sys.stderr)
         return 2
-    for src, n in merge_caches(files, out).items():
+    added = merge_caches(files, out)
+    for src, n in added.items():
         print(f"{src}: {n} new calls", file=sys.stderr)
-    print(f"{out}: {CallCache(out).stats().calls} calls")
+    print(f"{out}: {sum(added.values())} calls added")
     return 0
