@@ -176,3 +176,122 @@ def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_s
 def assert_same_outputs_of(a: Path, b: Path, names: list[str]) -> None:
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def _keys(cache: Path) -> set[str]:
+    import sqlite3
+
+    if not cache.exists():
+        return set()
+    try:
+        conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)
+        try:
+            return {r[0] for r in conn.execute("SELECT key FROM calls")}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return set()  # not created yet
+
+
+@pytest.mark.slow
+def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake_server_process, monkeypatch):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from evalkit.models.fakeserver import read_log, settled_log
+
+    url, log = fake_server_process("--no-bodies", "--latency", "0.05")
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(FAKE.format(url=url))
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-secret"}
+    s1 = tmp_path / "s1"
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalkit",
+        "run",
+        "--config",
+        str(cfg),
+        "--shard",
+        "1/2",
+        "--run-dir",
+        str(s1),
+    ]
+    # Own process group, so the kill takes the shard's worker processes down with it.
+    p = subprocess.Popen(
+        [*cmd, "--resume"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.time() + 180
+    while len(_keys(s1 / "model-calls.sqlite")) < 20 and p.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert p.poll() is None, "the shard finished before it could be killed; make it longer"
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    settled_log(log, quiet=1.0)
+    before = _keys(s1 / "model-calls.sqlite")
+    n_log = len(read_log(log))
+    assert len(before) >= 20 and not (s1 / "shard.json").exists()
+    # The retry: the same command with --resume (what the local and Ray executors do).
+    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    resent = [e for e in read_log(log)[n_log:] if e["key"] in before]
+    assert resent == []  # no completed model call was sent again
+    done = subprocess.run(
+        [*cmd[:-4], "--shard", "2/2", "--run-dir", str(tmp_path / "s2")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert main(["merge", str(s1), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
+    # The same config run in one piece (warmed from the merged cache, so it sends no call) agrees
+    # byte for byte: nothing was counted twice or lost.
+    sent = len(settled_log(log))
+    merged_cache = tmp_path / "merged" / "model-calls.sqlite"
+    one = tmp_path / "one"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
+    assert main(["run", "--config", str(cfg), "--run-dir", str(one), "--warm-cache", str(merged_cache)]) == 0
+    assert len(settled_log(log)) == sent
+    assert_same_outputs_of(
+        tmp_path / "merged",
+        one,
+        ["metrics.parquet", "decision.json", "events/baseline.jsonl", "events/head-tail.jsonl"],
+    )
+    assert json.loads((tmp_path / "merged" / "model-calls.json").read_text())["calls"] == len(
+        _keys(merged_cache)
+    )
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_local_run(sharded, tmp_path):
+    """Shards as Ray tasks on a local Ray instance (num_cpus=2); skipped without ``evalkit[ray]``."""
+    ray = pytest.importorskip("ray")
+    d, cfg = sharded
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        argv = [
+            "run",
+            "--config",
+            str(cfg),
+            "--executor",
+            "ray",
+            "--shards",
+            "3",
+            "--run-dir",
+            str(tmp_path / "ray"),
+        ]
+        assert main(argv) == 0
+    finally:
+        ray.shutdown()
+    assert_same_outputs(d / "local", tmp_path / "ray")
+    assert sorted(p.name for p in (tmp_path / "ray" / "shards").iterdir()) == [
+        f"shard-{k}-of-3" for k in (1, 2, 3)
+    ]
