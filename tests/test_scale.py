@@ -52,12 +52,25 @@ def assert_same_outputs(a: Path, b: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    """A local run and the same config as 3 shard runs (one folder per shard)."""
+    """A local run, and the same config as 3 shards on the local executor (which merges them into
+    ``sharded/``); ``s1..s3`` are its shard folders (the same as ``evalkit run --shard K/3``)."""
     d = tmp_path_factory.mktemp("scale")
     cfg = write_config(d / "exp.toml")
     assert main(["run", "--config", str(cfg), "--run-dir", str(d / "local")]) == 0
+    argv = [
+        "run",
+        "--config",
+        str(cfg),
+        "--executor",
+        "local",
+        "--shards",
+        "3",
+        "--run-dir",
+        str(d / "sharded"),
+    ]
+    assert main(argv) == 0
     for k in (1, 2, 3):
-        assert main(["run", "--config", str(cfg), "--shard", f"{k}/3", "--run-dir", str(d / f"s{k}")]) == 0
+        (d / f"s{k}").symlink_to(d / "sharded" / "shards" / f"shard-{k}-of-3")
     return d, cfg
 
 
@@ -70,6 +83,7 @@ def test_three_shards_merged_equal_the_local_run(sharded):
     local_ids = [r["id"] for r in json.loads((d / "local/corpus/manifest.json").read_text())["sessions"]]
     assert sorted(i for s in shards for i in s["sessions"]) == sorted(local_ids)
     assert not (d / "s1" / "decision.json").exists()  # decide runs after the merge
+    assert_same_outputs(d / "local", d / "sharded")  # the local executor's own merge
     # Shards given in any order merge to the same bytes.
     assert main(["merge", str(d / "s3"), str(d / "s1"), str(d / "s2"), "--out", str(d / "merged")]) == 0
     assert_same_outputs(d / "local", d / "merged")
