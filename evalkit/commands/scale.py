@@ -34,20 +34,20 @@ def scaled_run(exp, args, report_out):
 
     settings = settings_from(exp)
     shard = Shard.parse(args.shard) if args.shard else None
-    if args.warm_cache:
-        from evalkit.models.backends import cache_path
-        from evalkit.models.cache_merge import merge_caches
-
-        root = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
-        if shard and not args.run_dir:
-            root = root.with_name(f"{root.name}-{shard.name}")
-        merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
-    if shard:
-        return run_experiment(exp, args.run_dir, args._argv, resume=args.resume, shard=shard)
     kind = args.executor or settings["kind"]
-    if kind == "local" and int(args.shards or settings["shards"] or 0) <= 1:
-        return None
-    paths = run_with_executor(exp, args.run_dir, args._argv, kind, args.shards)
+    if (kind == "local" and int(args.shards or settings["shards"] or 0) <= 1) or shard:
+        if args.warm_cache:  # into the run's (or shard's) own cache, before it starts
+            from evalkit.models.backends import cache_path
+            from evalkit.models.cache_merge import merge_caches
+
+            root = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
+            if shard and not args.run_dir:
+                root = root.with_name(f"{root.name}-{shard.name}")
+            merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
+        if not shard:
+            return None
+        return run_experiment(exp, args.run_dir, args._argv, resume=args.resume, shard=shard)
+    paths = run_with_executor(exp, args.run_dir, args._argv, kind, args.shards, args.warm_cache)
     if report_out:
         from evalkit.run import stage_report
 

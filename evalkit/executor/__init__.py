@@ -51,10 +51,17 @@ def get_executor(kind: str) -> Callable:
     return EXECUTORS.get(kind)
 
 
-def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: int) -> Path:
+def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: int, warm=()) -> Path:
     """One shard in this process; a failed attempt is resumed (its call cache and finished stages
-    are kept, so no completed model call is sent again and nothing is counted twice)."""
+    are kept, so no completed model call is sent again and nothing is counted twice). ``warm``:
+    read-only caches copied into the shard's own first (``evalkit run --warm-cache``)."""
     from evalkit.run import run_experiment
+
+    if warm:
+        from evalkit.models.backends import cache_path
+        from evalkit.models.cache_merge import merge_caches
+
+        merge_caches(list(warm), cache_path(exp.section("model"), shard_dir))
 
     for attempt in range(retries + 1):
         try:
@@ -69,21 +76,26 @@ def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: in
 
 @EXECUTORS.register("local", "every shard in this process, one after the other")
 def run_local(exp, shards: list[Shard], work_dir: Path, settings: dict, argv=None) -> list[Path]:
-    return [
-        run_shard_with_retries(exp, s, work_dir / s.name, argv, int(settings["max_retries"])) for s in shards
-    ]
+    retries, warm = int(settings["max_retries"]), settings.get("warm_cache", ())
+    return [run_shard_with_retries(exp, s, work_dir / s.name, argv, retries, warm) for s in shards]
 
 
 def run_with_executor(
-    exp, run_dir: str | os.PathLike | None, argv=None, kind: str | None = None, shards: int | None = None
+    exp,
+    run_dir: str | os.PathLike | None,
+    argv=None,
+    kind: str | None = None,
+    shards: int | None = None,
+    warm: list[str] | None = None,
 ):
     """``evalkit run`` past one machine: run the shards on the executor, then merge into ``run_dir``.
 
-    With one shard on the local executor this is the ordinary run. Returns the run's ``RunPaths``."""
+    With one shard on the local executor this is the ordinary run. ``warm``: read-only caches
+    each shard copies into its own (paths every node can read). Returns the run's ``RunPaths``."""
     from evalkit.merge import merge_shards
     from evalkit.run import RunPaths, default_run_dir, run_experiment
 
-    settings = settings_from(exp)
+    settings = {**settings_from(exp), "warm_cache": [os.path.abspath(w) for w in warm or ()]}
     kind = kind or settings["kind"]
     n = int(shards or settings["shards"] or 0)
     if kind == "local" and n <= 1:

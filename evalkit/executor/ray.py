@@ -40,9 +40,9 @@ def _connect(settings: dict):
     return ray
 
 
-def _shard_task(exp, shard: Shard, shard_dir: str, argv) -> tuple[str, bytes]:
+def _shard_task(exp, shard: Shard, shard_dir: str, argv, warm) -> tuple[str, bytes]:
     """Runs on a Ray worker: the shard (resumed if an earlier attempt left work), then its folder as a tar."""
-    d = run_shard_with_retries(exp, shard, Path(shard_dir), argv, retries=0)
+    d = run_shard_with_retries(exp, shard, Path(shard_dir), argv, retries=0, warm=warm)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(d, arcname=shard.name)
@@ -63,7 +63,8 @@ def run_ray(exp, shards: list[Shard], work_dir: Path, settings: dict, argv=None)
         retry_exceptions=True,
     )
     work_dir = Path(work_dir).resolve()
-    pending = {task.remote(exp, s, str(work_dir / s.name), argv): s for s in shards}
+    warm = settings.get("warm_cache", ())
+    pending = {task.remote(exp, s, str(work_dir / s.name), argv, warm): s for s in shards}
     done: dict[int, Path] = {}
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1)
