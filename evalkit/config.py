@@ -59,6 +59,8 @@ DEFAULTS: dict[str, Any] = {
     "rules": {},
     # Continuation runs (evalkit.continuation): an agent acts from each compacted context.
     "continuation": {"enabled": True, "agent": "heuristic", "max_calls": 30, "model": {}},
+    # Where the shards run (evalkit.executor, docs/scale.md); not part of the config hash.
+    "executor": {},
 }
 
 
@@ -103,7 +105,8 @@ SPENDING_KEYS = ("max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_
 
 def config_hash(config: dict) -> str:
     """sha256 of the canonical JSON of a resolved config (key order and spacing do not matter;
-    ``SPENDING_KEYS`` of ``[model]`` left out)."""
+    ``SPENDING_KEYS`` of ``[model]`` and ``[executor]`` left out: where a run ran never changes it)."""
+    config = {k: v for k, v in config.items() if k != "executor"}
     model = config.get("model")
     if isinstance(model, dict) and any(k in model for k in SPENDING_KEYS):
         config = {**config, "model": {k: v for k, v in model.items() if k not in SPENDING_KEYS}}

@@ -100,12 +100,13 @@ def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
     )
 
 
-def stage_corpus(exp: Experiment, paths: RunPaths) -> dict:
+def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
     from evalkit.corpus import build_corpus
 
     section = exp.section("corpus")
     src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
-    return build_corpus(section, exp.seed, paths.corpus, src, int(exp.section("replay").get("workers") or 0))
+    workers = int(exp.section("replay").get("workers") or 0)
+    return build_corpus(section, exp.seed, paths.corpus, src, workers, shard.holds if shard else None)
 
 
 def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
@@ -214,19 +215,25 @@ def run_experiment(
     argv: list[str] | None = None,
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
+    shard=None,
 ) -> RunPaths:
     """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
     outputs (evalkit.completion) is not run again.
 
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
-    the run folder's ``report/``; ``evalkit report RUN`` can always write it again."""
-    paths = RunPaths(Path(run_dir) if run_dir else default_run_dir(exp))
+    the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
+    (:class:`evalkit.shard.Shard`) only the per-session stages run, on that shard's sessions;
+    ``evalkit merge`` then builds the run folder that decide and report read."""
+    default = default_run_dir(exp)
+    paths = RunPaths(
+        Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
+    )
     # One writer per run folder: a second run stops here, naming the holder, before writing.
     with run_lock(paths.root, redact_text(shell_command(["evalkit", *(argv or ["run"])]))):
         # Tags this invocation's lines in the call ledger (workers inherit it).
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:
-            return _run_in_folder(exp, paths, argv, resume, report_out)
+            return _run_in_folder(exp, paths, argv, resume, report_out, shard)
         finally:
             write_model_usage(paths)
 
@@ -240,7 +247,7 @@ def write_model_usage(paths: RunPaths) -> dict | None:
     return usage
 
 
-def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out) -> RunPaths:
+def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
     """Check a resumed folder's config, write the run's config and plan, then run the stages under the spending limits."""
     if resume and paths.config.exists():
         old = json.loads(paths.config.read_text())["config_hash"]
@@ -252,11 +259,11 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
     write_run_config(exp, paths, argv or ["run"])
     plan_before_run(exp, paths.root)  # real models only: the report's planned vs actual
     with spending(exp, paths):
-        _run_stages(exp, paths, resume, report_out)
+        _run_stages(exp, paths, resume, report_out, shard)
     return paths
 
 
-def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> None:
+def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -282,13 +289,13 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
     base = {"config_hash": exp.hash}
     corpus_out = [paths.corpus / n for n in ("sessions.jsonl", "facts.jsonl", "manifest.json")]
     corpus_section = exp.section("corpus")
-    corpus_in = dict(base)
+    corpus_in = dict(base, shard=shard.name) if shard else dict(base)
     if corpus_section.get("kind") == "path" and corpus_section.get("path"):
         corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
     if skip("corpus", corpus_in, corpus_out):
         manifest = json.loads((paths.corpus / "manifest.json").read_text())
     else:
-        manifest = timed("corpus", stage_corpus, exp, paths)
+        manifest = timed("corpus", stage_corpus, exp, paths, shard)
         src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
         check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
         completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
@@ -323,6 +330,12 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out) -> N
         completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
     write_model_call_stats(exp, paths)
     write_model_usage(paths)
+    if shard is not None:  # the rest reads every session: it runs after `evalkit merge`
+        from evalkit.shard import write_marker
+
+        write_json(paths.root / "timings.json", timings)
+        write_marker(paths.root, shard, exp.hash, [r["id"] for r in manifest["sessions"]], str(exp.root))
+        return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)

@@ -37,6 +37,7 @@ MODULES = [
     "stats",
     "replay",
     "continuation",
+    "scale",
 ]
 
 

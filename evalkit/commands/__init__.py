@@ -29,6 +29,7 @@ MODULES = [
     "calibrate",
     "plan",
     "facts",
+    "scale",
 ]
 
 

@@ -19,6 +19,9 @@ def _run_args(p):
         "--report-out",
         help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
     )
+    from evalkit.commands.scale import scale_args
+
+    scale_args(p)
 
 
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
@@ -34,7 +37,14 @@ def cmd_run(args) -> int:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     exp = load_experiment(args.config, overrides)
     out = Path(args.report_out) / exp.name if args.report_out else None
-    paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume, report_out=out)
+    from evalkit.commands.scale import scaled_run
+
+    paths = scaled_run(exp, args, out)
+    if paths is None:
+        paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume, report_out=out)
+    elif paths.root.joinpath("shard.json").is_file():
+        print(paths.root)
+        return 0
     print(out / "report.md" if out else paths.report)
     return 0
 

@@ -25,22 +25,28 @@ def _cache_file(args) -> Path:
 
 
 def _cache_args(p):
-    p.add_argument("action", choices=["stats", "prune", "export"])
+    p.add_argument("action", choices=["stats", "prune", "export", "merge"])
     p.add_argument(
         "target", nargs="?", help="a run folder or a .sqlite cache file (default: the experiment's cache)"
     )
+    p.add_argument("more", nargs="*", help="merge: further cache files or run folders (commands.scale)")
     p.add_argument("--config", help="experiment TOML whose cache to use (default: [tool.evalkit])")
     p.add_argument("--older-than", type=float, metavar="DAYS", help="prune: only calls older than this")
     p.add_argument("--backend", help="prune: only this backend's calls")
     p.add_argument("--model", help="prune: only this model's calls")
     p.add_argument("--all", action="store_true", help="prune: allow deleting every call (no filter)")
-    p.add_argument("--out", help="export: write JSONL here instead of stdout")
+    p.add_argument("--out", help="export: write JSONL here instead of stdout; merge: the cache to add to")
 
 
-@command("cache", "inspect or maintain the model-call cache: stats | prune | export")
+@command("cache", "inspect or maintain the model-call cache: stats | prune | export | merge")
 @arguments(_cache_args)
 def cmd_cache(args) -> int:
     from evalkit.models.cache import CallCache
+
+    if args.action == "merge":
+        from evalkit.commands.scale import cache_merge
+
+        return cache_merge([args.target, *args.more], args.out)
 
     path = _cache_file(args)
     if not path.is_file():

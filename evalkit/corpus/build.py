@@ -88,14 +88,20 @@ def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshol
 
 
 def build_corpus(
-    section: dict, seed: int, out_dir: str | os.PathLike, source_path: Path | None = None, workers: int = 0
+    section: dict,
+    seed: int,
+    out_dir: str | os.PathLike,
+    source_path: Path | None = None,
+    workers: int = 0,
+    select=None,
 ) -> dict:
     """Write ``sessions.jsonl``, ``facts.jsonl`` and ``manifest.json`` into ``out_dir``.
 
     ``section`` is the experiment's ``[corpus]`` table: ``kind = "synth"`` generates
     ``sessions`` sessions from ``seed`` (``session_tokens``, when set, stops each at about that
     many tokens: small sessions for small windows); ``kind = "path"`` reads a canonical JSONL corpus,
-    skipping (and counting) bad records when ``on_error = "skip"``.
+    skipping (and counting) bad records when ``on_error = "skip"``. ``select(position)``, when
+    given, keeps only the sessions at the corpus positions it accepts (a shard, :mod:`evalkit.shard`).
     """
     from concurrent.futures import ProcessPoolExecutor
 
@@ -112,14 +118,22 @@ def build_corpus(
         ProcessPoolExecutor(max_workers=workers) as pool,
     ):
         if kind == "synth":
-            n = int(section.get("sessions", 200))
             tokens = int(section.get("session_tokens", 0))
-            encoded = pool.map(_synth_one, [(seed, i, tokens) for i in range(n)], chunksize=4)
+            jobs = [
+                (seed, i, tokens)
+                for i in range(int(section.get("sessions", 200)))
+                if select is None or select(i)
+            ]
+            n = len(jobs)
+            encoded = pool.map(_synth_one, jobs, chunksize=4)
         elif kind == "path":
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")
             # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
-            encoded = map(_encoded, read_sessions(source_path, section.get("on_error", "skip"), read))
+            sessions = read_sessions(source_path, section.get("on_error", "skip"), read)
+            if select is not None:
+                sessions = (s for i, s in enumerate(sessions) if select(i))
+            encoded = map(_encoded, sessions)
             n = None
         else:
             raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
