@@ -15,6 +15,8 @@ _FREE_TABLES = {("model", "prices")}
 _OPTIONAL = {
     "model": {"max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds"},
     "replay": {"request_layout"},
+    "corpus": {"session_tokens"},
+    "score": {"banks"},  # evalkit.probes.banks: question banks scored with the suite
     "continuation": {"max_tokens", "workers"},  # evalkit.continuation.stage.DEFAULTS
 }
 # A key that holds a secret is refused wherever it appears: the resolved config is copied into

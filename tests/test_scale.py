@@ -11,6 +11,8 @@ import pytest
 
 from evalkit.cli import main
 
+from .hardening import verdict_script
+
 TINY = """name = "tiny"
 seed = {seed}
 [corpus]
@@ -154,7 +156,7 @@ def _cache_calls(path: Path) -> int:
 def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
     from evalkit.models.fakeserver import settled_log
 
-    url, log = fake_server_process("--no-bodies")
+    url, log = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
     cfg = tmp_path / "exp.toml"
     cfg.write_text(FAKE.format(url=url))
@@ -217,7 +219,9 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
 
     from evalkit.models.fakeserver import read_log, settled_log
 
-    url, log = fake_server_process("--no-bodies", "--latency", "0.05")
+    url, log = fake_server_process(
+        "--no-bodies", "--latency", "0.05", "--script", str(verdict_script(tmp_path))
+    )
     cfg = tmp_path / "exp.toml"
     cfg.write_text(FAKE.format(url=url))
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-secret"}

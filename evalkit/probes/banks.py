@@ -211,6 +211,20 @@ def current(q: dict[str, Any], at: int) -> bool:
     return (q["source"] is None or q["source"] <= at) and (q["until"] is None or at < q["until"])
 
 
+def expected_found(q: dict[str, Any], text: str) -> list[bool]:
+    """Which of the question's expected facts ``text`` states (tallies count-exact). The probe's
+    own check of what is still in view; the offline judge (a stand-in) has its own grader."""
+    from evalkit.facts import TallyFact
+    from evalkit.probes import tallymatch
+    from evalkit.probes.base import normalize
+
+    if q.get("tally"):
+        t = TallyFact(0, "", "", "", **q["tally"], offset=0, line="", output_chars=0)
+        return [tallymatch.found_in(tallymatch.mentions(text), t)]
+    norm = normalize(text)
+    return [normalize(e) in norm for e in q["expected"]]
+
+
 _OFFLINE = {"exam_offline": "higher", **{f"exam_offline_{k}": "higher" for k in KINDS}}
 _MODEL = {"exam": "higher", **{f"exam_{k}": "higher" for k in KINDS}}
 
@@ -226,7 +240,7 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     """Per event, every bank question of this session that is current. The grade is a share in
     0..1; ``exam_offline`` / ``exam`` is the mean over the asked questions, ``*_<kind>`` per kind,
     and ``*_q:<bank>/<id>`` the question's own grade. A failed model call is an error row."""
-    from evalkit.probes.judge import DIMENSIONS, _use_model, expected_found, model_grade
+    from evalkit.probes.judge import DIMENSIONS, _use_model, model_grade
 
     ctx = inp.view.extras.get("ctx")
     qs = [

@@ -103,7 +103,9 @@ def scorecard_plot(
 ) -> Path:
     """One panel per score: each arm a point (tokens kept, score) with its interval; the ceiling
     arm is a black star with a dotted line at its score."""
-    fig = Figure(figsize=(WIDTH_IN, 3.6 * len(panels) + 0.6), dpi=DPI, layout="constrained")
+    # Panels share the height of a tall screen (at most 12 in) however many exam families there are.
+    panel_in = min(3.6, 11.4 / len(panels))
+    fig = Figure(figsize=(WIDTH_IN, panel_in * len(panels) + 0.6), dpi=DPI, layout="constrained")
     axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True)[:, 0]
     for k, (ax, (label, rows)) in enumerate(zip(axes, panels, strict=True)):
         xs = [rows.loc[a, "tokens"] for a in arms if a in rows.index and math.isfinite(rows.loc[a, "tokens"])]

@@ -601,10 +601,15 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
     for m, d in (v.get("metrics") or {}).items():
         if d.get("role") == "success":
             return m
-    # A metric with values under both arms (an external arm has no carry or judge metrics).
+    # A metric with values under both arms (an external arm has no carry or judge metrics),
+    # preferring one on which some session differs: that is what the evidence shows.
     m = data.metrics[data.metrics["arm"].isin([cand, data.baseline]) & data.metrics["value"].notna()]
     arms_per = m.groupby("metric")["arm"].nunique()
     both = sorted(arms_per[arms_per == len({cand, data.baseline})].index)
+    for metric in both:
+        means = _session_means(m, metric)
+        if cand in means and data.baseline in means and (means[cand] != means[data.baseline]).any():
+            return str(metric)
     return str(both[0]) if both else None
 
 
