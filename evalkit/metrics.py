@@ -108,7 +108,9 @@ def load_metrics(path: str | os.PathLike) -> pd.DataFrame:
 
     for c in _TEXT:
         first_bad(c, lambda v: isinstance(v, str))
-    first_bad("error", lambda v: v is None or v is pd.NA or isinstance(v, str) or (isinstance(v, float) and v != v))
+    first_bad(
+        "error", lambda v: v is None or v is pd.NA or isinstance(v, str) or (isinstance(v, float) and v != v)
+    )
     for c in _INTS:
         if not pd.api.types.is_integer_dtype(df[c]):
             raise ValueError(f"{p}: column {c} has type {df[c].dtype}, expected integers")

@@ -74,7 +74,9 @@ def shell_command(argv: list[str]) -> str:
         if a.isprintable():
             return shlex.quote(a)
         body = "".join(
-            c if c.isprintable() and c not in "\\'" else ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\U{ord(c):08x}")
+            c
+            if c.isprintable() and c not in "\\'"
+            else ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\U{ord(c):08x}")
             for c in a
         )
         return f"$'{body}'"
@@ -117,7 +119,9 @@ def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> Non
     for sid, spans in index_jsonl(path, "id").items():
         if len(spans) > 1:
             lines = ", ".join(str(sp[2]) for sp in spans[:5])
-            raise ValueError(f"{source or path}: session id {sid!r} appears on lines {lines}; ids must be unique")
+            raise ValueError(
+                f"{source or path}: session id {sid!r} appears on lines {lines}; ids must be unique"
+            )
 
 
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
@@ -307,7 +311,11 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     from evalkit.events import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
-    replay_in = {**base, "corpus": completion.fingerprint(corpus_out[0]), "commands": completion.command_files(arms)}
+    replay_in = {
+        **base,
+        "corpus": completion.fingerprint(corpus_out[0]),
+        "commands": completion.command_files(arms),
+    }
     if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)
         log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
@@ -326,7 +334,9 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         log(f"score: {rows} metric rows")
         if cont_on:
             cont = timed("continuation", stage_continuation, exp, paths)
-            log(f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows")
+            log(
+                f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
+            )
         completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
     write_model_call_stats(exp, paths)
     write_model_usage(paths)

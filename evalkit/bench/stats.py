@@ -46,7 +46,9 @@ def _table(rng: np.random.Generator) -> pd.DataFrame:
     )
 
 
-@benchmark("stats", "decide 14 arms × 20 metrics × 2,000 sessions at 10,000 resamples; vs scipy.stats.bootstrap")
+@benchmark(
+    "stats", "decide 14 arms × 20 metrics × 2,000 sessions at 10,000 resamples; vs scipy.stats.bootstrap"
+)
 def bench_stats() -> list[Figure]:
     from scipy import stats as sps
 
@@ -59,7 +61,9 @@ def bench_stats() -> list[Figure]:
     raw = {
         "resamples": RESAMPLES,
         "metrics": {m: {"direction": "higher", "min_effect": 0.05, "margin": 0.05} for m in metrics},
-        "candidates": {f"cand{i:02d}": {"success": metrics[:2], "guardrails": metrics[2:]} for i in range(ARMS - 1)},
+        "candidates": {
+            f"cand{i:02d}": {"success": metrics[:2], "guardrails": metrics[2:]} for i in range(ARMS - 1)
+        },
     }
     rules = parse_rules(raw, "bench")
     t = time.perf_counter()
@@ -70,11 +74,20 @@ def bench_stats() -> list[Figure]:
 
     # scipy: one call per comparison on the per-session mean differences (the work after pairing).
     wide = df.pivot_table(index=["metric", "session"], columns="arm", values="value", aggfunc="mean")
-    diffs = [(wide[a] - wide["baseline"]).xs(m, level="metric").to_numpy() for a in ("cand00", "aa") for m in metrics]
+    diffs = [
+        (wide[a] - wide["baseline"]).xs(m, level="metric").to_numpy()
+        for a in ("cand00", "aa")
+        for m in metrics
+    ]
     t = time.perf_counter()
     for d in diffs[:SCIPY_SUBSET]:
         sps.permutation_test(
-            (d,), np.mean, permutation_type="samples", n_resamples=RESAMPLES, alternative="greater", random_state=0
+            (d,),
+            np.mean,
+            permutation_type="samples",
+            n_resamples=RESAMPLES,
+            alternative="greater",
+            random_state=0,
         )
     perm_each = (time.perf_counter() - t) / SCIPY_SUBSET
     t = time.perf_counter()
@@ -84,8 +97,14 @@ def bench_stats() -> list[Figure]:
     perm_total, boot_total = perm_each * comparisons, boot_each * comparisons
     return [
         Figure(f"evalkit decide, {comparisons} comparisons (incl. pairing from the tidy table)", ours, "s"),
-        Figure(f"scipy.stats.permutation_test (sign flips), per comparison (mean of {SCIPY_SUBSET})", perm_each, "s"),
-        Figure(f"scipy.stats.permutation_test loop, {comparisons} comparisons (extrapolated)", perm_total, "s"),
+        Figure(
+            f"scipy.stats.permutation_test (sign flips), per comparison (mean of {SCIPY_SUBSET})",
+            perm_each,
+            "s",
+        ),
+        Figure(
+            f"scipy.stats.permutation_test loop, {comparisons} comparisons (extrapolated)", perm_total, "s"
+        ),
         Figure("speed-up over the scipy permutation_test loop", perm_total / ours, "×"),
         Figure(f"scipy.stats.bootstrap loop, {comparisons} comparisons (extrapolated)", boot_total, "s"),
         Figure("speed-up over the scipy bootstrap loop", boot_total / ours, "×"),

@@ -11,16 +11,31 @@ from evalkit.commands import arguments, command
 
 def _calibrate_args(p):
     p.add_argument("run", nargs="?", help="run folder with metrics.parquet (not needed with --simulate)")
-    p.add_argument("--experiments", type=int, default=None, help="null experiments per comparison (default 1000; --simulate: 2000 per cell)")
-    p.add_argument("--resamples", type=int, default=None, help="sign vectors per test (default: the rules' resamples, 10000)")
+    p.add_argument(
+        "--experiments",
+        type=int,
+        default=None,
+        help="null experiments per comparison (default 1000; --simulate: 2000 per cell)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=None,
+        help="sign vectors per test (default: the rules' resamples, 10000)",
+    )
     p.add_argument("--seed", type=int, default=None, help="seed (default: the rules' seed)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
     p.add_argument("--rules", help="ship rules TOML (default: the run's config, else [tool.evalkit.rules])")
-    p.add_argument("--simulate", action="store_true", help="the A/A simulation over synthetic shapes instead of a run")
+    p.add_argument(
+        "--simulate", action="store_true", help="the A/A simulation over synthetic shapes instead of a run"
+    )
     p.add_argument("--out", help="--simulate: write the Markdown table (and a .json beside it) here")
 
 
-@command("calibrate", "false-ship / false-drop rates and power of the ship rules, from null experiments on a run's own data")
+@command(
+    "calibrate",
+    "false-ship / false-drop rates and power of the ship rules, from null experiments on a run's own data",
+)
 @arguments(_calibrate_args)
 def cmd_calibrate(args) -> int:
     if args.simulate:

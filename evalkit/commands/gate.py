@@ -30,7 +30,9 @@ def _gate_args(p):
     )
 
 
-@command("gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error")
+@command(
+    "gate", "CI gate: verdicts of a run under ship rules; exit 0 pass, 1 gate failed, 2 usage/data error"
+)
 @arguments(_gate_args)
 def cmd_gate(args) -> int:
     import pandas as pd
@@ -55,7 +57,9 @@ def cmd_gate(args) -> int:
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
-    config = json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
+    config = (
+        json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
+    )
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 
@@ -70,7 +74,10 @@ def cmd_gate(args) -> int:
     if stopped:
         partial.append(f"the run is incomplete ({stopped['reason']}): {stopped['detail']}")
     backend = config.get("model", {}).get("backend")
-    decision = {"summary": summarize_metrics(df) if len(df) else [], **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(backend))}
+    decision = {
+        "summary": summarize_metrics(df) if len(df) else [],
+        **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(backend)),
+    }
     res = evaluate(decision, str(run), fail_on, require, partial)
     paths = write_gate(decision, res, args.out or run / "gate")
     print((paths["markdown"]).read_text(encoding="utf-8"))

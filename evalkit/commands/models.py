@@ -106,9 +106,14 @@ def _fake_args(p):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-bodies", action="store_true", help="log request metadata only, not bodies")
     p.add_argument("--batch-delay", type=float, default=0.2, help="seconds a batch stays in_progress")
-    p.add_argument("--batch-fail", type=float, default=0.0, help="share of batch lines that fail (error file)")
     p.add_argument(
-        "--batch-expire", default="", metavar="N,...", help="batches (1-based creation order) that expire half done"
+        "--batch-fail", type=float, default=0.0, help="share of batch lines that fail (error file)"
+    )
+    p.add_argument(
+        "--batch-expire",
+        default="",
+        metavar="N,...",
+        help="batches (1-based creation order) that expire half done",
     )
 
 
@@ -132,7 +137,9 @@ def cmd_fake_server(args) -> int:
 
     expire = tuple(int(x) for x in args.batch_expire.split(",") if x.strip())
     batch = BatchFaults(args.batch_delay, args.batch_fail, expire, args.seed)
-    server = FakeServer(plan, script, args.log, args.host, args.port, log_bodies=not args.no_bodies, batch=batch)
+    server = FakeServer(
+        plan, script, args.log, args.host, args.port, log_bodies=not args.no_bodies, batch=batch
+    )
     print(server.url, flush=True)
     # SIGTERM ends the server cleanly (the log is flushed per line anyway).
     signal.signal(signal.SIGTERM, _interrupt)

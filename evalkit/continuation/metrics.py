@@ -98,7 +98,11 @@ def refail_redo(rec: SessionRecord, at: int, steps: list[Step]) -> tuple[int, in
     for s in steps:
         op = s.op
         failure = open_failures.get(op.command) if op.command is not None else None
-        if failure is not None and s.answer.failed and not rec.failure_changed(failure, at, touched_any, touched):
+        if (
+            failure is not None
+            and s.answer.failed
+            and not rec.failure_changed(failure, at, touched_any, touched)
+        ):
             refails += 1
         if op.kind == "modify":
             redos += op.signature in pre_edits

@@ -99,7 +99,9 @@ class Action:
         return _named_files(self.result.output if self.result else "")
 
 
-_FILE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|rs|go|rb|php|java|kt|c|h|cc|cpp|hpp|rst|md|toml|ya?ml|json|cfg|ini))\b")
+_FILE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|rs|go|rb|php|java|kt|c|h|cc|cpp|hpp|rst|md|toml|ya?ml|json|cfg|ini))\b"
+)
 
 
 @lru_cache(maxsize=1 << 14)

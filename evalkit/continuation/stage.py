@@ -60,6 +60,7 @@ def settings_from(section: dict | None) -> dict:
 
 # --------------------------------------------------------------------------- reading events
 
+
 def _event_index(run: Path, arms: list[str]) -> dict[str, tuple[str, dict[str, list[Span]]]]:
     """Per arm, its events file and the spans of its lines per session (read in the worker)."""
     out = {}
@@ -70,7 +71,9 @@ def _event_index(run: Path, arms: list[str]) -> dict[str, tuple[str, dict[str, l
     return out
 
 
-def _job_events(index: dict[str, tuple[str, dict[str, list[Span]]]], sid: str) -> dict[str, tuple[str, list[Span]]]:
+def _job_events(
+    index: dict[str, tuple[str, dict[str, list[Span]]]], sid: str
+) -> dict[str, tuple[str, list[Span]]]:
     return {arm: (path, spans[sid]) for arm, (path, spans) in index.items() if sid in spans}
 
 

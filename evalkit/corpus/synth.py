@@ -42,6 +42,7 @@ _TRIGGER = 200_000 - 16_384
 # compacts more often.
 _ROUND = 166_000
 
+
 @dataclass
 class _Builder:
     """Accumulates one session's messages and a running chars/4 token count."""

@@ -67,7 +67,9 @@ class Row:
     false_drop: Rate | None = None
     power: Rate | None = None
     power_at: float | None = None  # the true (raw) difference the power was measured at
-    expected_power: float | None = None  # success: the configured power (the MDE's promise); guardrail: the run's
+    expected_power: float | None = (
+        None  # success: the configured power (the MDE's promise); guardrail: the run's
+    )
     note: str = ""
 
 
@@ -87,7 +89,9 @@ class Calibration:
         for r, row in zip(d["rows"], self.rows, strict=True):
             for k in ("false_pass", "false_drop", "power"):
                 rate = getattr(row, k)
-                r[k] = None if rate is None else {**asdict(rate), "rate": rate.rate, "ci95": list(rate.ci95())}
+                r[k] = (
+                    None if rate is None else {**asdict(rate), "rate": rate.rate, "ci95": list(rate.ci95())}
+                )
         return d
 
     def markdown(self) -> str:
@@ -212,7 +216,9 @@ def calibrate_run(
     if not (run / "metrics.parquet").is_file():
         raise FileNotFoundError(f"{run / 'metrics.parquet'}: no metrics table (run the score stage first)")
     df = read_metrics(run / "metrics.parquet")
-    config = json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
+    config = (
+        json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
+    )
     rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
     decision = decide(df, rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))

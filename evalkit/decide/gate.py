@@ -49,7 +49,9 @@ def parse_fail_on(text: str | None) -> list[str]:
         return []
     bad = [w for w in words if w not in VERDICTS or w == "ship"]
     if bad:
-        raise ValueError(f"--fail-on: unknown verdict(s) {', '.join(bad)} (use drop, inconclusive, untested or none)")
+        raise ValueError(
+            f"--fail-on: unknown verdict(s) {', '.join(bad)} (use drop, inconclusive, untested or none)"
+        )
     return words
 
 
@@ -60,12 +62,16 @@ def parse_require(items: list[str] | None) -> dict[str, list[str]]:
         cand, sep, allowed = item.partition("=")
         verdicts = [v.strip() for v in allowed.split("|") if v.strip()]
         if not sep or not cand.strip() or not verdicts or any(v not in VERDICTS for v in verdicts):
-            raise ValueError(f"--require {item!r}: expected CANDIDATE=VERDICT with VERDICT one of {', '.join(VERDICTS)}")
+            raise ValueError(
+                f"--require {item!r}: expected CANDIDATE=VERDICT with VERDICT one of {', '.join(VERDICTS)}"
+            )
         out[cand.strip()] = verdicts
     return out
 
 
-def evaluate(decision: dict, run: str, fail_on: list[str], require: dict[str, list[str]], partial: list[str]) -> GateResult:
+def evaluate(
+    decision: dict, run: str, fail_on: list[str], require: dict[str, list[str]], partial: list[str]
+) -> GateResult:
     """Apply the job's requirements to a decision; ``partial`` lists why the result set is incomplete."""
     res = GateResult(run=run, fail_on=fail_on, require=require)
     verdicts = decision.get("verdicts", {})
@@ -107,7 +113,10 @@ def gate_markdown(decision: dict, res: GateResult) -> str:
         out += [f"Noise floor: {decision['noise_note']}.", ""]
     verdicts = decision.get("verdicts", {})
     if verdicts:
-        out += ["| candidate | verdict | gate | deciding metric | sessions | reason |", "|---|---|---|---|---|---|"]
+        out += [
+            "| candidate | verdict | gate | deciding metric | sessions | reason |",
+            "|---|---|---|---|---|---|",
+        ]
         for cand, v in verdicts.items():
             gate = "fail" if cand in res.candidate_failures else "ok"
             reason = v["reason"].replace("|", "\\|")
@@ -132,7 +141,9 @@ def gate_junit(decision: dict, res: GateResult) -> str:
         tc = ET.SubElement(suite, "testcase", classname="evalkit.gate", name=cand)
         if cand in res.candidate_failures:
             n_fail += 1
-            ET.SubElement(tc, "failure", message=f"{v['verdict']}: {res.candidate_failures[cand]}").text = v["reason"]
+            ET.SubElement(tc, "failure", message=f"{v['verdict']}: {res.candidate_failures[cand]}").text = v[
+                "reason"
+            ]
         elif v["verdict"] == "untested":
             ET.SubElement(tc, "skipped", message=v["reason"])
         ET.SubElement(tc, "system-out").text = v["reason"]
@@ -154,7 +165,11 @@ def write_gate(decision: dict, res: GateResult, out_dir: str | os.PathLike) -> d
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "gate.json", "markdown": out / "gate.md", "junit": out / "junit.xml"}
     md = gate_markdown(decision, res)
-    for key, text in (("json", gate_json(decision, res)), ("markdown", md), ("junit", gate_junit(decision, res))):
+    for key, text in (
+        ("json", gate_json(decision, res)),
+        ("markdown", md),
+        ("junit", gate_junit(decision, res)),
+    ):
         with AtomicWriter(paths[key]) as fh:
             fh.write(text)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -76,7 +76,9 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     cand = ev[ev["arm"] != baseline]
     # Attaching the column index by merge keeps Python loops off the (large) row axis.
     col_frame = pd.DataFrame(columns, columns=["arm", "metric"]).assign(k=np.arange(K))
-    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(df["metric"].cat.categories)
+    known = col_frame["arm"].isin(df["arm"].cat.categories) & col_frame["metric"].isin(
+        df["metric"].cat.categories
+    )
     col_frame = col_frame[known].astype({"arm": cand["arm"].dtype, "metric": cand["metric"].dtype})
     cand = cand.merge(col_frame, on=["arm", "metric"], how="inner")
     pairs = cand.merge(base, on=["metric", "session", "event"], how="inner")
@@ -130,8 +132,12 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     def rows_of(cube, arm, metric):
         return cube[a_of[arm], m_of[metric]] if arm in a_of and metric in m_of else none
 
-    lost = np.array([(rows_of(ok_rows, baseline, m) & ~rows_of(any_rows, a, m)).sum() for a, m in columns], dtype=int)
-    extra = np.array([(rows_of(ok_rows, a, m) & ~rows_of(any_rows, baseline, m)).sum() for a, m in columns], dtype=int)
+    lost = np.array(
+        [(rows_of(ok_rows, baseline, m) & ~rows_of(any_rows, a, m)).sum() for a, m in columns], dtype=int
+    )
+    extra = np.array(
+        [(rows_of(ok_rows, a, m) & ~rows_of(any_rows, baseline, m)).sum() for a, m in columns], dtype=int
+    )
 
     degenerate = np.zeros(K, dtype=bool)
     if len(pairs):

@@ -171,7 +171,9 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
         raise RulesError(f"{source}: estimand: 'session_mean' or 'pooled', got {r.estimand!r}")
     # Runs written before the sign-flip test name a bootstrap interval; they are re-decided with it.
     if r.interval not in ("randomization", *LEGACY_INTERVALS):
-        raise RulesError(f"{source}: interval: 'randomization' (the inverted sign-flip test), got {r.interval!r}")
+        raise RulesError(
+            f"{source}: interval: 'randomization' (the inverted sign-flip test), got {r.interval!r}"
+        )
 
     metrics: dict[str, MetricRule] = {}
     for name, m in (raw.get("metrics") or {}).items():
@@ -208,9 +210,7 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
                 raise RulesError(
                     f"{source}: candidates.{c.name}: metric {m!r} has no [metrics.{m}] rule (direction, margins)"
                 )
-    return Rules(
-        **kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source
-    )
+    return Rules(**kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source)
 
 
 def read_rules_file(path: str | os.PathLike) -> Rules:

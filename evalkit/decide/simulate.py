@@ -30,7 +30,9 @@ SESSION_SD = 0.5  # sd of the session effect (logit, log or log-rate scale)
 ZERO_SHARE, RATE = 0.6, 2.0
 
 
-def draw(shape: str, rng: np.random.Generator, G: int, E: int, effect: float) -> tuple[np.ndarray, np.ndarray]:
+def draw(
+    shape: str, rng: np.random.Generator, G: int, E: int, effect: float
+) -> tuple[np.ndarray, np.ndarray]:
     """(X, Y) of E experiments with G sessions: session means of candidate − baseline per event.
 
     ``effect`` is a logit shift for binary shapes and a multiplicative change (1 + effect) otherwise.
@@ -139,19 +141,33 @@ def _job(job: tuple) -> list[dict]:
         out.append(dict(question="A/A coverage", hits=int(cover.sum()), target="93–97%"))
         # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
         mde = stats.mde(est.se, est.n_sessions, alpha, power, est.se)
-        out.append(dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))]))
+        out.append(
+            dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))])
+        )
     elif kind == "sparse":
         X, Y = sparse_draw(rng, n, E)
         est = stats.estimate(X, Y, alpha, resamples, seed + 1)
         p = stats.p_value(est, 0.0, "greater")
-        out.append(dict(question=f"sparse A/A false ship (k = {n} of 200 differ)", hits=int((p < alpha).sum()), target="≤ α"))
+        out.append(
+            dict(
+                question=f"sparse A/A false ship (k = {n} of 200 differ)",
+                hits=int((p < alpha).sum()),
+                target="≤ α",
+            )
+        )
     elif kind == "margin":
         # Guardrail exactly at its margin: the candidate is worse by 10% of the baseline mean.
         margin = true_difference(shape, 0.1)
         X, Y = draw(shape, rng, n, E, -0.1 if not shape.startswith("binary") else effect_for(shape, -margin))
         est = stats.estimate(X, Y, alpha, resamples, seed + 1)
         p = stats.p_value(est, -margin, "greater")
-        out.append(dict(question="guardrail at its margin declared non-inferior", hits=int((p < alpha).sum()), target="≤ α"))
+        out.append(
+            dict(
+                question="guardrail at its margin declared non-inferior",
+                hits=int((p < alpha).sum()),
+                target="≤ α",
+            )
+        )
     elif kind == "effect":
         diff = true_difference(shape, 0.1 if not shape.startswith("binary") else 0.3)
         X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
@@ -159,7 +175,13 @@ def _job(job: tuple) -> list[dict]:
         cover = (est.ci[:, 0] <= diff) & (est.ci[:, 1] >= diff)
         cover_t = (est.ci_t[:, 0] <= diff) & (est.ci_t[:, 1] >= diff)
         out.append(dict(question="coverage with a planted effect", hits=int(cover.sum()), target="93–97%"))
-        out.append(dict(question="coverage with a planted effect (t interval)", hits=int(cover_t.sum()), target="93–97%"))
+        out.append(
+            dict(
+                question="coverage with a planted effect (t interval)",
+                hits=int(cover_t.sum()),
+                target="93–97%",
+            )
+        )
     return [dict(kind=kind, shape=shape, n=n, experiments=E, **o) for o in out]
 
 
@@ -188,8 +210,13 @@ def _power_job(job: tuple) -> list[dict]:
         detail += f" > range {room:.3g}: reported as unreachable; power at +{room:.3g}"
     return [
         dict(
-            kind="power", shape=shape, n=n, experiments=E, hits=int((p < alpha).sum()),
-            question="power at 1× the reported MDE", target="≥ 75%" if reportable else "none (no MDE reported)",
+            kind="power",
+            shape=shape,
+            n=n,
+            experiments=E,
+            hits=int((p < alpha).sum()),
+            question="power at 1× the reported MDE",
+            target="≥ 75%" if reportable else "none (no MDE reported)",
             detail=detail,
         )
     ]
@@ -248,7 +275,19 @@ def simulate(
         for i, ((shape, n), vals) in enumerate(sorted(mdes.items())):
             se, mde = np.median(np.array(vals), axis=0)
             # One job per cell: the fixed point needs the whole cell's MDE before drawing its experiments.
-            pjobs.append((shape, n, experiments // 2, int(seeds[len(jobs) + i]), alpha, power, resamples, float(se), float(mde)))
+            pjobs.append(
+                (
+                    shape,
+                    n,
+                    experiments // 2,
+                    int(seeds[len(jobs) + i]),
+                    alpha,
+                    power,
+                    resamples,
+                    float(se),
+                    float(mde),
+                )
+            )
         for res in tqdm(pool.map(_power_job, pjobs), total=len(pjobs), desc="power", disable=not progress):
             parts += res
     return _merge(parts)
@@ -256,7 +295,10 @@ def simulate(
 
 def table(cells: list[Cell], alpha: float = 0.025) -> str:
     """Markdown: one row per cell with the rate, its binomial 95% range and whether the target holds."""
-    rows = ["| question | shape | n | experiments | rate | binomial 95% range | target | holds |", "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| question | shape | n | experiments | rate | binomial 95% range | target | holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for c in cells:
         lo, hi = c.interval()
         if c.target == "≤ α":

@@ -31,7 +31,9 @@ def summarize_metrics(df) -> list[dict]:
     ok = df[df["error"].isna().to_numpy() & finite_value]
     per_session = ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
     agg = per_session.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
-    errors = df[df["error"].notna().to_numpy() | ~finite_value].groupby(["arm", "metric"], observed=True).size()
+    errors = (
+        df[df["error"].notna().to_numpy() | ~finite_value].groupby(["arm", "metric"], observed=True).size()
+    )
     values = df.groupby(["arm", "metric"], observed=True).size()
     out = []
     for r in agg.itertuples(index=False):
@@ -65,7 +67,10 @@ def zero_one_metrics(df: pd.DataFrame) -> set[str]:
 
 
 def decide(
-    df: pd.DataFrame, rules: Rules, arms: list[str] | None = None, prompt_only: Callable[[str], bool] | None = None
+    df: pd.DataFrame,
+    rules: Rules,
+    arms: list[str] | None = None,
+    prompt_only: Callable[[str], bool] | None = None,
 ) -> dict:
     """Statistics, noise floor and verdicts for every candidate (the decision minus its summary).
 
@@ -181,17 +186,27 @@ def decide(
     pending: dict[str, tuple] = {}
     for c, (rule, success, guards) in plans.items():
         if c not in arms_in_table:
-            verdicts[c] = Verdict("untested", f"untested: arm {c} has no rows in the metrics table", None, 0, {})
+            verdicts[c] = Verdict(
+                "untested", f"untested: arm {c} has no rows in the metrics table", None, 0, {}
+            )
             continue
         if rule is None:
             verdicts[c] = Verdict(
-                "untested", f"untested: no ship rule declares success metrics for {c} ({rules.source})", None, 0, {}
+                "untested",
+                f"untested: no ship rule declares success metrics for {c} ({rules.source})",
+                None,
+                0,
+                {},
             )
             continue
         results = {m: result(c, m) for m in (*success, *guards)}
         if rules.baseline not in arms_in_table:
             verdicts[c] = Verdict(
-                "untested", f"untested: baseline arm {rules.baseline} has no rows in the metrics table", None, 0, results
+                "untested",
+                f"untested: baseline arm {rules.baseline} has no rows in the metrics table",
+                None,
+                0,
+                results,
             )
             continue
         why = untested_reason(c, results, success, rules, bool(prompt_only and prompt_only(c)))
@@ -251,7 +266,9 @@ def noise_note(noise: dict, aa: str) -> str:
             "so the noise floor is exactly zero"
         )
     moved = sorted(m for m, v in noise.items() if not v["exactly_zero"])
-    return f"A/A arm ({aa}) differs from the baseline on {', '.join(moved)}: replicate noise, see each interval"
+    return (
+        f"A/A arm ({aa}) differs from the baseline on {', '.join(moved)}: replicate noise, see each interval"
+    )
 
 
 def finite(obj):

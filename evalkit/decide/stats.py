@@ -292,6 +292,7 @@ def sessions_needed(effect, se, n_sessions, alpha: float, power: float, threshol
             n = np.maximum(np.ceil(_k(n, alpha, power) ** 2 * omega2 / gap**2), MIN_N)
     return n
 
+
 def holm(p: Sequence[float]) -> np.ndarray:
     """Holm–Bonferroni adjusted p-values: sort, p_(k)·(m − k + 1), running maximum, cap at 1."""
     p = np.asarray(p, dtype=float)
@@ -303,5 +304,3 @@ def holm(p: Sequence[float]) -> np.ndarray:
     out = np.empty(m)
     out[order] = adj
     return out
-
-

@@ -132,7 +132,10 @@ def untested_reason(
     """
     for m, r in results.items():
         if not r.present:
-            return f"untested: metric {m} missing from the metrics table (needed for {cand} or {rules.baseline})", m
+            return (
+                f"untested: metric {m} missing from the metrics table (needed for {cand} or {rules.baseline})",
+                m,
+            )
     for m, r in results.items():
         share, whose = r.error_share()
         if share > rules.max_error_share:
@@ -149,7 +152,9 @@ def untested_reason(
     if all(results[m].differing == 0 for m in success):
         m = success[0]
         same = "; ".join(
-            f"{s}: every value is {num(results[s].baseline_mean)} in both arms" if results[s].degenerate else f"{s}: 0 of {results[s].n_sessions}"
+            f"{s}: every value is {num(results[s].baseline_mean)} in both arms"
+            if results[s].degenerate
+            else f"{s}: 0 of {results[s].n_sessions}"
             for s in success
         )
         why = f"; {PROMPT_ONLY}" if prompt_only else ""
@@ -157,7 +162,9 @@ def untested_reason(
     return None
 
 
-def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: tuple, rules: Rules) -> Verdict:
+def judge(
+    cand: str, results: dict[str, MetricResult], success: tuple, guards: tuple, rules: Rules
+) -> Verdict:
     """Apply the verdict order drop → ship → inconclusive to a candidate that passed the untested checks."""
     a = rules.alpha
     lost = max((r.lost_sessions for r in results.values()), default=0)
@@ -195,12 +202,16 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
         )
     wins = sorted((results[m] for m in success if results[m].p_holm < a), key=lambda r: r.p_holm)
     thin = [results[m] for m in guards if results[m].n_sessions < rules.min_sessions]
-    not_ni = [results[m] for m in guards if results[m].p_value >= a and results[m].n_sessions >= rules.min_sessions]
+    not_ni = [
+        results[m] for m in guards if results[m].p_value >= a and results[m].n_sessions >= rules.min_sessions
+    ]
     if wins and not not_ni and not thin and not lost:
         r = wins[0]
         guard_words = (
             "; guardrails non-inferior: "
-            + ", ".join(f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards)
+            + ", ".join(
+                f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards
+            )
             if guards
             else "; no guardrails"
         )
@@ -239,8 +250,11 @@ def judge(cand: str, results: dict[str, MetricResult], success: tuple, guards: t
         "inconclusive",
         f"inconclusive: no success metric significantly beyond its min effect; best is {r.line(holm=True)} "
         f"≥ α {a:g} against min effect {num(r.threshold, True)}{r.threshold_words}; "
-        + (f"MDE {num(r.mde, True)} (ships with power {rules.power:g} at that true effect)" if r.mde_reachable
-           else r.mde_words(rules.power, "shipped"))
+        + (
+            f"MDE {num(r.mde, True)} (ships with power {rules.power:g} at that true effect)"
+            if r.mde_reachable
+            else r.mde_words(rules.power, "shipped")
+        )
         + f" with {r.n_sessions} sessions; "
         f"{num(r.sessions_needed)} needed for {num(r.target, True)}",
         r.metric,

@@ -57,7 +57,9 @@ _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
-_CLAUSE_START = re.compile(r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$", re.I)
+_CLAUSE_START = re.compile(
+    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$", re.I
+)
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)

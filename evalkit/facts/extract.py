@@ -295,7 +295,9 @@ class _Builder:
             self.facts.failures.append(
                 Failure(i, res.call_id, command, norm, res.exit_code, error_line(res.output), None, call.name)
             )
-            self.identifier(i, "error", identifiers.error_string(res.output, refused=res.is_error and not cmd))
+            self.identifier(
+                i, "error", identifiers.error_string(res.output, refused=res.is_error and not cmd)
+            )
         else:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):

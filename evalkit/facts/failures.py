@@ -39,6 +39,8 @@ _REFUSAL_ANYWHERE = (
     "searchreplacenoexactmatch",
     "failed to match!",
 )
+
+
 def refusal_line(output: str) -> str | None:
     """The line in which a tool or harness refused the call, when the output opens with one
     (after an "ERROR:" header line, the message under it)."""

@@ -264,7 +264,9 @@ class OpenAIBackend(Backend):
             # dropped connection mid-answer is not. (By name: the SDK's HTTP library varies.)
             refused = any(c.__name__ == "ConnectError" for c in type(e.__cause__).__mro__)
             fatal = "cannot connect" if refused else None
-            raise Retryable(f"connection error from {self.base_url}: {e.__cause__ or e}", fatal=fatal) from None
+            raise Retryable(
+                f"connection error from {self.base_url}: {e.__cause__ or e}", fatal=fatal
+            ) from None
         except (ValueError, openai.APIResponseValidationError) as e:
             raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
         return parse_completion(

@@ -23,7 +23,9 @@ def _assistant_turns(inp: ProbeInput, start: int, end: int) -> int:
 
 def work_tokens(inp: ProbeInput) -> int:
     """Tokens of the whole recorded session (chars/4): the work the compactions served."""
-    return inp.view.memo(("work_tokens",), lambda: sum(message_tokens(m, "chars4") for m in inp.session.messages))
+    return inp.view.memo(
+        ("work_tokens",), lambda: sum(message_tokens(m, "chars4") for m in inp.session.messages)
+    )
 
 
 def request_tokens(ev) -> int:
@@ -87,7 +89,9 @@ def cadence(inp: ProbeInput, min_freed: float = 0.10, min_turns: int = 2) -> lis
     ]
     if inp.is_last:
         work = work_tokens(inp)
-        out.append(ProbeValue("compactions_per_100k", len(evs) / work * 100_000 if work else None, None, True))
+        out.append(
+            ProbeValue("compactions_per_100k", len(evs) / work * 100_000 if work else None, None, True)
+        )
         flags = [_loops(inp, evs, k, min_freed, min_turns) for k in range(len(evs))]
         out.append(ProbeValue("loop_share", sum(flags) / len(flags), None, True))
     return out

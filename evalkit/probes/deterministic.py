@@ -121,7 +121,9 @@ def tally_present(inp: ProbeInput, long_chars: int = 2_000) -> list[ProbeValue]:
     """
     t = latest_tally(inp)
     if latest_run_unknown(inp, t):
-        return [ProbeValue("tally_present", None, error="unknown: the latest test run printed no parsable tally")]
+        return [
+            ProbeValue("tally_present", None, error="unknown: the latest test run printed no parsable tally")
+        ]
     if t is None:
         return []
     present = tally_visible(inp, t)
@@ -290,7 +292,9 @@ def redundant(inp: ProbeInput) -> list[ProbeValue]:
     if not inp.previous:
         return []
     if inp.previous[-1].summary_error and not inp.previous[-1].removed_ids:
-        return [ProbeValue("redundant", None, f"previous compaction failed: {inp.previous[-1].summary_error}")]
+        return [
+            ProbeValue("redundant", None, f"previous compaction failed: {inp.previous[-1].summary_error}")
+        ]
     prev = inp.previous[-1].first_kept_id
     return [ProbeValue("redundant", float(prev is not None and inp.event.first_kept_id == prev))]
 

@@ -399,7 +399,7 @@ def check_prefix_layout(backend: str) -> None:
         return  # a plugin's backend: a real model
     if offline:
         raise ValueError(
-            f"replay.request_layout = \"prefix\" is for real endpoints; the offline stand-in {backend!r} "
+            f'replay.request_layout = "prefix" is for real endpoints; the offline stand-in {backend!r} '
             "reads each arm's template from the system message: use the reference layout"
         )
 

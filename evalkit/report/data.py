@@ -31,7 +31,13 @@ EVENT_FIELDS = [
 ]
 
 # Files the model layer may leave with call/cache counts; the first one found is used.
-MODEL_STATS_FILES = ["model-usage.json", "model-calls.json", "model_calls.json", "cache-stats.json", "cache_stats.json"]
+MODEL_STATS_FILES = [
+    "model-usage.json",
+    "model-calls.json",
+    "model_calls.json",
+    "cache-stats.json",
+    "cache_stats.json",
+]
 
 
 @dataclass
