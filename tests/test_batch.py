@@ -34,16 +34,16 @@ def _records(run) -> list[dict]:
 def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies")
     run_experiment(
-        load_experiment(write_config(tmp_path / "a", url_a, arms=ARMS, sessions=1, window=WINDOW)),
+        load_experiment(write_config(tmp_path / "a", url_a, arms=ARMS, sessions=2, window=WINDOW)),
         tmp_path / "a" / "run",
     )
     direct = answered(settled_log(log_a))
 
     url_b, log_b = fake_server_process(
-        "--no-bodies", "--batch-fail", "0.4", "--batch-expire", "1", "--batch-delay", "0.05"
+        "--no-bodies", "--batch-fail", "0.5", "--batch-expire", "1", "--batch-delay", "0.05"
     )
     exp = load_experiment(
-        write_config(tmp_path / "b", url_b, arms=ARMS, sessions=1, window=WINDOW, batch_max_rounds=12, **FAST)
+        write_config(tmp_path / "b", url_b, arms=ARMS, sessions=2, window=WINDOW, batch_max_rounds=16, **FAST)
     )
     run_b = tmp_path / "b" / "run"
     run_experiment(exp, run_b)
