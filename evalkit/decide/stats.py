@@ -265,7 +265,9 @@ def mde(se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray
     For a success metric the threshold is the min effect, so MDE = min effect + (t* + t_power)·SE;
     for a guardrail it is −margin.
     """
-    return np.asarray(threshold, dtype=float) + _k(n_sessions, alpha, power) * np.asarray(se, dtype=float)
+    # Too few sessions for any test (t* = inf) and no spread (SE = 0) give NaN: no MDE exists.
+    with np.errstate(invalid="ignore"):
+        return np.asarray(threshold, dtype=float) + _k(n_sessions, alpha, power) * np.asarray(se, dtype=float)
 
 
 def achieved_power(effect, se, n_sessions, alpha: float, threshold=0.0) -> np.ndarray:
