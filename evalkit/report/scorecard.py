@@ -153,6 +153,26 @@ def scorecard_plot(
     return _save(fig, path)
 
 
+def _ceiling_below(scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
+    """A note for each offline exam on which a compacted arm outscores the ceiling: not evidence."""
+    out = []
+    for label, metric, s in scores:
+        if CEILING not in s.index or "offline" not in metric:
+            continue
+        above = [a for a in s.index if a != CEILING and s.loc[a, "mean"] > s.loc[CEILING, "mean"]]
+        if above:
+            out += [
+                f"> **The ceiling scores below {', '.join(code(a) for a in above)} on the {label} "
+                f"(`{metric}`).** The offline judge is a stand-in that answers by retrieving the messages "
+                "that share a word with the question. A structured summary names its sections with words "
+                "the questions also use (files, test, user), while the raw history the ceiling keeps "
+                "often does not, so on this metric a summary can look better than everything. This is "
+                "an artefact of the stand-in, not evidence: judge exams with a model.",
+                "",
+            ]
+    return out
+
+
 def section_scorecard(data: ReportData, out: Path) -> list[str]:
     """Table and plot of score vs tokens kept, paired win/loss/tie vs the baseline, exam noise."""
     m = data.metrics
@@ -188,6 +208,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         "",
         table(header, rows),
         "",
+        *_ceiling_below(scores),
     ]
     panels = [
         (
