@@ -41,7 +41,8 @@ _ONLY = (
 )
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
-    r"(?:\byou|\bwe|\byour \w+)\s+(?:\w+\s+)?"
+    # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
+    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
     r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule.
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)])"
@@ -50,7 +51,13 @@ _MODAL = (
 _KEYWORDLESS = (
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
     r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
-    r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b"
+    r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
+    # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
+    r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
+    r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
+    # A verbless prohibition on a kind of tool or action: "No ClMail tools.", "No new dependencies."
+    r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
+    r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
 )
 _RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
 _MODAL_RE = re.compile(_MODAL, re.I)
@@ -70,7 +77,9 @@ _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|onl
 # markers above.
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
-    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint)"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull|fetch|stash|"
+    # Version control on a branch is process ("Merge master into your branch"); merging code is not.
+    r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
 _DIRECTIVE_LEAD = (
     r"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
@@ -214,11 +223,17 @@ _CONSEQUENCE = re.compile(r"^(?:and\s+)?(?:so|therefore|thus|hence)\s+", re.I)
 
 
 def _clauses(sentence: str) -> list[str]:
-    """A sentence's rule-bearing clause. A permission after the rule is cut ("you cannot use X,
-    but you can write scripts"); a rule after a permission keeps it ("You can look, but don't
-    modify them": "them" needs the first half). A long condition before the rule is cut too."""
+    """A sentence's rule-bearing clause. A permission or a task after the rule is cut ("you
+    cannot use X, but you can write scripts"); a rule after a permission keeps it ("You can
+    look, but don't modify them": "them" needs the first half). A long condition before the
+    rule is cut too."""
     parts = re.split(r",\s+but\s+", sentence)
     if len(parts) > 1 and _rule_in(parts[0]):
+        sentence = parts[0]
+    # A rule joined by ", and" to what is neither a rule nor a process step is joined to the
+    # task ("run the agents in the background, and while we wait … write your own poem").
+    parts = re.split(r",\s+and\s+", sentence)
+    if len(parts) > 1 and _rule_in(parts[0]) and not any(_rule_in(p) or _directive(p) for p in parts[1:]):
         sentence = parts[0]
     words = sentence.split()
     # Only a condition or time lead-in, or a reason before "so", is cut ("When …, make sure …");
