@@ -69,7 +69,13 @@ _CLAUSE_START = re.compile(
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
-_IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
+    # The form of the answer: sources to cite ("Provide a clear answer with sources.").
+    r"(?:provide|give|answer|reply|respond|return)\b[^.;]*?\bwith\s+(?:\w+\s+)?(?:sources|citations|references)|"
+    r"(?:cite|include|list|add)\s+(?:\w+\s+)?(?:sources|citations|references))\b",
+    re.I,
+)
 # Imperatives about the agent's way of working, as opposed to the deliverable: verbs of running,
 # checking, ending and thinking about its own process. Verbs that make or change the artefact
 # (fix, add, create, write, edit, use, make, implement) or produce the answer (summarize, explain,
@@ -78,11 +84,14 @@ _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|onl
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull|fetch|stash|"
+    # Research before the task ("First, do a web search to understand …"); in an investigation
+    # the search is the task itself (see _INVESTIGATION).
+    r"search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
     # Version control on a branch is process ("Merge master into your branch"); merging code is not.
     r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
 _DIRECTIVE_LEAD = (
-    r"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
+    r"^(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
     r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
 )
 _DIRECTIVE = re.compile(
@@ -102,7 +111,8 @@ _CHECK_PURPOSE = re.compile(
 # is given a list of things to check, and those steps are its task, not rules on how it works.
 _INVESTIGATION = re.compile(
     r"^(?:please\s+)?(?:investigate|research|review|audit|analy[sz]e|examine|explore|inspect|"
-    r"check|look into|find out|diagnose|survey|assess)\b",
+    r"check|look into|look up|find out|diagnose|survey|assess|search|"
+    r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b",
     re.I,
 )
 # An investigation asks only to find out: "Investigate X and make it deterministic" is a change.
@@ -112,7 +122,8 @@ _CHANGE_TOO = re.compile(
     re.I,
 )
 _CHECK_VERB = re.compile(
-    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect)\b"
+    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect|search|"
+    r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b"
     # "check with me before …" asks the user, it is not an item of the investigation.
     r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
     re.I,
@@ -126,6 +137,12 @@ _LIST_HEADER = re.compile(
 # A time or condition on the agent's own progress before a directive ("When you think you have
 # fixed it, run …", "Once you are done, please …"): the directive is what follows the comma.
 _FRAME = re.compile(r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*", re.I)
+# A bare order to stop is never the deliverable, even when it is the whole message ("Finish
+# please"); "Finish the parser" names the task.
+_BARE_STOP = re.compile(
+    r"^(?:please\s+)?(?:finish|stop|end|exit|quit|wrap up)(?:\s+(?:please|now|here|there|for now))*\s*[.!]*$",
+    re.I,
+)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -267,7 +284,7 @@ def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
-                if not advice and not opening and _directive(s, investigation):
+                if not advice and (not opening or _BARE_STOP.match(s)) and _directive(s, investigation):
                     yield s, "directive"
                 continue
             if advice and not _PROHIBIT_OR_ONLY.search(s):
