@@ -42,6 +42,32 @@ def test_tuning_labels_meet_the_targets(transcripts):
     assert agree == pairs
 
 
+@pytest.mark.parametrize(
+    "labels", ["heldout.json", "heldout2.json", "heldout3.json", "heldout4.json", "heldout5.json"]
+)
+def test_held_out_labels_meet_the_targets_after_their_fixes(transcripts, labels):
+    """Each held-out set, once measured and its bugs fixed (numbers in the labels README), stays at
+    or above the targets; a kind a set has no labels for is not scored there."""
+    result = check_labels(LABELS / labels, transcripts)
+    for kind, score in result.totals().items():
+        p, r = TARGETS[kind]
+        if score.label:
+            assert score.recall is not None and score.recall >= r, (labels, kind, score)
+        if score.pred:
+            assert score.precision is not None and score.precision >= p, (labels, kind, score)
+
+
+def test_heldout5_covers_10_sessions_in_4_formats(transcripts):
+    sessions = check_labels(LABELS / "heldout5.json", transcripts).sessions
+    assert len(sessions) == 10
+    assert {s.file.split("/")[0] for s in sessions} == {
+        "claude-code",
+        "openai-chat",
+        "openhands",
+        "swe-agent",
+    }
+
+
 def test_labels_cover_15_sessions_in_6_formats(transcripts):
     sessions = [
         s for f in ("tune.json", "heldout.json") for s in check_labels(LABELS / f, transcripts).sessions
@@ -385,7 +411,58 @@ def test_a_checkers_diagnostic_header_is_the_error():
     # test …") are not the error (heldout4).
     out = (
         "WARN ty is pre-release software.\n\nerror[call-non-callable]: Object of type `X` is not callable\n"
-        "   --> test/test_cache.py:429:17\n    |\n429 |     pytest.skip(\"Cannot test permissions\")\n"
+        '   --> test/test_cache.py:429:17\n    |\n429 |     pytest.skip("Cannot test permissions")\n'
         "    |\ninfo: rule `call-non-callable` is enabled by default\n\nFound 1 diagnostic"
     )
     assert error_string(out) == "error[call-non-callable]: Object of type `X` is not callable"
+
+
+def test_rules_joined_to_a_task_sub_agents_git_steps_and_verbless_limits():
+    """The heldout4 misses (issue #13), as the rules they follow, on wordings not in that set."""
+    # A rule joined to the task by ", and" is the rule's clause; joined to another rule, whole.
+    assert _rules("Fix the docs. Keep the diff small, and after that write me a haiku about it.") == [
+        "Keep the diff small"
+    ]
+    assert _rules("Fix the docs. Never push to main, and run the linter before you commit.") == [
+        "Never push to main, and run the linter before you commit."
+    ]
+    # An obligation whose subject is the agent's sub-agents; a requirement on other things is not.
+    assert _rules("Spawn three reviewers. Every sub-agent must cite its sources.") == [
+        "Every sub-agent must cite its sources."
+    ]
+    assert _rules("Write the importer. The parser should return a list.") == []
+    # Version control on a branch is a process step; merging code is the task.
+    assert _rules("Write the section.\n\n1. Rebase onto main before you start.") == [
+        "Rebase onto main before you start."
+    ]
+    assert _rules("Write the section.\n\n1. Rebase the feature branch:") == ["Rebase the feature branch:"]
+    assert _rules("Clean up utils.\n\n2. Merge the two helpers into one function.") == []
+    # A verbless prohibition on a kind of tool or action; a verbless statement is not one.
+    assert _rules(
+        "Draft the notes.\n\n- No network access.\n- No new dependencies.\n- No conflicts expected."
+    ) == [
+        "No network access.",
+        "No new dependencies.",
+    ]
+    # An answer's length given as a noun phrase; a length target for the deliverable is not.
+    assert _rules("Report back:\n- A one-paragraph summary of what changed.") == [
+        "A one-paragraph summary of what changed."
+    ]
+    assert _rules("Extend the guide. Target ~300 additional words total.") == []
+
+
+def test_bare_stop_sources_and_research_steps():
+    """The heldout5 misses (issue #13), as the rules they follow, on wordings not in that set."""
+    # A bare order to stop counts even as the whole message; finishing a thing is the task.
+    assert _rules("Stop here please.") == ["Stop here please."]
+    assert _rules("Finish the parser.") == []
+    # Sources asked for in the answer are its form.
+    assert _rules("Compare the two designs. Answer with references to the docs.") == [
+        "Answer with references to the docs."
+    ]
+    assert _rules("Summarize the thread. Cite your sources.") == ["Cite your sources."]
+    # A research step before another task is process; in a research request it is the task.
+    assert _rules("Draft the release notes. Then, look up how the last release was announced.") == [
+        "Then, look up how the last release was announced."
+    ]
+    assert _rules("Do a web search on rust async runtimes. Search for benchmarks too. Give me a table.") == []

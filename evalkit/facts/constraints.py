@@ -41,7 +41,8 @@ _ONLY = (
 )
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
-    r"(?:\byou|\bwe|\byour \w+)\s+(?:\w+\s+)?"
+    # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
+    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
     r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule.
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)])"
@@ -50,7 +51,13 @@ _MODAL = (
 _KEYWORDLESS = (
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
     r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
-    r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b"
+    r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
+    # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
+    r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
+    r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
+    # A verbless prohibition on a kind of tool or action: "No ClMail tools.", "No new dependencies."
+    r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
+    r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
 )
 _RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
 _MODAL_RE = re.compile(_MODAL, re.I)
@@ -62,7 +69,13 @@ _CLAUSE_START = re.compile(
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
-_IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only)\b", re.I)
+_IMPERATIVE = re.compile(
+    r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
+    # The form of the answer: sources to cite ("Provide a clear answer with sources.").
+    r"(?:provide|give|answer|reply|respond|return)\b[^.;]*?\bwith\s+(?:\w+\s+)?(?:sources|citations|references)|"
+    r"(?:cite|include|list|add)\s+(?:\w+\s+)?(?:sources|citations|references))\b",
+    re.I,
+)
 # Imperatives about the agent's way of working, as opposed to the deliverable: verbs of running,
 # checking, ending and thinking about its own process. Verbs that make or change the artefact
 # (fix, add, create, write, edit, use, make, implement) or produce the answer (summarize, explain,
@@ -70,10 +83,15 @@ _IMPERATIVE = re.compile(r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|onl
 # markers above.
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
-    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint)"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull|fetch|stash|"
+    # Research before the task ("First, do a web search to understand …"); in an investigation
+    # the search is the task itself (see _INVESTIGATION).
+    r"search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
+    # Version control on a branch is process ("Merge master into your branch"); merging code is not.
+    r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
 _DIRECTIVE_LEAD = (
-    r"^(?:(?:please|also|then|now|first|finally|next|and|so)\s+)*"
+    r"^(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
     r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
 )
 _DIRECTIVE = re.compile(
@@ -93,7 +111,8 @@ _CHECK_PURPOSE = re.compile(
 # is given a list of things to check, and those steps are its task, not rules on how it works.
 _INVESTIGATION = re.compile(
     r"^(?:please\s+)?(?:investigate|research|review|audit|analy[sz]e|examine|explore|inspect|"
-    r"check|look into|find out|diagnose|survey|assess)\b",
+    r"check|look into|look up|find out|diagnose|survey|assess|search|"
+    r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b",
     re.I,
 )
 # An investigation asks only to find out: "Investigate X and make it deterministic" is a change.
@@ -103,7 +122,8 @@ _CHANGE_TOO = re.compile(
     re.I,
 )
 _CHECK_VERB = re.compile(
-    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect)\b"
+    rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect|search|"
+    r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b"
     # "check with me before …" asks the user, it is not an item of the investigation.
     r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
     re.I,
@@ -117,6 +137,12 @@ _LIST_HEADER = re.compile(
 # A time or condition on the agent's own progress before a directive ("When you think you have
 # fixed it, run …", "Once you are done, please …"): the directive is what follows the comma.
 _FRAME = re.compile(r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*", re.I)
+# A bare order to stop is never the deliverable, even when it is the whole message ("Finish
+# please"); "Finish the parser" names the task.
+_BARE_STOP = re.compile(
+    r"^(?:please\s+)?(?:finish|stop|end|exit|quit|wrap up)(?:\s+(?:please|now|here|there|for now))*\s*[.!]*$",
+    re.I,
+)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -214,11 +240,17 @@ _CONSEQUENCE = re.compile(r"^(?:and\s+)?(?:so|therefore|thus|hence)\s+", re.I)
 
 
 def _clauses(sentence: str) -> list[str]:
-    """A sentence's rule-bearing clause. A permission after the rule is cut ("you cannot use X,
-    but you can write scripts"); a rule after a permission keeps it ("You can look, but don't
-    modify them": "them" needs the first half). A long condition before the rule is cut too."""
+    """A sentence's rule-bearing clause. A permission or a task after the rule is cut ("you
+    cannot use X, but you can write scripts"); a rule after a permission keeps it ("You can
+    look, but don't modify them": "them" needs the first half). A long condition before the
+    rule is cut too."""
     parts = re.split(r",\s+but\s+", sentence)
     if len(parts) > 1 and _rule_in(parts[0]):
+        sentence = parts[0]
+    # A rule joined by ", and" to what is neither a rule nor a process step is joined to the
+    # task ("run the agents in the background, and while we wait … write your own poem").
+    parts = re.split(r",\s+and\s+", sentence)
+    if len(parts) > 1 and _rule_in(parts[0]) and not any(_rule_in(p) or _directive(p) for p in parts[1:]):
         sentence = parts[0]
     words = sentence.split()
     # Only a condition or time lead-in, or a reason before "so", is cut ("When …, make sure …");
@@ -252,7 +284,7 @@ def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
-                if not advice and not opening and _directive(s, investigation):
+                if not advice and (not opening or _BARE_STOP.match(s)) and _directive(s, investigation):
                     yield s, "directive"
                 continue
             if advice and not _PROHIBIT_OR_ONLY.search(s):
