@@ -213,3 +213,32 @@ def test_power_and_sessions_needed_use_the_tests_quantiles_and_null():
     assert 0.015 < stats.achieved_power(delta, se, n, alpha, delta) <= alpha  # t* ≥ t: at most α at the null
     # ω² = n·se²; sessions for power at the MDE with n sessions is n itself
     assert stats.sessions_needed(delta + k * se, se, n, alpha, power, delta) == pytest.approx(n, abs=1)
+
+
+@pytest.mark.parametrize("sessions", [10, 20])
+def test_interval_agrees_with_the_exact_p_value_at_zero(sessions):
+    """Where the p-value is exact (≤ 12 sessions, or ≤ 12 differing), the interval comes from the same
+    balanced sign vectors: 0 lies outside it exactly when a one-sided test at 0 rejects.
+
+    Before, the interval came from random sign vectors while the p-value was exact, and 0.1–0.2% of
+    small binary experiments printed an interval that contradicted the verdict at 0."""
+    from evalkit.decide.simulate import draw
+
+    X, Y = draw("binary-0.9", np.random.default_rng(11), sessions, 2000, 0.0)
+    est = stats.estimate(X, Y, 0.025, 2000, seed=5)
+    for side, beyond in (("greater", est.ci[:, 0] > 0), ("less", est.ci[:, 1] < 0)):
+        assert np.array_equal(stats.p_value(est, 0.0, side) < 0.025, beyond), side
+    assert est.exact.mean() > 0.5  # most of these columns have ≤ 12 differing sessions
+
+
+def test_interval_with_few_sessions_is_the_exact_inverted_test():
+    """10 sessions: the interval's bounds are order statistics of r over all 1,024 sign patterns."""
+    x = np.array([0.9, -0.2, 0.4, 1.3, 0.05, 0.7, -0.6, 0.35, 1.1, 0.2])
+    est = stats.estimate(x[:, None], np.ones((10, 1)), 0.025, 500, seed=3)
+    bits = (np.arange(1024)[:, None] >> np.arange(10)) & 1
+    fy = bits.sum(axis=1)
+    r = np.sort(np.where(fy > 0, (bits @ x) / np.maximum(fy, 1), -np.inf))
+    c = int(np.ceil(0.025 * 1024))  # smallest count of draws r ≤ δ with p = count/1024 ≥ α
+    assert est.ci[0, 0] == pytest.approx(r[c - 1])
+    r_hi = np.sort(np.where(fy > 0, (bits @ x) / np.maximum(fy, 1), np.inf))[::-1]
+    assert est.ci[0, 1] == pytest.approx(r_hi[c - 1])

@@ -28,6 +28,7 @@ SIZES = (10, 20, 40, 200)
 SPARSE_K = (3, 5, 8, 12, 20)
 SESSION_SD = 0.5  # sd of the session effect (logit, log or log-rate scale)
 ZERO_SHARE, RATE = 0.6, 2.0
+FEWEST_REJECTABLE = 6  # fewest differing sessions at which a one-sided test at α = 0.025 can reject
 
 
 def draw(
@@ -139,6 +140,18 @@ def _job(job: tuple) -> list[dict]:
         cover = (est.ci[:, 0] <= 0) & (est.ci[:, 1] >= 0)
         out.append(dict(question="A/A false ship (min effect 0)", hits=int((p < alpha).sum()), target="≤ α"))
         out.append(dict(question="A/A coverage", hits=int(cover.sum()), target="93–97%"))
+        # With k ≤ 5 differing sessions no level-α sign-flip test can reject (2^−5 > α): the interval
+        # always covers there. The coverage where a rejection is possible, for information.
+        can = est.differing >= FEWEST_REJECTABLE
+        if not can.all():
+            out.append(
+                dict(
+                    question=f"A/A coverage where ≥ {FEWEST_REJECTABLE} sessions differ (a test at α can reject)",
+                    hits=int(cover[can].sum()),
+                    target="none (information)",
+                    experiments=int(can.sum()),
+                )
+            )
         # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
         mde = stats.mde(est.se, est.n_sessions, alpha, power, est.se)
         out.append(
@@ -182,7 +195,7 @@ def _job(job: tuple) -> list[dict]:
                 target="93–97%",
             )
         )
-    return [dict(kind=kind, shape=shape, n=n, experiments=E, **o) for o in out]
+    return [dict(kind=kind, shape=shape, n=n, experiments=E) | o for o in out]
 
 
 def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_effect, diff) -> float:

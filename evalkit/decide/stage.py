@@ -241,6 +241,7 @@ def decide(
             "interval": "inverted sign-flip test (ci); clustered-SE t on G − 1 df (ci_t)",
             "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
+            "sign_vectors": int(est.FX.shape[0]),
             "seed": rules.seed,
             "alpha": rules.alpha,
             "ci_level": 1 - 2 * rules.alpha,

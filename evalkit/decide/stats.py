@@ -11,10 +11,11 @@ Shape of the computation:
 3. Tests: a paired sign-flip randomization test (Fisher 1935; Good 2005). Under the null that the
    candidate's effect is exactly δ, the session's shifted contribution z_g = X_g − δ·Y_g is as
    likely to have either sign (swapping the arms' labels within a session flips it), so
-   T = Σ z_g is compared with Σ s_g·z_g over sign vectors s. Exact enumeration of every sign
-   pattern where at most :data:`EXACT_MAX` sessions contribute (small n, or only k sessions
-   differing from the baseline); otherwise ``resamples`` random sign vectors from a seeded
-   generator and p = (1 + #{T_s ≥ T}) / (1 + B), valid at any B (Phipson & Smyth 2010). Where no
+   T = Σ z_g is compared with Σ s_g·z_g over sign vectors s. Where at most :data:`EXACT_MAX`
+   sessions are present, or only that many differ from the baseline, every sign pattern of those
+   sessions appears equally often among the sign vectors and p = #{T_s ≥ T} / B is exact (at every
+   threshold, or at zero); otherwise ``resamples`` random sign vectors from a seeded generator and
+   p = (1 + #{T_s ≥ T}) / (1 + B), valid at any B (Phipson & Smyth 2010). Where no
    random draw reaches T the p-value is the smaller of 1/(1+B) and Hoeffding's bound
    exp(−T²/2Σz²) (Hoeffding 1963), so Holm over many tests is not held up by a Monte Carlo floor.
    Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric, so the
@@ -22,7 +23,7 @@ Shape of the computation:
 4. Interval (``ci``): the same test inverted. The one-sided test at δ rejects exactly when δ lies
    below the α-quantile of r_b = Σ_{flipped} X / Σ_{flipped} Y over the random sign vectors
    (Hartigan 1969's random-subsample means), so the interval is [q_α(r), q_{1−α}(r)] and a
-   printed interval never contradicts a verdict (up to the exact p-values above). ``ci_t``: the
+   printed interval never contradicts the sign-flip p-value: both count the same sign vectors. ``ci_t``: the
    clustered-SE t interval on G − 1 degrees of freedom, for comparison.
 5. Design numbers (:func:`mde`, :func:`achieved_power`, :func:`sessions_needed`) use the test's
    own critical value on the t scale (:func:`t_critical`) and its own null (the min effect or
@@ -76,25 +77,58 @@ def flip_draws(rng: np.random.Generator, G: int, b: int) -> np.ndarray:
     return np.unpackbits(bytes_, axis=1, count=G).astype(float)
 
 
-def flip_sums(X: np.ndarray, Y: np.ndarray, resamples: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(FX, FY), each (B × K): Σ over the swapped sessions of X and of Y, one shared draw per resample.
+def _pattern_bits(rows: int, k: int) -> np.ndarray:
+    """(rows × k) 0/1: row r holds the bits of r mod 2^k, so each of the 2^k patterns fills rows/2^k rows."""
+    return ((np.arange(rows)[:, None] % (1 << k)) >> np.arange(k)) & 1
 
-    Columns whose ``Y`` is identical (the usual case: every comparison covers every session) share
-    one product for the denominators.
+
+def flip_sums(
+    X: np.ndarray, Y: np.ndarray, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(FX, FY, exact): Σ over the swapped sessions of X and of Y per sign vector (B × K), and per column
+    whether its reference set is balanced (p = #/B, exact where it matters; else (1 + #)/(1 + B)).
+
+    One random draw is shared by every comparison (one matrix product). A column with at most
+    :data:`EXACT_MAX` sessions present, or with at most that many differing from zero, gets those
+    sessions' bits replaced by every one of their 2^k sign patterns in equal numbers (B is rounded up
+    to a multiple of 2^k): its reference distribution is then exact at every threshold (few sessions)
+    or at zero (few differing sessions; the others keep their random bits), and the interval drawn
+    from the same rows agrees with the exact p-value.
     """
     G, K = X.shape
+    present = Y > 0
+    n, nz = present.sum(axis=0), (present & (X != 0)).sum(axis=0)
+    exact = (n <= EXACT_MAX) | (nz <= EXACT_MAX)
+    kmax = int(max(np.where(n <= EXACT_MAX, n, np.where(exact, nz, 0)).max(initial=0), 0))
+    B = -(-resamples // (1 << kmax)) * (1 << kmax) if exact.any() else resamples
     if G == 0 or K == 0:
-        return np.zeros((resamples, K)), np.zeros((resamples, K))
+        return np.zeros((B, K)), np.zeros((B, K)), exact
     rng = np.random.default_rng(seed)
     Yu, y_of = np.unique(Y, axis=1, return_inverse=True)
     y_of = np.asarray(y_of).ravel()
-    FX, FY = np.empty((resamples, K)), np.empty((resamples, K))
-    for start in range(0, resamples, CHUNK):
-        b = min(CHUNK, resamples - start)
+    balanced = {
+        k: np.flatnonzero(present[:, k] if n[k] <= EXACT_MAX else present[:, k] & (X[:, k] != 0))
+        for k in np.flatnonzero(exact)
+    }
+    kept = np.unique(np.concatenate([np.arange(0), *balanced.values()])).astype(int)
+    at = np.full(G, -1)
+    at[kept] = np.arange(len(kept))
+    FX, FY, Fk = np.empty((B, K)), np.empty((B, K)), np.empty((B, len(kept)))
+    for start in range(0, B, CHUNK):
+        b = min(CHUNK, B - start)
         F = flip_draws(rng, G, b)
         FX[start : start + b] = F @ X
         FY[start : start + b] = (F @ Yu)[:, y_of]
-    return FX, FY
+        Fk[start : start + b] = F[:, kept]  # the random bits the balanced patterns replace
+    for k, rows in balanced.items():
+        P = _pattern_bits(B, len(rows)) - Fk[:, at[rows]]
+        FX[:, k] += P @ X[rows, k]
+        FY[:, k] += P @ Y[rows, k]
+    # Sums that cancel exactly (+1/3 +1/3 +1/3 −1) leave rounding residue: call it zero, with the same
+    # tolerance p_value uses for ties, so the interval and the p-value count the same draws at zero.
+    tie = 0.5e-9 * (np.abs(X).sum(axis=0) + 1e-300)
+    FX[np.abs(FX) <= tie] = 0.0
+    return FX, FY, exact
 
 
 @dataclass
@@ -109,8 +143,9 @@ class Estimates:
     differing: np.ndarray  # sessions whose difference is not zero
     X: np.ndarray  # (G, K) as passed in, oriented by :meth:`oriented`
     Y: np.ndarray  # (G, K)
-    FX: np.ndarray  # (B, K) Σ X over the swapped sessions of each random sign vector
+    FX: np.ndarray  # (B, K) Σ X over the swapped sessions of each sign vector
     FY: np.ndarray  # (B, K)
+    exact: np.ndarray  # (K,) balanced reference set: p = #/B (see flip_sums)
 
     def oriented(self, sign: np.ndarray) -> Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
@@ -145,46 +180,56 @@ def estimate(
     se = np.where(ss <= _scale_floor(X, present), 0.0, se)
     se = np.where(n >= 2, se, np.nan)
     differing = (present & (X != 0)).sum(axis=0)
-    FX, FY = flip_sums(X, Y, resamples, seed)
+    FX, FY, exact = flip_sums(X, Y, resamples, seed)
     t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
     ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
-    est = Estimates(theta, se, np.full((X.shape[1], 2), np.nan), ci_t, n, differing, X, Y, FX, FY)
+    est = Estimates(theta, se, np.full((X.shape[1], 2), np.nan), ci_t, n, differing, X, Y, FX, FY, exact)
     if interval:
         est.ci = randomization_interval(est, alpha)
     return est
 
 
+def _p_of_count(count, B: int, exact) -> np.ndarray:
+    """The p-value of ``count`` draws at least as extreme: #/B on a balanced set, (1 + #)/(1 + B) on a random one."""
+    return np.where(exact, count / max(B, 1), (1 + count) / (1 + B))
+
+
 def randomization_interval(est: Estimates, alpha: float) -> np.ndarray:
     """[lo, hi]: the thresholds δ that the one-sided sign-flip tests at α do not reject.
 
-    The "greater" test rejects at δ exactly when fewer than α(B+1) − 1 draws have
-    r_b = FX_b / FY_b ≤ δ, so its bound is an order statistic of r (and likewise above).
+    The "greater" test at δ does not reject exactly when at least c of the B draws have
+    r_b = FX_b / FY_b ≤ δ, c the smallest count whose p-value (:func:`_p_of_count`, the one
+    :func:`p_value` uses) is ≥ α; so its bound is the c-th smallest r (and likewise above).
     A draw that swaps no present session (FY = 0) ties with the observed value at every δ.
     """
     B, K = est.FX.shape
     with np.errstate(invalid="ignore", divide="ignore"):
         r = est.FX / est.FY
     none = est.FY <= 0
-    m = max(int(np.floor(alpha * (B + 1))) - 1, 0)
-    lo = np.sort(np.where(none, -np.inf, r), axis=0)[m] if B else np.full(K, np.nan)
-    hi = np.sort(np.where(none, np.inf, r), axis=0)[B - 1 - m] if B else np.full(K, np.nan)
+    counts = np.arange(B + 1)
+    need = np.array([int(np.argmax(_p_of_count(counts, B, e) >= alpha)) for e in (False, True)])[
+        est.exact.astype(int)
+    ]
+    if B:
+        low = np.sort(np.where(none, -np.inf, r), axis=0)
+        high = np.sort(np.where(none, np.inf, r), axis=0)[::-1]
+        cols = np.arange(K)
+        lo = np.where(need > 0, low[np.maximum(need - 1, 0), cols], -np.inf)
+        hi = np.where(need > 0, high[np.maximum(need - 1, 0), cols], np.inf)
+    else:
+        lo = hi = np.full(K, np.nan)
     ci = np.stack([lo, hi], axis=1)
     ci = np.where(np.isfinite(ci), ci, np.nan)
     return np.where((est.n_sessions > 0)[:, None], ci, np.nan)
 
 
-def _patterns(k: int) -> np.ndarray:
-    """All 2^k sign vectors as a (2^k × k) matrix of ±1."""
-    bits = (np.arange(2**k)[:, None] >> np.arange(k)) & 1
-    return 1.0 - 2.0 * bits
-
-
 def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
     """One-sided sign-flip p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
 
-    With z_g = X_g − δ·Y_g and T = Σ z_g, a random sign vector gives T_s = T − 2·(FX − δ·FY).
-    Exact (every sign pattern of the non-zero z_g) where at most :data:`EXACT_MAX` sessions have
-    z_g ≠ 0, else (1 + #{T_s beyond T}) / (1 + B), with Hoeffding's bound below 1/(1+B).
+    With z_g = X_g − δ·Y_g and T = Σ z_g, a sign vector gives T_s = T − 2·(FX − δ·FY). On a balanced
+    reference set (:func:`flip_sums`) p = #{T_s beyond T} / B, exact where at most :data:`EXACT_MAX`
+    sessions are present (any δ) or differ from zero (δ = 0); on a random one (1 + #) / (1 + B);
+    where no draw is as extreme, the smaller of 1/(1+B) and Hoeffding's bound.
     """
     if side not in ("greater", "less"):
         raise ValueError(f"side must be 'greater' or 'less', not {side!r}")
@@ -197,14 +242,11 @@ def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndar
     B = est.FX.shape[0]
     # T_s − T = −2·sgn·(FX − δ·FY): the draw is at least as extreme as the observation when ≥ −tol.
     beyond = (-2 * sgn * (est.FX - d * est.FY) >= -tol).sum(axis=0)
-    p = (1 + beyond) / (1 + B)
+    p = _p_of_count(beyond, B, est.exact)
     with np.errstate(invalid="ignore", divide="ignore"):
         hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)
-    p = np.where(beyond == 0, np.minimum(p, hoeff), p)
-    nz = (np.abs(Z) > tol).sum(axis=0)
-    for k in np.flatnonzero(nz <= EXACT_MAX):
-        z = Z[:, k][np.abs(Z[:, k]) > tol[k]]
-        p[k] = float(np.mean(_patterns(len(z)) @ z >= T[k] - tol[k]))
+    # No draw as extreme (a random set, or a balanced one whose other sessions are random, at δ ≠ 0).
+    p = np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p)
     # Against a non-zero threshold the shifted differences need not be symmetric: also require the
     # skewness-corrected t test (the larger p-value of the two decides).
     shifted = d != 0
