@@ -18,7 +18,7 @@ from evalkit.continuation import (
 from evalkit.continuation.agents.heuristic import heuristic_agent, knows
 from evalkit.events import Event
 from evalkit.models import ChatResponse
-from evalkit.models.fakeserver import read_log
+from evalkit.models.fakeserver import settled_log
 from evalkit.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 
 BUILD_ERR = "src/x.ts:1:1 - error TS2339: Property 'a' does not exist\n"
@@ -337,7 +337,7 @@ def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, s
     t = agent(inp, ReplayEnvironment(inp.record, AT))
     got = _metrics(inp, t)
     assert got["refail_30"] == refail and got["calls_used"] == calls and t.stopped
-    posts = [e for e in read_log(srv.log_path) if e["method"] == "POST"]
+    posts = [e for e in settled_log(srv.log_path) if e["method"] == "POST"]
     assert len(posts) == calls + 1  # one request per tool call, and the one that stopped
 
 

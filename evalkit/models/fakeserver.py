@@ -411,11 +411,12 @@ def read_log(path: str | Path) -> list[dict]:
     return [json.loads(ln) for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
 
 
-def settled_log(path: str | Path, quiet: float = 0.3, limit: float = 15.0) -> list[dict]:
+def settled_log(path: str | Path, quiet: float = 1.0, limit: float = 30.0) -> list[dict]:
     """The request log once it has stopped growing for ``quiet`` seconds (at most ``limit``).
 
     The server writes a request's line just after answering it, and a hung ("timeout") attempt
-    only when it lets go; reading right after the client returns can miss those lines."""
+    only when it lets go; reading right after the client returns can miss those lines. A second
+    of quiet: on a loaded 2-core machine the server thread can be starved for a few hundred ms."""
     p = Path(path)
     end, size, since = time.time() + limit, -1, time.time()
     while time.time() < end:
