@@ -90,10 +90,15 @@ def write_experiment(path: Path, corpus: Path | None, *, model: dict | None = No
     return path
 
 
+def evalkit_cmd(*args: str) -> list[str]:
+    """The argv of ``python -m evalkit ARGS`` (for Popen: runs that are raced or killed)."""
+    return [sys.executable, "-m", "evalkit", *args]
+
+
 def evalkit(*args: str, env: dict | None = None, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     """``python -m evalkit ARGS`` in a fresh process."""
     return subprocess.run(
-        [sys.executable, "-m", "evalkit", *args],
+        evalkit_cmd(*args),
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
@@ -104,3 +109,23 @@ def evalkit(*args: str, env: dict | None = None, timeout: float = 300, **kw) -> 
 
 def files_under(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()]
+
+
+def cache_keys(path: Path, purpose: str | None = None) -> set[str]:
+    """The keys of a call cache, read only, while another process may be writing it (none while
+    the file or its table does not exist yet); ``purpose`` keeps one purpose's calls."""
+    import sqlite3
+
+    if not path.exists():
+        return set()
+    sql, args = (
+        ("SELECT key FROM calls WHERE purpose = ?", (purpose,)) if purpose else ("SELECT key FROM calls", ())
+    )
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            return {r[0] for r in conn.execute(sql, args)}
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:
+        return set()

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from .hardening import evalkit, tiny_corpus, write_experiment
+from .hardening import cache_keys, evalkit, evalkit_cmd, tiny_corpus, write_experiment
 
 
 def _free_port() -> int:
@@ -61,22 +61,9 @@ def test_a_failing_summarizer_is_retried_on_a_schedule(tmp_path, fake_server_pro
         assert gaps == sorted(gaps), (sid, at)  # the waits grow
 
 
-def _cache_keys(path) -> set[str]:
-    import sqlite3
-
-    if not path.exists():
-        return set()
-    try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5) as con:
-            return {r[0] for r in con.execute("SELECT key FROM calls")}
-    except sqlite3.OperationalError:
-        return set()
-
-
 @pytest.mark.slow
 def test_an_endpoint_dying_mid_run_stops_it_and_keeps_what_is_done(tmp_path, fake_server):
     import subprocess
-    import sys
     import time
 
     from evalkit.models.fakeserver import FaultPlan, read_log
@@ -93,17 +80,17 @@ def test_an_endpoint_dying_mid_run_stops_it_and_keeps_what_is_done(tmp_path, fak
     }
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "evalkit", "run", "--config", str(exp), "--run-dir", str(run), "--resume"]
+    cmd = evalkit_cmd("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while len(_cache_keys(run / "model-calls.sqlite")) < 4 and p.poll() is None and time.time() < deadline:
+    while len(cache_keys(run / "model-calls.sqlite")) < 4 and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     assert p.poll() is None, "the run ended before the endpoint went away"
     server.stop()  # connection refused from now on
     _, err = p.communicate(timeout=60)
     assert p.returncode == 2, err
     assert "consecutive attempts failed" in err and "Traceback" not in err
-    done_before = _cache_keys(run / "model-calls.sqlite")
+    done_before = cache_keys(run / "model-calls.sqlite")
     assert len(done_before) >= 4
     usage = json.loads((run / "model-usage.json").read_text())["total"]
     assert usage["answered"] >= len(done_before) and usage["failures"] >= 1

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +21,7 @@ from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.compactor import cut_keep_recent
 
 from .conftest import ROOT
-from .hardening import tiny_corpus
+from .hardening import cache_keys, evalkit_cmd, tiny_corpus
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
 # Faults the client retries; a cut-off answer ("length") is an error, not retried (test_truncated.py).
@@ -99,9 +97,7 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     assert counts["baseline"] == counts["test-twin"] >= 40 and counts["test-short-tail"] >= 40
 
     events = {a: _events(run1, a) for a in arms}
-    keys = {
-        a: [e["request_key"] for e in evs] for a, evs in events.items()
-    }
+    keys = {a: [e["request_key"] for e in evs] for a, evs in events.items()}
     for evs in events.values():
         for e in evs:
             assert e["summary_error"] is None, e["summary_error"]
@@ -138,18 +134,6 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
         e["summary"] for e in events["test-short-tail"]
     ]
     _assert_secret_absent(run1, run2, run3, tmp_path / "cache", log_path)
-
-
-def _cache_keys(path: Path, purpose: str | None = None) -> set[str]:
-    if not path.exists():
-        return set()
-    try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-        if purpose:
-            return {r[0] for r in con.execute("SELECT key FROM calls WHERE purpose = ?", (purpose,))}
-        return {r[0] for r in con.execute("SELECT key FROM calls")}
-    except sqlite3.OperationalError:
-        return set()  # not created yet
 
 
 @pytest.mark.slow
@@ -194,33 +178,23 @@ suite = "{suite}"
     run_dir = tmp_path / "run"
     cache = run_dir / "model-calls.sqlite"
     env = {**os.environ, "OPENAI_API_KEY": SECRET}
-    cmd = [
-        sys.executable,
-        "-m",
-        "evalkit",
-        "run",
-        "--config",
-        str(cfg),
-        "--run-dir",
-        str(run_dir),
-        "--resume",
-    ]
+    cmd = evalkit_cmd("run", "--config", str(cfg), "--run-dir", str(run_dir), "--resume")
     # Own process group, so SIGKILL takes the replay workers down with the run.
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 120
-    while len(_cache_keys(cache)) < 15 and p.poll() is None and time.time() < deadline:
+    while len(cache_keys(cache)) < 15 and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     assert p.poll() is None, "the run finished before it could be killed; make it longer"
     os.killpg(p.pid, signal.SIGKILL)
     out1, err1 = p.communicate()
     settled_log(log_path, quiet=1.0)  # let the server log any request that was on the wire
-    before = _cache_keys(cache)
+    before = cache_keys(cache)
     n_log = len(read_log(log_path))
     assert len(before) >= 15 and not (run_dir / "events" / "baseline.jsonl").exists()
 
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    after = _cache_keys(cache)
+    after = cache_keys(cache)
     assert before <= after  # nothing completed was lost
     resent = [e for e in read_log(log_path)[n_log:] if e["key"] in before]
     assert resent == []  # no completed call was repeated
@@ -231,7 +205,5 @@ suite = "{suite}"
     assert events and all(e["summary_error"] is None and e["summary"] for e in events)
     # The score stage's judge probes add answer/judge calls to the same cache; the summaries are
     # exactly the summarize calls.
-    assert {e["request_key"] for e in events} == _cache_keys(
-        cache, "summarize"
-    )
+    assert {e["request_key"] for e in events} == cache_keys(cache, "summarize")
     _assert_secret_absent(run_dir, log_path, texts=(done.stdout, done.stderr, out1.decode(), err1.decode()))

@@ -11,7 +11,7 @@ import pytest
 
 from evalkit.cli import main
 
-from .hardening import verdict_script
+from .hardening import cache_keys, evalkit_cmd, verdict_script
 
 TINY = """name = "tiny"
 seed = {seed}
@@ -142,16 +142,6 @@ min_sessions = 2
 """
 
 
-def _cache_calls(path: Path) -> int:
-    import sqlite3
-
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-    finally:
-        conn.close()
-
-
 @pytest.mark.slow
 def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
     from evalkit.models.fakeserver import settled_log
@@ -166,13 +156,13 @@ def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_s
             == 0
         )
     sent = len(settled_log(log))
-    per_shard = [_cache_calls(tmp_path / f"s{k}" / "model-calls.sqlite") for k in (1, 2)]
+    per_shard = [len(cache_keys(tmp_path / f"s{k}" / "model-calls.sqlite")) for k in (1, 2)]
     assert min(per_shard) > 0 and sent >= sum(per_shard)
     # Each shard wrote its own cache; `cache merge` joins them (run folders stand for their cache).
     shared = tmp_path / "shared" / "calls.sqlite"
     argv = ["cache", "merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "model-calls.sqlite")]
     assert main([*argv, "--out", str(shared)]) == 0
-    assert _cache_calls(shared) == sum(per_shard)  # different sessions, different calls
+    assert len(cache_keys(shared)) == sum(per_shard)  # different sessions, different calls
     assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
     calls = json.loads((tmp_path / "merged" / "model-calls.json").read_text())
     assert calls["calls"] == sum(per_shard)
@@ -194,27 +184,11 @@ def assert_same_outputs_of(a: Path, b: Path, names: list[str]) -> None:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
-def _keys(cache: Path) -> set[str]:
-    import sqlite3
-
-    if not cache.exists():
-        return set()
-    try:
-        conn = sqlite3.connect(f"file:{cache}?mode=ro", uri=True)
-        try:
-            return {r[0] for r in conn.execute("SELECT key FROM calls")}
-        finally:
-            conn.close()
-    except sqlite3.OperationalError:
-        return set()  # not created yet
-
-
 @pytest.mark.slow
 def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake_server_process, monkeypatch):
     import os
     import signal
     import subprocess
-    import sys
     import time
 
     from evalkit.models.fakeserver import read_log, settled_log
@@ -226,18 +200,7 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
     cfg.write_text(FAKE.format(url=url))
     env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-secret"}
     s1 = tmp_path / "s1"
-    cmd = [
-        sys.executable,
-        "-m",
-        "evalkit",
-        "run",
-        "--config",
-        str(cfg),
-        "--shard",
-        "1/2",
-        "--run-dir",
-        str(s1),
-    ]
+    cmd = evalkit_cmd("run", "--config", str(cfg), "--shard", "1/2", "--run-dir", str(s1))
     # Own process group, so the kill takes the shard's worker processes down with it.
     p = subprocess.Popen(
         [*cmd, "--resume"],
@@ -247,13 +210,13 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
         start_new_session=True,
     )
     deadline = time.time() + 180
-    while len(_keys(s1 / "model-calls.sqlite")) < 20 and p.poll() is None and time.time() < deadline:
+    while len(cache_keys(s1 / "model-calls.sqlite")) < 20 and p.poll() is None and time.time() < deadline:
         time.sleep(0.05)
     assert p.poll() is None, "the shard finished before it could be killed; make it longer"
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     settled_log(log, quiet=1.0)
-    before = _keys(s1 / "model-calls.sqlite")
+    before = cache_keys(s1 / "model-calls.sqlite")
     n_log = len(read_log(log))
     assert len(before) >= 20 and not (s1 / "shard.json").exists()
     # The retry: the same command with --resume (what the local and Ray executors do).
@@ -284,7 +247,7 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
         ["metrics.parquet", "decision.json", "events/baseline.jsonl", "events/head-tail.jsonl"],
     )
     assert json.loads((tmp_path / "merged" / "model-calls.json").read_text())["calls"] == len(
-        _keys(merged_cache)
+        cache_keys(merged_cache)
     )
 
 
