@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.events import Event, resolve_context
+from evalkit.events import Event, mask_outputs, resolve_context
 from evalkit.facts import Facts
+from evalkit.probes.textindex import TextIndex, Verify
 from evalkit.registry import Registry
 from evalkit.render import message_plain_text
-from evalkit.session import Message, Session
+from evalkit.session import Message, Session, message_from_dict
 
 DIRECTIONS = ("higher", "lower", "info")  # "info": a descriptive covariate, not a quality score
 
@@ -45,6 +46,15 @@ def fold_ws(text: str) -> str:
     return " ".join(text.split())
 
 
+# The text forms probes search in: as the model reads it, whitespace-folded, normalized, lower-cased.
+FORMS: dict[str, Callable[[str], str]] = {
+    "plain": lambda t: t,
+    "folded": fold_ws,
+    "norm": normalize,
+    "lower": str.lower,
+}
+
+
 class SessionView:
     """One session with per-message caches, shared by all of its events under every arm."""
 
@@ -55,6 +65,46 @@ class SessionView:
         self.index: dict[str, int] = {m.id: i for i, m in enumerate(session.messages)}
         self._cache: dict[tuple, Any] = {}
         self.extras: dict[str, Any] = {}  # run-level inputs: the score context, pinned questions
+
+    # Recorded messages have a position: their index in the session, or ``n + index`` for the
+    # copy with tool outputs masked (observation masking), so kept sets and hit sets are ints.
+
+    def form_texts(self, form: str, masked: bool = False) -> list[str]:
+        """Every recorded message's text in ``form`` (see :data:`FORMS`), by session index; the
+        masked copies' with ``masked``. Rendered once per session, on first use."""
+
+        def build() -> list[str]:
+            if form == "plain":
+                msgs = self.session.messages
+                return [message_plain_text(mask_outputs(m) if masked else m) for m in msgs]
+            return [FORMS[form](t) for t in self.form_texts("plain", masked)]
+
+        return self.memo(("form", form, masked), build)
+
+    def text_at(self, pos: int, form: str = "plain") -> str:
+        """The text of the recorded message (or masked copy) at ``pos``."""
+        n = len(self.session.messages)
+        return self.form_texts(form, pos >= n)[pos - n if pos >= n else pos]
+
+    def hits(
+        self,
+        needle: str,
+        form: str = "plain",
+        verify: Verify | None = None,
+        key: Any = None,
+        masked: bool = False,
+    ) -> frozenset[int]:
+        """Session indexes of the recorded messages (or their masked copies) whose ``form`` text
+        contains ``needle``; ``verify`` (named by ``key`` for the cache) checks each occurrence."""
+
+        def search() -> frozenset[int]:
+            index = self.memo(
+                ("textindex", form, masked),
+                lambda: TextIndex(self.form_texts(form, masked), self.form_texts("plain", masked)),
+            )
+            return index.positions(needle, verify)
+
+        return self.memo(("hits", needle, form, key, masked), search)
 
     def memo(self, key: tuple, fn: Callable[[], Any]) -> Any:
         """``fn()`` memoized under ``key`` for the life of this session's scoring."""
@@ -121,18 +171,68 @@ class ProbeInput:
     def context(self) -> list[Message]:
         return [m for m, _ in self.context_entries()]
 
+    def positions(self) -> list[int | None]:
+        """Per context entry, the recorded position it shows (:meth:`SessionView.form_texts`), or
+        None for a message the compaction wrote (summary, carried text)."""
+
+        def build() -> list[int | None]:
+            index, n = self.view.index, len(self.view.session.messages)
+            return [
+                None if "ref" not in e else index[e["ref"]] + (n if e.get("mask") == "outputs" else 0)
+                for e in self.event.new_context
+            ]
+
+        return self.memo("positions", build)
+
+    def kept_positions(self) -> tuple[frozenset[int], frozenset[int]]:
+        """Session indexes of the recorded messages kept as they were, and of those kept masked."""
+
+        def build() -> tuple[frozenset[int], frozenset[int]]:
+            n = len(self.view.session.messages)
+            pos = [p for p in self.positions() if p is not None]
+            return frozenset(p for p in pos if p < n), frozenset(p - n for p in pos if p >= n)
+
+        return self.memo("kept_positions", build)
+
+    def fresh_index(self, form: str) -> TextIndex:
+        """The messages this compaction wrote (summary, carried texts), in ``form``."""
+
+        def build() -> TextIndex:
+            msgs = [
+                message_from_dict(e["message"], f"new_context[{i}]")
+                for i, e in enumerate(self.event.new_context)
+                if "ref" not in e
+            ]
+            plain = [message_plain_text(m) for m in msgs]
+            return TextIndex([FORMS[form](t) for t in plain] if form != "plain" else plain, plain)
+
+        return self.memo(("fresh", form), build)
+
+    def visible_has(
+        self, needle: str, form: str = "plain", verify: Verify | None = None, key: Any = None
+    ) -> bool:
+        """Is ``needle`` in the post-compaction context's ``form`` text (within one message)?
+
+        Same answer as searching :meth:`visible_text` (or its folded, normalized or lower-cased
+        form), but each kept message is searched once per session, not once per event and arm."""
+        if self.fresh_index(form).any(needle, verify):
+            return True
+        kept, masked = self.kept_positions()
+        if kept and not self.view.hits(needle, form, verify, key).isdisjoint(kept):
+            return True
+        return bool(masked) and not self.view.hits(needle, form, verify, key, masked=True).isdisjoint(masked)
+
     def kept_ids(self) -> set[str]:
         """Recorded messages kept verbatim in the new context."""
         return self.memo("kept_ids", lambda: {e["ref"] for e in self.event.new_context if "ref" in e})
 
     def message_texts(self) -> list[str]:
         """Each context message as the model reads it (cached per recorded message)."""
-        return self.memo(
-            "texts",
-            lambda: [
-                self.view.cached(m, "plain", message_plain_text, rec) for m, rec in self.context_entries()
-            ],
-        )
+        return self.memo("texts", lambda: self._form_texts("plain"))
+
+    def _form_texts(self, form: str) -> list[str]:
+        fresh = iter(self.fresh_index(form).texts)
+        return [next(fresh) if p is None else self.view.text_at(p, form) for p in self.positions()]
 
     def visible_text(self) -> str:
         """Everything the model sees after the compaction: summary, carried texts and kept tail."""
@@ -140,23 +240,11 @@ class ProbeInput:
 
     def visible_folded(self) -> str:
         """The visible text with whitespace runs folded (a line re-wrapped still matches)."""
-        return self.memo(
-            "folded",
-            lambda: "\n".join(
-                self.view.cached(m, "folded", lambda x: fold_ws(message_plain_text(x)), rec)
-                for m, rec in self.context_entries()
-            ),
-        )
+        return self.memo("folded", lambda: "\n".join(self._form_texts("folded")))
 
     def visible_normalized(self) -> str:
         """The visible text with case, whitespace and punctuation folded."""
-        return self.memo(
-            "normalized",
-            lambda: "\n".join(
-                self.view.cached(m, "norm", lambda x: normalize(message_plain_text(x)), rec)
-                for m, rec in self.context_entries()
-            ),
-        )
+        return self.memo("normalized", lambda: "\n".join(self._form_texts("norm")))
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from evalkit.events import Event
 from evalkit.facts import TallyFact
 from evalkit.probes import tallymatch
-from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, normalize, probe
+from evalkit.probes.base import ProbeInput, ProbeValue, SessionView, fold_ws, normalize, probe
 from evalkit.tokens import get_counter
 
 # --------------------------------------------------------------------------- shared helpers
@@ -46,32 +47,60 @@ def latest_long_removed(inp: ProbeInput, long_chars: int) -> TallyFact | None:
     return gone[-1] if gone else None
 
 
-def _verbatim_tally(line: str, folded_text: str) -> bool:
+def _verbatim_line(line: str) -> str | None:
     # Only lines that carry numbers: a bare "FAIL" or "OK" line would match anywhere.
     line = fold_ws(line)
-    return len(line) >= 8 and any(c.isdigit() for c in line) and line in folded_text
+    return line if len(line) >= 8 and any(c.isdigit() for c in line) else None
 
 
-def tally_visible(inp: ProbeInput, t: TallyFact) -> bool:
-    """Is tally ``t`` stated anywhere in the new context?
+def _verbatim_tally(line: str, folded_text: str) -> bool:
+    folded = _verbatim_line(line)
+    return folded is not None and folded in folded_text
+
+
+def _stating(view: SessionView, t: TallyFact, masked: bool) -> frozenset[int]:
+    """Session indexes of the recorded messages (or masked copies) that state tally ``t``.
 
     A mention that satisfies ``t`` states every non-zero failed/error count, and the passed count
     or the total (:func:`tallymatch.satisfies`), so a message lacking those numbers is skipped
-    without tokenizing it (most kept tool output); mentions of the others are computed once per
-    recorded message and shared across arms and events."""
+    without tokenizing it (most tool output); mentions are computed once per message."""
+
+    def build() -> frozenset[int]:
+        texts, may_state = view.form_texts("plain", masked), _may_state(t)
+        return frozenset(
+            i
+            for i, text in enumerate(texts)
+            if may_state(text)
+            and tallymatch.found_in(
+                view.memo(("mentions", masked, i), lambda x=text: tallymatch.mentions(x)), t
+            )
+        )
+
+    return view.memo(("tally_stating", t, masked), build)
+
+
+def _may_state(t: TallyFact) -> Callable[[str], bool]:
+    """A cheap filter: does a text contain the numbers a mention satisfying ``t`` must state?"""
     must = [str(n) for n in (t.failed, t.errors) if n]
     either = [str(t.passed), str(t.passed + t.failed + t.errors + t.skipped)] if t.passed else []
+    return lambda text: all(n in text for n in must) and (not either or any(n in text for n in either))
 
-    def may_state(text: str) -> bool:
-        return all(n in text for n in must) and (not either or any(n in text for n in either))
 
-    for (m, rec), text in zip(inp.context_entries(), inp.message_texts(), strict=True):
-        if not may_state(text):
-            continue
-        found = inp.view.cached(m, "mentions", lambda _x, text=text: tallymatch.mentions(text), rec)
-        if tallymatch.found_in(found, t):
-            return True
-    return _verbatim_tally(t.line, inp.visible_folded())
+def tally_visible(inp: ProbeInput, t: TallyFact) -> bool:
+    """Is tally ``t`` stated anywhere in the new context (one message states it, or its runner's
+    line is there verbatim)?"""
+    if any(
+        _may_state(t)(x) and tallymatch.found_in(tallymatch.mentions(x), t)
+        for x in inp.fresh_index("plain").texts
+    ):
+        return True
+    kept, masked = inp.kept_positions()
+    if not _stating(inp.view, t, False).isdisjoint(kept):
+        return True
+    if masked and not _stating(inp.view, t, True).isdisjoint(masked):
+        return True
+    line = _verbatim_line(t.line)
+    return line is not None and inp.visible_has(line, "folded")
 
 
 def tally_in_text(text: str, t: TallyFact) -> bool:
@@ -155,8 +184,7 @@ def failures_known(inp: ProbeInput) -> list[ProbeValue]:
             open_[f.normalized] = f
     if not open_:
         return []
-    visible = inp.visible_normalized()
-    hits = [normalize(f.error_line or f.command) in visible for f in open_.values()]  # type: ignore[attr-defined]
+    hits = [inp.visible_has(normalize(f.error_line or f.command), "norm") for f in open_.values()]  # type: ignore[attr-defined]
     return [ProbeValue("failures_known", _share(hits))]
 
 
@@ -178,10 +206,11 @@ def constraints_kept(inp: ProbeInput) -> list[ProbeValue]:
     stated = list(dict.fromkeys(c.text for c in inp.facts.constraints if c.message_index <= at))
     if not stated:
         return []
-    visible, norm = inp.visible_text(), inp.visible_normalized()
     return [
-        ProbeValue("constraints_kept", _share([c in visible for c in stated])),
-        ProbeValue("constraints_kept_normalized", _share([normalize(c) in norm for c in stated])),
+        ProbeValue("constraints_kept", _share([_plain_visible(inp, c) for c in stated])),
+        ProbeValue(
+            "constraints_kept_normalized", _share([inp.visible_has(normalize(c), "norm") for c in stated])
+        ),
     ]
 
 
@@ -197,8 +226,15 @@ def files_known(inp: ProbeInput) -> list[ProbeValue]:
     paths = list(dict.fromkeys(f.path for f in inp.facts.files_modified if f.message_index <= at))
     if not paths:
         return []
-    visible = inp.visible_text()
-    return [ProbeValue("files_known", _share([p in visible for p in paths]))]
+    return [ProbeValue("files_known", _share([_plain_visible(inp, p) for p in paths]))]
+
+
+def _plain_visible(inp: ProbeInput, text: str) -> bool:
+    """``text in inp.visible_text()``: per message where ``text`` cannot span two of them (the
+    visible text joins messages with a blank line)."""
+    if "\n" in text or text != text.strip():
+        return text in inp.visible_text()
+    return inp.visible_has(text)
 
 
 # --------------------------------------------------------------------------- size and growth

@@ -18,6 +18,7 @@ from functools import lru_cache
 
 from evalkit.facts import Identifier
 from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, probe
+from evalkit.probes.textindex import Verify, contains
 
 KINDS = ("pr", "sha", "url", "branch", "dir", "symbol", "error")
 
@@ -64,16 +65,32 @@ def identifier_visible(
         return False
     if kind == "error":
         return fold_ws(value) in (fold_ws(text) if folded is None else folded)
-    # The bounded regex runs only around each occurrence of the value (a PR's: its number): a
-    # search over a whole large context per identifier costs milliseconds.
+    needle, verify = _search(kind, value)
+    return contains(text.lower() if lower is None else lower, needle, verify, text)
+
+
+def _search(kind: str, value: str) -> tuple[str, Verify]:
+    """What to look for in lower-cased text (a PR's number; any other value lower-cased) and how
+    to check an occurrence in the original text: the bounded regex runs only around each
+    occurrence, since a regex search over a whole large context per identifier costs milliseconds."""
     needle = value[1:] if kind == "pr" else value.lower()
-    low = text.lower() if lower is None else lower
-    pat, at = _pattern(kind, value), low.find(needle)
-    while at >= 0:
-        if pat.search(text, max(0, at - 24), at + len(needle) + 8) is not None:
-            return True
-        at = low.find(needle, at + 1)
-    return False
+    pat, width = _pattern(kind, value), len(needle)
+
+    def verify(text: str, at: int) -> bool:
+        return pat.search(text, max(0, at - 24), at + width + 8) is not None
+
+    return needle, verify
+
+
+def visible_in_context(inp: ProbeInput, ident: Identifier) -> bool:
+    """:func:`identifier_visible` against the post-compaction context, each kept message searched
+    once per session (an error string within one message: none spans two)."""
+    if not ident.value:
+        return False
+    if ident.kind == "error":
+        return inp.visible_has(fold_ws(ident.value), "folded")
+    needle, verify = _search(ident.kind, ident.value)
+    return inp.visible_has(needle, "lower", verify, key=(ident.kind, ident.value))
 
 
 def left_view(inp: ProbeInput) -> list[Identifier]:
@@ -121,10 +138,7 @@ def identifiers(inp: ProbeInput, max_questions: int = 8) -> list[ProbeValue]:
     gone = left_view(inp)
     if not gone:
         return []
-    text = inp.visible_text()
-    lower = inp.memo("visible_lower", text.lower)
-    folded = inp.visible_folded()  # folded per message: an error line never spans two
-    seen = {i: identifier_visible(i, text, lower, folded) for i in gone}
+    seen = {i: visible_in_context(inp, i) for i in gone}
     by_kind: dict[str, list[bool]] = {}
     for i in gone:
         by_kind.setdefault(i.kind, []).append(seen[i])

@@ -1,0 +1,73 @@
+"""Where a text occurs among a session's messages, searched once per session instead of per event.
+
+Probes ask "is X visible after this compaction?" for the same X at many events of every arm. The
+visible context is the event's new messages (summary, carried texts) plus recorded messages kept
+from the session, and the kept ones are the same for every event and arm. So the session's
+messages are joined once per text form (plain, whitespace-folded, normalized, lower-cased) and a
+needle is searched once per session; an event then only intersects the needle's message positions
+with the positions it keeps. A needle never matches across two messages: the join uses a
+separator no needle contains (the per-event joined text the probes used before separated messages
+with blank lines, which no needle of the probes spans).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+
+SEP = "\x00"
+
+# ``verify(plain_text, offset)``: is the occurrence of the needle at ``offset`` a real one (e.g. an
+# identifier bounded by non-word characters)? Offsets index the form text, which for the
+# lower-cased form is the plain text's offset too.
+Verify = Callable[[str, int], bool]
+
+
+def contains(text: str, needle: str, verify: Verify | None = None, plain: str | None = None) -> bool:
+    """``needle in text``, every occurrence checked by ``verify`` against ``plain`` (default ``text``)."""
+    if verify is None:
+        return needle in text
+    at = text.find(needle)
+    while at >= 0:
+        if verify(text if plain is None else plain, at):
+            return True
+        at = text.find(needle, at + 1)
+    return False
+
+
+class TextIndex:
+    """Messages' texts in one form, joined once, searchable per needle for the positions holding it."""
+
+    def __init__(self, texts: list[str], plain: list[str] | None = None):
+        self.texts = texts
+        self.plain = texts if plain is None else plain
+        self.starts: list[int] = []
+        pos = 0
+        for t in texts:
+            self.starts.append(pos)
+            pos += len(t) + 1
+        self.joined = SEP.join(texts)
+
+    def positions(self, needle: str, verify: Verify | None = None) -> frozenset[int]:
+        """Positions of the texts that contain ``needle`` (with ``verify`` holding at an occurrence)."""
+        if not needle or SEP in needle:
+            return frozenset(
+                i for i, t in enumerate(self.texts) if contains(t, needle, verify, self.plain[i])
+            )
+        found: set[int] = set()
+        joined, starts, n = self.joined, self.starts, len(self.texts)
+        at = joined.find(needle)
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            if verify is None or verify(self.plain[i], at - starts[i]):
+                found.add(i)
+                if i + 1 >= n:
+                    break
+                at = joined.find(needle, starts[i + 1])  # one hit per message is enough
+            else:
+                at = joined.find(needle, at + 1)
+        return frozenset(found)
+
+    def any(self, needle: str, verify: Verify | None = None) -> bool:
+        """Whether any text contains ``needle`` (for the few fresh messages of one event)."""
+        return any(contains(t, needle, verify, p) for t, p in zip(self.texts, self.plain, strict=True))

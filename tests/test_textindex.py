@@ -1,0 +1,67 @@
+"""The per-session text index answers "is X visible after this compaction?" exactly as searching
+the event's joined visible text does, for kept, masked and newly written messages."""
+
+from __future__ import annotations
+
+import random
+
+from evalkit.facts import compute_facts
+from evalkit.probes import ProbeInput, SessionView
+from evalkit.probes.base import FORMS
+from evalkit.probes.textindex import TextIndex
+from tests.probe_helpers import Builder, event
+
+
+def test_positions_are_per_message_and_never_span_two():
+    idx = TextIndex(["alpha beta", "gamma", "beta gamma beta"])
+    assert idx.positions("beta") == {0, 2}
+    assert idx.positions("gamma") == {1, 2}
+    assert idx.positions("betagamma") == frozenset()
+    assert idx.positions("betagam") == frozenset()  # "alpha beta" + "gamma" never join
+    assert idx.positions("delta") == frozenset()
+
+
+def test_verify_sees_each_occurrence_in_the_plain_text():
+    lower, plain = ["see #12 and #123", "issue 12"], ["See #12 and #123", "Issue 12"]
+    idx = TextIndex(lower, plain)
+    seen = []
+
+    def verify(text: str, at: int) -> bool:
+        seen.append((text, at))
+        return text[at - 1] == "#" and not text[at + 2 : at + 3].isdigit()
+
+    assert idx.positions("12", verify) == {0}
+    assert ("See #12 and #123", 5) in seen and ("See #12 and #123", 13) not in seen  # stops at a hit
+    assert ("Issue 12", 6) in seen
+
+
+def _session():
+    b = Builder()
+    rnd = random.Random(7)
+    words = ["pytest", "FAILED", "tests/test_api.py", "  ", "ok", "3 passed", "#42", "main", "Error:", "x"]
+    for k in range(30):
+        text = " ".join(rnd.choice(words) for _ in range(rnd.randint(1, 12)))
+        if k % 3 == 0:
+            b.user(text)
+        else:
+            b.tool("bash", {"cmd": text[:20]}, text + "\n" + " ".join(rnd.choice(words) for _ in range(6)))
+    return b.session()
+
+
+def test_visible_has_matches_searching_the_joined_visible_text():
+    s = _session()
+    view = SessionView(s, compute_facts(s))
+    rnd = random.Random(11)
+    needles = ["pytest", "3 passed", "#42 main", "FAILED tests/test_api.py", "ok ok", "error", "x x x", "zzz"]
+    for n, keep_from in enumerate((5, 12, 20, 29)):
+        ev = event(s, 29, keep_from, "Summary: pytest 3 passed; Error: zzz", n=n, extra=["carry: main"])
+        # Mask the outputs of some kept messages, as observation masking does.
+        ev.new_context = [
+            {**e, "mask": "outputs"} if "ref" in e and rnd.random() < 0.4 else e for e in ev.new_context
+        ]
+        inp = ProbeInput(ev, view)
+        for form, fn in FORMS.items():
+            joined = inp.visible_text() if form == "plain" else "\n".join(fn(t) for t in inp.message_texts())
+            for needle in needles:
+                probe = fn(needle) if form != "plain" else needle
+                assert inp.visible_has(probe, form) == (probe in joined), (form, needle, keep_from)
