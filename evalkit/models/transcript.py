@@ -76,8 +76,11 @@ class Parsed:
 
 
 # Most arms hand the summarizer the same conversation with another prompt, and one worker replays
-# every arm of a session in turn: the parse and every extractor's pass over it are shared.
-@lru_cache(maxsize=12)
+# every arm of a session in turn: the parse and every extractor's pass over it are shared. The
+# cache holds a session's distinct transcripts (arms replay one after another, so arm 2's first
+# round comes ~20 parses after arm 1's): 12 entries re-parsed 224 of 402 requests on a sample of
+# the default corpus, 48 re-parse 144 of which 98 are distinct, at no visible change in RSS.
+@lru_cache(maxsize=48)
 def parse_transcript(text: str, first_block: int = 0) -> Parsed:
     """The re-rendered conversation as (speaker, line, block) tuples; continuation lines keep the
     speaker. Blocks are numbered from ``first_block + 1`` so a second part can follow the first."""
