@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
@@ -103,12 +104,19 @@ def forest_plot(
     return _save(fig, path)
 
 
+MIN_ROUND_SESSIONS = 3  # a per-round median over fewer sessions is one session's noise
+
+
 def compounding_plot(
     path: Path, events: pd.DataFrame, arms: list[str], trigger_pct: float | None = None
 ) -> Path:
     """Top: summary size by compaction round (median and quartiles). Bottom: context after
     compaction as a share of the window, so a compounding summary shows as a rising curve; a
-    compaction that leaves the context above the window (a dead session) is marked with an ×."""
+    compaction that leaves the context above the window (a dead session) is marked with an ×.
+
+    Curves cover the rounds that at least :data:`MIN_ROUND_SESSIONS` sessions of the arm reach
+    (a looping arm reaches round 300 in one session, which would squeeze every other curve into
+    the left edge); the axis says so. One legend names each arm once."""
     fig = Figure(figsize=(WIDTH_IN, 7.0), dpi=DPI, layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True)
     ev = events.assign(
@@ -117,47 +125,64 @@ def compounding_plot(
     # Arms often coincide (a candidate equal to the baseline on size); a small sideways offset per
     # arm keeps every marker visible.
     dodge = 0.08
+    last = 1
+    handles = []
     for i, arm in enumerate(arms):
         sub = ev[ev["arm"] == arm]
         if sub.empty:
             continue
         st = arm_style(i)
         off = (i - (len(arms) - 1) / 2) * dodge
+        counts = sub.groupby("round").size()
+        shown = counts.index[counts >= MIN_ROUND_SESSIONS]
+        if len(shown):
+            last = max(last, int(shown.max()))
         for ax, col, scale in ((top, "summary_chars", 1e-3), (bottom, "after_share", 1.0)):
-            g = sub.groupby("round")[col]
+            g = sub[sub["round"].isin(shown)].groupby("round")[col]
             med, q1, q3 = g.median() * scale, g.quantile(0.25) * scale, g.quantile(0.75) * scale
             x = med.index.to_numpy(dtype=float) + off
-            ax.plot(x, med.values, label=f"{arm} (median)", linewidth=2, markersize=7, **st)
+            (line,) = ax.plot(x, med.values, label=arm, linewidth=2, markersize=5, **st)
             ax.fill_between(x, q1.values, q3.values, color=st["color"], alpha=0.15, linewidth=0)
+        handles.append(line)
         dead = sub[sub["over_limit"]]
         if not dead.empty:
             bottom.scatter(
                 dead["round"] + off,
                 dead["after_share"],
                 marker="x",
-                s=70,
-                linewidths=2,
+                s=50,
+                linewidths=1.5,
                 color=st["color"],
-                label=f"{arm}: over the window (dead)",
                 zorder=5,
             )
     top.set_ylabel("summary size (thousand chars)")
-    top.set_title("Summary size by compaction round (band: middle 50% of sessions)", loc="left", fontsize=11)
-    bottom.axhline(100, color="#000000", linestyle="-", linewidth=1, label="window (100%)")
+    top.set_title(
+        "Summary size by compaction round (median; band: middle 50% of sessions)", loc="left", fontsize=11
+    )
+    handles.append(bottom.axhline(100, color="#000000", linestyle="-", linewidth=1, label="window (100%)"))
     if trigger_pct is not None:
-        bottom.axhline(
-            trigger_pct, color="#D55E00", linestyle="--", linewidth=1.2, label="compaction trigger"
+        handles.append(
+            bottom.axhline(
+                trigger_pct, color="#D55E00", linestyle="--", linewidth=1.2, label="compaction trigger"
+            )
         )
+    handles.append(
+        bottom.scatter(
+            [], [], marker="x", s=50, linewidths=1.5, color="#000000", label="over the window (dead)"
+        )
+    )
     bottom.set_ylabel("context after compaction (% of window)")
-    bottom.set_xlabel("compaction round")
+    bottom.set_xlabel(
+        f"compaction round (rounds reached by at least {MIN_ROUND_SESSIONS} sessions of an arm)"
+    )
     bottom.set_title("Context left after each compaction", loc="left", fontsize=11)
     bottom.set_ylim(0, max(105.0, float(ev["after_share"].max() or 0) * 1.05))
     top.set_ylim(bottom=0)
-    rounds = sorted(events["round"].dropna().unique())
-    if rounds:
-        bottom.set_xticks([int(r) for r in rounds])
-        top.tick_params(labelbottom=True)
+    bottom.set_xlim(0.5, last + 0.5)
+    # Integer rounds, but not one tick per round: a label per round is unreadable at 40 rounds.
+    bottom.xaxis.set_major_locator(MaxNLocator(nbins=12, integer=True))
+    top.tick_params(labelbottom=True)
     for ax in (top, bottom):
         ax.grid(color="#EEEEEE")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return _save(fig, path)
