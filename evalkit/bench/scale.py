@@ -1,10 +1,16 @@
-"""Scale benchmark: the same small experiment run locally, as 3 shards on the local executor, and
-as shards on a local Ray instance (2 CPUs, when Ray is installed): wall time, sessions per second,
-overhead per shard, and the peak RSS of a worker process.
+"""Scale benchmarks.
 
-Sizes come from ``EVALKIT_BENCH_SCALE_SESSIONS`` (default ``4,8``: the issue's 50/200/800 take
-tens of minutes on a shared 2-core machine; set it on a free one). Each mode is its own benchmark,
-so each runs in a fresh process and its peak-RSS figure is its own workers' high-water mark.
+- ``scale-<n>``: one local run (3 arms, 2 workers) at n = 50, 200 and 800 sessions of the default
+  synthetic corpus: wall time, sessions per second, and per session the wall time and the peak RSS
+  of a worker and of the driver. Each size is its own benchmark, so it runs in a fresh process and
+  its peak-RSS figures are its own high-water marks: memory flat in corpus size shows as the same
+  RSS at every size.
+- ``scale-local`` / ``scale-shards`` / ``scale-ray``: the same experiment at one size (the smallest,
+  50) run locally, as 3 shards on the local executor, and as 2 shards on a local Ray instance
+  (2 CPUs, when Ray is installed): wall time, overhead per shard, peak RSS.
+
+``EVALKIT_BENCH_SCALE_SESSIONS`` overrides the sizes (e.g. ``4,8`` for a quick check); the 800-session
+run takes several minutes on 2 cores.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import time
 from evalkit.bench import Figure, benchmark
 
 ARMS = ["baseline", "aa", "head-tail"]
+SIZES = (50, 200, 800)
 
 
 def _sizes() -> list[int]:
-    return [int(x) for x in os.environ.get("EVALKIT_BENCH_SCALE_SESSIONS", "4,8").split(",") if x.strip()]
+    raw = os.environ.get("EVALKIT_BENCH_SCALE_SESSIONS")
+    return [int(x) for x in raw.split(",") if x.strip()] if raw else list(SIZES)
 
 
 def _experiment(n: int):
@@ -37,9 +45,9 @@ def _experiment(n: int):
     )
 
 
-def _measure(mode: str, run) -> list[Figure]:
+def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
     rows: list[Figure] = []
-    for n in _sizes():
+    for n in sizes:
         exp = _experiment(n)
         with tempfile.TemporaryDirectory() as d:
             t = time.perf_counter()
@@ -48,11 +56,12 @@ def _measure(mode: str, run) -> list[Figure]:
         rows += [
             Figure(f"{mode}: {n} sessions x {len(ARMS)} arms, wall", wall, "s"),
             Figure(f"{mode}: {n} sessions, throughput", n / wall, "sessions/s"),
+            Figure(f"{mode}: {n} sessions, wall per session", wall / n, "s"),
         ]
         if shards:
             rows.append(Figure(f"{mode}: {n} sessions, wall per shard ({shards} shards)", wall / shards, "s"))
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    rows.append(Figure(f"{mode}: peak RSS of a worker process (largest size)", peak, "MB"))
+    rows.append(Figure(f"{mode}: peak RSS of a worker process", peak, "MB"))
     rows.append(
         Figure(
             f"{mode}: peak RSS of the driver", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB"
@@ -61,18 +70,35 @@ def _measure(mode: str, run) -> list[Figure]:
     return rows
 
 
-@benchmark("scale-local", "one run in one process pool (3 arms, 2 workers), at a few corpus sizes")
-def bench_local() -> list[Figure]:
+def _local(exp, d) -> int:
     from evalkit.run import run_experiment
 
-    return _measure("local", lambda exp, d: run_experiment(exp, d) and 0)
+    run_experiment(exp, d)
+    return 0
+
+
+def _size_bench(n: int) -> None:
+    @benchmark(f"scale-{n}", f"one local run at {n} sessions (3 arms, 2 workers): throughput, peak RSS")
+    def bench() -> list[Figure]:
+        return _measure(f"local {n}", _local, [n])
+
+
+for _n in _sizes():
+    _size_bench(_n)
+
+
+@benchmark("scale-local", "the comparison's local run: one process pool (3 arms, 2 workers), smallest size")
+def bench_local() -> list[Figure]:
+    return _measure("local", _local, _sizes()[:1])
 
 
 @benchmark("scale-shards", "the same run as 3 shards on the local executor, then merged")
 def bench_shards() -> list[Figure]:
     from evalkit.executor import run_with_executor
 
-    return _measure("3 shards", lambda exp, d: run_with_executor(exp, d, kind="local", shards=3) and 3)
+    return _measure(
+        "3 shards", lambda exp, d: run_with_executor(exp, d, kind="local", shards=3) and 3, _sizes()[:1]
+    )
 
 
 @benchmark("scale-ray", "the same run as 2 shards on a local Ray instance (num_cpus=2); skipped without Ray")
@@ -87,7 +113,9 @@ def bench_ray() -> list[Figure]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     start = time.perf_counter() - t
     try:
-        rows = _measure("ray 2 shards", lambda exp, d: run_with_executor(exp, d, kind="ray", shards=2) and 2)
+        rows = _measure(
+            "ray 2 shards", lambda exp, d: run_with_executor(exp, d, kind="ray", shards=2) and 2, _sizes()[:1]
+        )
     finally:
         ray.shutdown()
     # Ray's workers are the raylet's children, not ours: their RSS is not in RUSAGE_CHILDREN.
