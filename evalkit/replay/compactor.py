@@ -494,7 +494,7 @@ def splice_and_carry(p: Pass, request: ChatRequest, prompt: PromptBuilder) -> Ou
     carried = [*plugin, *users]
     accounting = {m.id: (r.shown, r.elided) for m, r, _ in p.taken}
     carried_set = set(carried)
-    for m, _, _ in p.taken:
+    for m, _, _ in p.taken if carried_set else ():
         # Carried verbatim is not lost, whatever the summarizer saw of it.
         if (m.is_genuine_user() and m.text in carried_set) or any(
             r.output in carried_set for r in m.tool_results()

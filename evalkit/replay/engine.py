@@ -57,7 +57,8 @@ class SessionCache:
         self.session = session
         self.tokenizer = tokenizer
         # Recorded compaction markers never enter a replayed context, so they take no index.
-        kept = [m for m in session.messages if not _is_recorded_compaction(m)]
+        self.is_compaction = [_is_recorded_compaction(m) for m in session.messages]
+        kept = [m for m, c in zip(session.messages, self.is_compaction, strict=True) if not c]
         self.order = {m.id: i for i, m in enumerate(kept)}
         self.recorded = {m.id for m in session.messages}
         self.renders = RenderCache()
@@ -118,10 +119,11 @@ def replay_session(
     # A failed summarizer call is retried on a schedule, not at every turn: after the k-th failure
     # in a row, the next 2**k - 1 trigger points pass (a dead endpoint is asked O(log turns) times).
     failures, wait = 0, 0
+    is_compaction = cache.is_compaction
     for i, msg in enumerate(msgs):
         if broken:
             break
-        if _is_recorded_compaction(msg):
+        if is_compaction[i]:
             fire = settings.trigger == "recorded"
         else:
             context.append(msg)
@@ -160,7 +162,7 @@ def replay_session(
             outcome = Outcome(list(context), summary_error=str(e), meta={"stopped": True})
             broken = True
         if outcome is None:
-            if _is_recorded_compaction(msg):
+            if is_compaction[i]:
                 cache.nothing_to_summarize[arm] += 1
             continue
         failed_call = cache.memo.get(outcome.request_key or "")
