@@ -97,13 +97,26 @@ def mask_outputs(msg: Message) -> Message:
     return Message(f"{msg.id}#masked", msg.role, blocks, {"evalkit_masked": msg.id})
 
 
-def resolve_context(event: Event, by_id: dict[str, Message]) -> list[Message]:
-    """The event's model-visible context as messages (references looked up in the session)."""
+def resolve_context(
+    event: Event, by_id: dict[str, Message], masked: dict[str, Message] | None = None
+) -> list[Message]:
+    """The event's model-visible context as messages (references looked up in the session).
+
+    ``masked``, when given, memoizes the masked copies by id: a masking arm keeps hundreds of them
+    at every event, and they are the same at every event of the session."""
     out = []
     for i, entry in enumerate(event.new_context):
         if "ref" in entry:
-            msg = by_id[entry["ref"]]
-            out.append(mask_outputs(msg) if entry.get("mask") == "outputs" else msg)
+            ref = entry["ref"]
+            if entry.get("mask") != "outputs":
+                out.append(by_id[ref])
+            elif masked is None:
+                out.append(mask_outputs(by_id[ref]))
+            else:
+                copy = masked.get(ref)
+                if copy is None:
+                    copy = masked[ref] = mask_outputs(by_id[ref])
+                out.append(copy)
         else:
             out.append(message_from_dict(entry["message"], f"new_context[{i}]"))
     return out

@@ -33,7 +33,7 @@ from evalkit.corpus import Span, index_jsonl, read_span, write_json
 from evalkit.events import Event, events_path
 from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
 from evalkit.progress import track
-from evalkit.session import Session, session_from_dict
+from evalkit.session import Message, Session, session_from_dict
 from evalkit.workers import worker_pool
 
 DEFAULTS = {
@@ -120,9 +120,10 @@ def continue_session(
     rec = SessionRecord.build(session)
     by_id = {m.id: m for m in session.messages}
     texts: dict[str, str] = {}  # every arm keeps mostly the same recorded messages: render each once
+    masked: dict[str, Message] = {}  # and masks the same ones (observation masking)
     for arm, (path, spans) in events.items():
         for ev in (_parse_event(read_span(path, sp)) for sp in spans):
-            inp = ContinuationInput.from_event(ev, rec, by_id, n, texts)
+            inp = ContinuationInput.from_event(ev, rec, by_id, n, texts, masked)
             # A failed compaction that removed nothing left no compacted context to continue from:
             # its rows are errors, not values. (One that removed messages without a summary is
             # the candidate's behaviour, seed 003's, and is continued.)

@@ -75,11 +75,21 @@ class SessionView:
 
         def build() -> list[str]:
             if form == "plain":
-                msgs = self.session.messages
-                return [message_plain_text(mask_outputs(m) if masked else m) for m in msgs]
+                msgs = (
+                    [self.masked_copy(m) for m in self.session.messages] if masked else self.session.messages
+                )
+                return [message_plain_text(m) for m in msgs]
             return [FORMS[form](t) for t in self.form_texts("plain", masked)]
 
         return self.memo(("form", form, masked), build)
+
+    def masked_copy(self, msg: Message) -> Message:
+        """``msg`` with its tool outputs masked, made once per session (events share it)."""
+        masked = self.memo(("masked",), dict)
+        copy = masked.get(msg.id)
+        if copy is None:
+            copy = masked[msg.id] = mask_outputs(msg)
+        return copy
 
     def text_at(self, pos: int, form: str = "plain") -> str:
         """The text of the recorded message (or masked copy) at ``pos``."""
@@ -165,7 +175,8 @@ class ProbeInput:
         """(message, recorded) for the post-compaction context, in order."""
         if self._context is None:
             refs = [("ref" in e) for e in self.event.new_context]
-            self._context = list(zip(resolve_context(self.event, self.view.by_id), refs, strict=True))
+            msgs = resolve_context(self.event, self.view.by_id, self.view.memo(("masked",), dict))
+            self._context = list(zip(msgs, refs, strict=True))
         return self._context
 
     def context(self) -> list[Message]:

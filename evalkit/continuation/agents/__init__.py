@@ -59,10 +59,11 @@ class ContinuationInput:
         by_id: dict[str, Message],
         max_calls: int = 30,
         texts: dict[str, str] | None = None,
+        masked: dict[str, Message] | None = None,
     ) -> ContinuationInput:
         # A masked copy keeps the call but not its output: it does not show the outcome.
         kept = frozenset(e["ref"] for e in event.new_context if "ref" in e and not e.get("mask"))
-        context = resolve_context(event, by_id)
+        context = resolve_context(event, by_id, masked)
         return cls(record, event.at_message, context, kept, max_calls, event.replicate, texts)
 
     def visible_text(self) -> str:
