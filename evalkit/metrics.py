@@ -41,13 +41,25 @@ class MetricRow:
         """A row that records a scorer error (value NaN, never 0)."""
         return cls(run, arm, session, event, round, replicate, metric, math.nan, error)
 
+    def as_tuple(self) -> tuple:
+        """The row's fields in :data:`COLUMNS` order (what workers send back: a tuple pickles
+        ~3x faster than the dataclass and unpickles ~7x faster, and a stage returns ~400k)."""
+        return (
+            self.run,
+            self.arm,
+            self.session,
+            self.event,
+            self.round,
+            self.replicate,
+            self.metric,
+            self.value,
+            self.error,
+        )
 
-def to_frame(rows: Iterable[MetricRow]) -> pd.DataFrame:
-    """Rows to the canonical DataFrame with stable dtypes and order."""
-    df = pd.DataFrame(
-        [(r.run, r.arm, r.session, r.event, r.round, r.replicate, r.metric, r.value, r.error) for r in rows],
-        columns=COLUMNS,
-    )
+
+def to_frame(rows: Iterable[MetricRow | tuple]) -> pd.DataFrame:
+    """Rows (or their :meth:`MetricRow.as_tuple`) to the canonical DataFrame with stable dtypes and order."""
+    df = pd.DataFrame([r if isinstance(r, tuple) else r.as_tuple() for r in rows], columns=COLUMNS)
     return normalize(df)
 
 

@@ -31,7 +31,7 @@ from evalkit.continuation.observational import compaction_points, observed_metri
 from evalkit.continuation.recording import SessionRecord
 from evalkit.corpus import Span, index_jsonl, read_span, write_json
 from evalkit.events import Event, events_path
-from evalkit.metrics import MetricRow, replace_rows, to_frame, write_metrics
+from evalkit.metrics import replace_rows, to_frame, write_metrics
 from evalkit.progress import track
 from evalkit.session import Message, Session, session_from_dict
 from evalkit.workers import worker_pool
@@ -204,12 +204,12 @@ def run_continuation(
         )
     out_dir = run / "continuation"
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[MetricRow] = []
+    rows: list[tuple] = []  # MetricRow.as_tuple() each
     counts = dict.fromkeys(COUNTS, 0)
     try:
         with open(out_dir / "log.jsonl.tmp", "w", encoding="utf-8") as log:
             for res in track(results, "continuation", total=None, unit="sessions"):
-                rows.extend(MetricRow(*r) for r in res.rows)
+                rows.extend(res.rows)
                 log.writelines(x + "\n" for x in res.log)
                 for k, v in res.counts.items():
                     counts[k] += v

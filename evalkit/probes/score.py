@@ -94,10 +94,11 @@ def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[Me
     return out
 
 
-def _score_job(job: tuple) -> tuple[list[MetricRow], list[str], int, dict | None, list]:
+def _score_job(job: tuple) -> tuple[list[tuple], list[str], int, dict | None, list]:
     """Worker: parse one session and its events, score them.
 
-    Returns rows, skipped records, the event count, newly built questions and judge rationales."""
+    Returns rows (as :meth:`MetricRow.as_tuple`), skipped records, the event count, newly built
+    questions and judge rationales."""
     corpus, sloc, facts_raw, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
     try:
@@ -120,7 +121,7 @@ def _score_job(job: tuple) -> tuple[list[MetricRow], list[str], int, dict | None
                 continue
             events.setdefault(arm, []).append(ev)
             n += 1
-    rows = score_events(view, events, suite, ctx, run_id)
+    rows = [r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)]
     return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", [])
 
 
@@ -183,7 +184,7 @@ def score_run(
             continue
         q = (questions is not None, None if questions is None else questions.get(sid))
         jobs.append((str(corpus), locs[0], facts.get(sid), ev_locs, the_suite, ctx, run_id, q))
-    rows: list[MetricRow] = []
+    rows: list[tuple] = []
     new_questions: dict[str, list] = {}
     judgements: list[dict] = []
     n_workers = workers or os.cpu_count() or 1
