@@ -20,7 +20,7 @@ from evalkit.report.calibration import section_calibration
 from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
-from evalkit.report.figures import ForestRow, compounding_plot, forest_plot
+from evalkit.report.figures import ForestRow, compounding_plot, draw_all, forest_plot
 from evalkit.report.health import section_health
 from evalkit.report.markdown import (
     code,
@@ -322,6 +322,7 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
             "shown, is the A/A noise floor. A point's shape and its label name the verdict.",
             "",
         ]
+        plots, captions = [], []
         for metric, role, direction in _metric_order(verdicts):
             rows, threshold = [], None
             for cand, v in verdicts.items():
@@ -336,20 +337,21 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
                 # the threshold that belongs to the role this plot is titled with.
                 if m.get("role") == role and m.get("threshold") is not None:
                     threshold = m["threshold"]
-            fig = forest_plot(
-                out / f"fig-effects-{slug(metric)}.png",
-                metric,
-                direction,
-                role,
-                rows,
-                _f(threshold) if threshold is not None else None,
-                _noise_interval(data, metric),
+            plots.append(
+                (
+                    out / f"fig-effects-{slug(metric)}.png",
+                    metric,
+                    direction,
+                    role,
+                    rows,
+                    _f(threshold) if threshold is not None else None,
+                    _noise_interval(data, metric),
+                )
             )
             better = "higher" if direction == "higher" else "lower"
-            lines += [
-                f"![{metric}: effect of each candidate vs baseline ({better} is better)]({rel_link(fig, out)})",
-                "",
-            ]
+            captions.append(f"{metric}: effect of each candidate vs baseline ({better} is better)")
+        for fig, caption in zip(draw_all(forest_plot, plots), captions, strict=True):
+            lines += [f"![{caption}]({rel_link(fig, out)})", ""]
         rows = []
         for metric, _, _ in _metric_order(verdicts):
             for cand, v in verdicts.items():
