@@ -75,10 +75,8 @@ class SessionView:
 
         def build() -> list[str]:
             if form == "plain":
-                msgs = (
-                    [self.masked_copy(m) for m in self.session.messages] if masked else self.session.messages
-                )
-                return [message_plain_text(m) for m in msgs]
+                msgs = self.session.messages
+                return [message_plain_text(self.masked_copy(m) if masked else m) for m in msgs]
             return [FORMS[form](t) for t in self.form_texts("plain", masked)]
 
         return self.memo(("form", form, masked), build)

@@ -58,31 +58,49 @@ def _verbatim_tally(line: str, folded_text: str) -> bool:
     return folded is not None and folded in folded_text
 
 
-def _stating(view: SessionView, t: TallyFact, masked: bool) -> frozenset[int]:
-    """Session indexes of the recorded messages (or masked copies) that state tally ``t``.
+def _may_state_at(view: SessionView, t: TallyFact, masked: bool) -> frozenset[int] | None:
+    """Session indexes of the recorded messages (or masked copies) holding the numbers a mention
+    satisfying ``t`` must state (every non-zero failed/error count, and the passed count or the
+    total: :func:`tallymatch.satisfies`); None when any message may. Found with the session's
+    text index, shared by every tally asking for the same number."""
 
-    A mention that satisfies ``t`` states every non-zero failed/error count, and the passed count
-    or the total (:func:`tallymatch.satisfies`), so a message lacking those numbers is skipped
-    without tokenizing it (most tool output); mentions are computed once per message."""
+    def build() -> frozenset[int] | None:
+        must, either = _numbers(t)
+        found: frozenset[int] | None = None
+        for n in must:
+            hits = view.hits(n, masked=masked)
+            found = hits if found is None else found & hits
+        if either:
+            hits = view.hits(either[0], masked=masked) | view.hits(either[1], masked=masked)
+            found = hits if found is None else found & hits
+        return found
 
-    def build() -> frozenset[int]:
-        texts, may_state = view.form_texts("plain", masked), _may_state(t)
-        return frozenset(
-            i
-            for i, text in enumerate(texts)
-            if may_state(text)
-            and tallymatch.found_in(
-                view.memo(("mentions", masked, i), lambda x=text: tallymatch.mentions(x)), t
-            )
-        )
+    return view.memo(("tally_may_state", t, masked), build)
 
-    return view.memo(("tally_stating", t, masked), build)
+
+def _kept_state(inp: ProbeInput, t: TallyFact, kept: frozenset[int], masked: bool) -> bool:
+    """Whether a kept recorded message (or masked copy) states ``t``. Only the kept messages that
+    hold its numbers are tokenized, each once per session (and the answer per tally cached)."""
+    view = inp.view
+    may = _may_state_at(view, t, masked)
+    texts = view.form_texts("plain", masked)
+    for i in sorted(kept if may is None else kept & may):
+        found = view.memo(("mentions", masked, i), lambda x=texts[i]: tallymatch.mentions(x))
+        if view.memo(("tally_states", t, masked, i), lambda f=found: tallymatch.found_in(f, t)):
+            return True
+    return False
+
+
+def _numbers(t: TallyFact) -> tuple[list[str], list[str]]:
+    """The numbers a mention satisfying ``t`` must state: all of the first, one of the second."""
+    must = [str(n) for n in (t.failed, t.errors) if n]
+    either = [str(t.passed), str(t.passed + t.failed + t.errors + t.skipped)] if t.passed else []
+    return must, either
 
 
 def _may_state(t: TallyFact) -> Callable[[str], bool]:
     """A cheap filter: does a text contain the numbers a mention satisfying ``t`` must state?"""
-    must = [str(n) for n in (t.failed, t.errors) if n]
-    either = [str(t.passed), str(t.passed + t.failed + t.errors + t.skipped)] if t.passed else []
+    must, either = _numbers(t)
     return lambda text: all(n in text for n in must) and (not either or any(n in text for n in either))
 
 
@@ -95,9 +113,7 @@ def tally_visible(inp: ProbeInput, t: TallyFact) -> bool:
     ):
         return True
     kept, masked = inp.kept_positions()
-    if not _stating(inp.view, t, False).isdisjoint(kept):
-        return True
-    if masked and not _stating(inp.view, t, True).isdisjoint(masked):
+    if _kept_state(inp, t, kept, False) or (masked and _kept_state(inp, t, masked, True)):
         return True
     line = _verbatim_line(t.line)
     return line is not None and inp.visible_has(line, "folded")
