@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.registry import Registry
@@ -34,8 +35,16 @@ class Backend:
     cacheable: bool = True
     #: True for ``replay``: answers only from the cache.
     cache_only: bool = False
+    #: True if :meth:`submit` sends without blocking (the client's ``map`` then needs no thread
+    #: per request in flight).
+    submits: bool = False
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def submit(self, request: ChatRequest) -> Future:
+        """Send ``request`` without waiting; the future resolves to what ``__call__`` returns (or
+        raises). Only for backends with ``submits = True``."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import concurrent.futures
 import contextlib
 import email.utils
 import os
@@ -112,7 +113,10 @@ class _Loop:
             return cls._instance
 
     def run(self, coro):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+        return self.submit(coro).result()
+
+    def submit(self, coro) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
 
 def http_client(endpoint: str):
@@ -275,8 +279,16 @@ class OpenAIBackend(Backend):
             self._loop.clients.add(self._client)
             self._sem = asyncio.Semaphore(self.concurrency)
 
+    submits = True
+
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        resp = self._loop.run(self.acall(request))
+        return self.submit(request).result()
+
+    def submit(self, request: ChatRequest) -> concurrent.futures.Future:
+        return self._loop.submit(self._checked(request))
+
+    async def _checked(self, request: ChatRequest) -> ChatResponse:
+        resp = await self.acall(request)
         if self._tripped:
             raise EndpointUnusable(self._tripped)
         return resp
