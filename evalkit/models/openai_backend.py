@@ -1,8 +1,9 @@
 """Any OpenAI-compatible endpoint through the ``openai`` SDK, plus the cache-only ``replay`` backend.
 
-``AsyncOpenAI`` runs on one background event-loop thread per process; the sync, thread-safe
-``__call__`` hands each request to that loop, so many threads (or ``client.map``) share one
-connection pool, bounded by a semaphore of ``concurrency``. The SDK's own retries are off: this
+``AsyncOpenAI`` (with the SDK's aiohttp transport) runs on one background event-loop thread per
+process; the sync, thread-safe ``__call__`` hands each request to that loop and ``submit`` does so
+without waiting (``client.map``), so every caller shares one connection pool, bounded by a
+semaphore of ``concurrency``. The SDK's own retries are off: this
 module retries 429, 5xx, timeouts, dropped connections, malformed bodies, empty answers and
 refusals with exponential backoff and jitter, honouring ``Retry-After``. What still fails after the
 last attempt is returned as ``ChatResponse(text=None, error=...)``, never as an empty summary.
