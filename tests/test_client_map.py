@@ -30,8 +30,9 @@ def settings(url, **kw):
 def test_map_sends_each_distinct_request_once_and_answers_the_rest_from_cache_or_the_flight(
     fake_server, tmp_path
 ):
-    srv = fake_server(FaultPlan(latency_s=0.2))
-    client = build_client(settings(srv.url), tmp_path)
+    srv = fake_server(FaultPlan(latency_s=0.5))
+    # Concurrency above the batch size: every request starts while the first of each is in flight.
+    client = build_client(settings(srv.url, concurrency=8), tmp_path)
     assert client.backend.submits
     first = client(req("d"))  # in the cache before the map
     batch = [req("a"), req("b"), req("a"), req("d"), req("c"), req("b")]
@@ -87,3 +88,13 @@ def test_map_keeps_replicates_apart(fake_server, tmp_path):
     assert len({r.key for r in out}) == 3 and not any(r.cached for r in out)
     again = client.map([replace(req("same"), replicate=i) for i in range(3)])
     assert [r.text for r in again] == [r.text for r in out] and all(r.cached for r in again)
+
+
+def test_a_request_that_cannot_be_keyed_fails_alone(fake_server, tmp_path):
+    srv = fake_server()
+    client = build_client(settings(srv.url), tmp_path)
+    bad = ChatRequest("fake-model", ({"role": "user", "content": {"not", "json"}},))
+    with pytest.raises(TypeError):
+        client.map([req("first"), bad, req("last")])
+    assert len(answered(settled_log(srv.log_path, quiet=0.3))) == 2 and not client._inflight
+    assert client(req("last")).cached  # the others were answered and cached

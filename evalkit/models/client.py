@@ -233,7 +233,11 @@ class ModelClient:
 
         def start(i: int, request: ChatRequest) -> bool:
             """Start request ``i``; True if its answer will arrive on ``done``."""
-            key = self.key(request)
+            try:
+                key = self.key(request)
+            except Exception as e:  # not JSON: this request fails, the others go on
+                out[i] = e
+                return False
             fut, owner = self._join(key)
             if not owner:
                 fut.add_done_callback(lambda f: done.put((i, key, None, f)))
@@ -261,7 +265,10 @@ class ModelClient:
         def land(i: int, key: str, owned, f: Future) -> None:
             request = reqs[i]
             if owned is None:  # joined another caller's call
-                out[i] = self._shared(request, f.result()) if f.exception() is None else f.exception()
+                try:
+                    out[i] = self._shared(request, f.result())
+                except BaseException as e:
+                    out[i] = e
                 return
             fut, reserved = owned
             try:
@@ -278,13 +285,20 @@ class ModelClient:
             finally:
                 self._release(key)
 
-        while True:
-            while busy < n and (nxt := next(todo, None)) is not None:
-                busy += start(*nxt)
-            if not busy:
-                break
-            land(*done.get())
-            busy -= 1
+        try:
+            while True:
+                while busy < n and (nxt := next(todo, None)) is not None:
+                    busy += start(*nxt)
+                if not busy:
+                    break
+                land(*done.get())
+                busy -= 1
+        finally:
+            # Interrupted (Ctrl-C): what is on the wire still ends (answered and cached, or
+            # failed), as the thread pool's shutdown waits for its threads.
+            while busy:
+                land(*done.get())
+                busy -= 1
         for r in out:
             if isinstance(r, BaseException):
                 raise r
