@@ -29,7 +29,8 @@ class Backend:
     #: The backend name and endpoint that the cache key binds (``replay`` borrows another's).
     key_backend: str = ""
     base_url: str = ""
-    #: How many calls may usefully run at once (the client's ``map`` uses this many threads).
+    #: How many calls may usefully run at once (``map`` keeps this many in flight: on the event
+    #: loop of a backend that ``submits``, else in as many threads).
     concurrency: int = 1
     #: False for backends cheaper than a cache lookup (the offline stand-in).
     cacheable: bool = True
