@@ -69,11 +69,12 @@ def test_credentials_in_the_url_use_the_sdk_default_transport_and_still_answer(f
     srv = fake_server()
     assert http_client(srv.url.replace("http://", "http://user:pw@")) is None
     assert http_client(srv.url) is not None  # aiohttp, an extra of the openai dependency
-    url = srv.url.replace("http://", "http://user:pw@")
-    resp = build_client(settings(url), tmp_path)(
-        ChatRequest("fake-model", ({"role": "user", "content": "hi"},))
-    )
-    assert resp.ok and resp.text.startswith("[fake-server echo")
+    # The judge and agent read the run's config.json, where the credentials are redacted.
+    for creds in ("user:pw", "[REDACTED:url_credentials]"):
+        url = srv.url.replace("http://", f"http://{creds}@")
+        ask = ChatRequest("fake-model", ({"role": "user", "content": f"hi {creds}"},))
+        resp = build_client(settings(url), tmp_path)(ask)
+        assert resp.ok and resp.text.startswith("[fake-server echo"), resp.error
 
 
 def test_a_process_that_never_closes_its_client_exits_without_a_warning(fake_server, tmp_path):

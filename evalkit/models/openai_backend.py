@@ -27,7 +27,6 @@ import threading
 import time
 import weakref
 from typing import Any
-from urllib.parse import urlsplit
 
 from evalkit.models.backends import BACKENDS, Backend, EndpointUnusable
 from evalkit.models.prices import cost_usd
@@ -139,8 +138,9 @@ def http_client(endpoint: str):
     machine; the aiohttp transport ~1.5 ms (docs/models.md, "Benchmark")."""
     import openai
 
-    parts = urlsplit(endpoint)
-    if parts.username or parts.password:
+    # By hand, not urlsplit: a redacted URL read back from config.json ("[REDACTED:...]@host")
+    # is not one urlsplit accepts, and httpx has always sent it.
+    if "@" in endpoint.split("://", 1)[-1].split("/", 1)[0]:
         return None
     try:
         return openai.DefaultAioHttpClient()
