@@ -4,6 +4,7 @@ a run writes, nor in its output."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from evalkit.redact import redact_text
@@ -62,7 +63,10 @@ def test_no_planted_secret_in_any_file_a_run_writes(tmp_path, fake_server_proces
     errors = [
         ln for p in (run / "events").glob("*.jsonl") for ln in p.read_text().splitlines() if "HTTP 500" in ln
     ]
-    assert errors, "no summary failed: the errors' text is not exercised"
+    # The port, hence every request key and fault draw, changes per run: the ~4 summaries all pass
+    # about one run in four, so the judge's and answerer's failed calls (metric errors) count too.
+    errors += [e for e in pd.read_parquet(run / "metrics.parquet")["error"].dropna() if "HTTP 500" in e]
+    assert errors, "no call failed: the errors' text is not exercised"
     for p in written:
         blob = p.read_bytes()
         for secret in (KEY, URL_PASS, CFG_KEY):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import Future
 
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.registry import Registry
@@ -28,14 +29,23 @@ class Backend:
     #: The backend name and endpoint that the cache key binds (``replay`` borrows another's).
     key_backend: str = ""
     base_url: str = ""
-    #: How many calls may usefully run at once (the client's ``map`` uses this many threads).
+    #: How many calls may usefully run at once (``map`` keeps this many in flight: on the event
+    #: loop of a backend that ``submits``, else in as many threads).
     concurrency: int = 1
     #: False for backends cheaper than a cache lookup (the offline stand-in).
     cacheable: bool = True
     #: True for ``replay``: answers only from the cache.
     cache_only: bool = False
+    #: True if :meth:`submit` sends without blocking (the client's ``map`` then needs no thread
+    #: per request in flight).
+    submits: bool = False
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def submit(self, request: ChatRequest) -> Future:
+        """Send ``request`` without waiting; the future resolves to what ``__call__`` returns (or
+        raises). Only for backends with ``submits = True``."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -124,8 +124,7 @@ class BatchJobs:
     def submit(self, requests: dict[str, ChatRequest], round_no: int) -> str:
         lines = []
         for key, req in requests.items():
-            body = self.backend._kwargs(req)
-            body.pop("extra_headers", None)
+            body = self.backend.body(req)
             lines.append(
                 json.dumps({"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body})
             )

@@ -63,8 +63,17 @@ class ChatRequest:
         The endpoint is part of the key (as in Inspect AI): the same model name behind two base
         URLs may be two different models.
         """
-        scope = f"{KEY_VERSION}\n{backend}\n{base_url.rstrip('/')}\n"
-        return hashlib.sha256((scope + self.canonical()).encode()).hexdigest()
+        memo = self._keys
+        key = memo.get((backend, base_url))
+        if key is None:
+            scope = f"{KEY_VERSION}\n{backend}\n{base_url.rstrip('/')}\n"
+            key = memo[(backend, base_url)] = hashlib.sha256((scope + self.canonical()).encode()).hexdigest()
+        return key
+
+    @cached_property
+    def _keys(self) -> dict[tuple[str, str], str]:
+        # The client keys a request, then the backend again for its log header: hash it once.
+        return {}
 
 
 @dataclass
