@@ -163,11 +163,12 @@ def _ceiling_below(scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
         if above:
             out += [
                 f"> **The ceiling scores below {', '.join(code(a) for a in above)} on the {label} "
-                f"(`{metric}`).** The offline judge is a stand-in that answers by retrieving the messages "
-                "that share a word with the question. A structured summary names its sections with words "
-                "the questions also use (files, test, user), while the raw history the ceiling keeps "
-                "often does not, so on this metric a summary can look better than everything. This is "
-                "an artefact of the stand-in, not evidence: judge exams with a model.",
+                f"(`{metric}`).** The offline judge is a stand-in: a lexical reader (BM25 over the "
+                "context's own passages, a fixed reading budget in characters). A summary states the facts "
+                "in a few passages that use the question's words; the full history spreads them over many "
+                "messages, some of which never use those words (an edit call does not say 'modified'; code "
+                "that mentions 'user' outranks the user's own request), so on this metric a summary can "
+                "match or beat the full history. This is an artefact of the stand-in, not evidence: judge exams with a model.",
                 "",
             ]
     return out
