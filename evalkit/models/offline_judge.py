@@ -114,40 +114,39 @@ def passages(text: str) -> list[Passage]:
     return out
 
 
+@dataclass(frozen=True)
+class Matcher:
+    """How one question's terms are found in a text."""
+
+    long: tuple[str, ...]  # counted wherever they occur
+    ies: tuple[tuple[str, str], ...]  # (a -y term, its -ies plural)
+    short: dict[str, str]  # whole-word forms of the short terms -> term
+    pattern: re.Pattern | None  # the short forms as whole words
+
+
 @lru_cache(maxsize=4096)
-def matcher(
-    question: str,
-) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], re.Pattern | None, dict[str, str]]:
+def matcher(question: str) -> Matcher:
     """How the question's terms are found. A term of four or more characters is counted wherever
     it occurs, inside longer words too ("file" in "files", "file_path"; a -y term also as -ies);
     a shorter one ("ls", "py", "42") only as a whole word, by one pattern, with its plural."""
-    long, short = [], {}
-    for t in sorted(set(terms(question))):
-        if len(t) >= 4:
-            long.append((t, t[:-1] + "ies" if t.endswith("y") else None))
-        else:
-            short.update({t: t, t + "s": t})
+    qs = sorted(set(terms(question)))
+    long = tuple(t for t in qs if len(t) >= 4)
+    short = {f: t for t in qs if len(t) < 4 for f in (t, t + "s")}
     alts = "|".join(re.escape(f) for f in sorted(short, key=len, reverse=True))
-    pat = re.compile(rf"(?<![a-z0-9])(?:{alts})(?![a-z0-9])") if short else None
-    return tuple(long), pat, short
+    pattern = re.compile(rf"(?<![a-z0-9])(?:{alts})(?![a-z0-9])") if short else None
+    return Matcher(long, tuple((t, t[:-1] + "ies") for t in long if t.endswith("y")), short, pattern)
 
 
-def counts(question: str, low: str, seen: dict[str, int] | None = None) -> dict[str, int]:
-    """How often each of the question's terms occurs in the lower-cased ``low`` (absent ones left
-    out). ``seen`` may carry this text's counts of terms already looked up for other questions."""
-    long, pat, short = matcher(question)
-    tf: dict[str, int] = {}
-    for t, ies in long:
-        c = None if seen is None else seen.get(t)
-        if c is None:
-            c = low.count(t) + (low.count(ies) if ies else 0)
-            if seen is not None:
-                seen[t] = c
-        if c:
-            tf[t] = c
-    if pat is not None and any(f in low for f in short):
-        for w, c in Counter(pat.findall(low)).items():
-            tf[short[w]] = tf.get(short[w], 0) + c
+def counts(question: str, low: str) -> dict[str, int]:
+    """How often each of the question's terms occurs in the lower-cased ``low`` (absent ones left out)."""
+    m = matcher(question)
+    tf = {t: c for t, c in zip(m.long, map(low.count, m.long), strict=True) if c}
+    for t, f in m.ies:
+        if c := low.count(f):
+            tf[t] = tf.get(t, 0) + c
+    if m.pattern is not None and any(f in low for f in m.short):
+        for w, c in Counter(m.pattern.findall(low)).items():
+            tf[m.short[w]] = tf.get(m.short[w], 0) + c
     return tf
 
 

@@ -173,35 +173,38 @@ def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]
 class _CachedContext(offline_judge.Context):
     """The post-compaction context as the offline judge reads it: each message after its speaker
     ("user: ..."), as a transcript shows it. A recorded message's index (its lower-cased text, its
-    passages, each term's count and each question's term counts) is cached for the session: kept messages
+    passages, and each question's term counts in both) is cached for the session: kept messages
     recur across events and arms. The cache is one plain dict (this runs per message per question)."""
 
     def __init__(self, inp: ProbeInput):
         self.entries = inp.context_entries()
         self.texts = inp.message_texts()
         self.sizes = [len(t) for t in self.texts]
-        shared = inp.view.extras.setdefault("offline_judge", {})
-        # per message, its cache and key: a recorded message's id in the session's cache (shared
-        # by its events and arms), else this context's own index in a cache of its own
-        self.slots = [(shared, m.id) if rec else ({}, k) for k, (m, rec) in enumerate(self.entries)]
+        self.cache = inp.view.extras.setdefault("offline_judge", {})
+        # per message, its key in the session's cache: a recorded message's id (shared by its
+        # events and arms), else its speaker and text (a masked copy recurs across events too)
+        self.keys = [
+            m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)
+        ]
 
     def text(self, i: int) -> str:
         return f"{self.entries[i][0].role}: {self.texts[i]}"
 
     def _get(self, i: int, kind, fn):
-        cache, key = self.slots[i]
-        v = cache.get((key, kind))
+        key = (self.keys[i], kind)
+        v = self.cache.get(key)
         if v is None:
-            v = cache[key, kind] = fn()
+            v = self.cache[key] = fn()
         return v
 
     def counts(self, question: str) -> list[dict[str, int]]:
         out = []
-        for i, (cache, key) in enumerate(self.slots):
+        cache = self.cache
+        for i, key in enumerate(self.keys):
             tf = cache.get((key, question))
             if tf is None:
-                low, seen = self._get(i, "low", lambda i=i: (self.text(i).lower(), {}))
-                tf = cache[key, question] = offline_judge.counts(question, low, seen)
+                low = self._get(i, "low", lambda i=i: self.text(i).lower())
+                tf = cache[key, question] = offline_judge.counts(question, low)
             out.append(tf)
         return out
 
