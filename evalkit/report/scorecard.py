@@ -148,7 +148,7 @@ def scorecard_plot(
         ax.set_ylabel(f"{label} (%)")
         ax.set_title(f"{label} vs tokens kept (95% interval over sessions)", loc="left", fontsize=11)
         ax.grid(color="#EEEEEE")
-        if k == 0:
+        if k == 0 and ax.get_legend_handles_labels()[0]:  # no arm plotted (no tokens): no legend
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     axes[-1].set_xlabel("tokens kept after compaction (mean per session; the ceiling keeps everything)")
     return _save(fig, path)
