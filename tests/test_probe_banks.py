@@ -115,6 +115,9 @@ def test_a_real_session_bank_scores_per_question_rows_and_the_ceiling_is_highest
     assert ("**The ceiling scores below" in sc) == below
     cad = md.split("## Cadence and cost per compaction")[1].split("\n## ")[0]
     assert "`masking` **LOOPING**" in cad and "**Looping:** `masking`:" in cad
+    # the offline stand-in records no calls and the run has no price table: no seconds, no dollars
+    assert re.search(r"\| `baseline` \|.*\| n/a \(not recorded\) \| n/a \(no prices\) \|", cad)
+    assert re.search(r"\| `masking` \*\*LOOPING\*\* \|.*\| – \(no call\) \| – \(no call\) \|", cad)
     assert (tmp_path / "r" / "report" / "fig-scorecard.png").stat().st_size > 10_000
     assert (
         json.loads((tmp_path / "r" / "corpus" / "banks.json").read_text())[SID][0]["id"]

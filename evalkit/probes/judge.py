@@ -11,7 +11,8 @@ Two graders, never mixed in one metric name:
 
 - offline (default with the offline stand-in backend): the offline judge
   (:mod:`evalkit.models.offline_judge`) answers from the context by the question's words alone
-  and grades 5 × the share of expected facts its answer states. It shares no code with the
+  (BM25 retrieval of passages within a reading budget, ``max_chars``) and grades 5 × the share
+  of expected facts its answer states. It shares no code with the
   facts or these probes; it measures whether the facts are still retrievable, not what a model
   would answer, and its metrics are named ``judge_offline_*``.
 - model (a real backend): the answering model sees only the post-compaction context and the
@@ -169,17 +170,58 @@ def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]
     return out
 
 
-def offline_grade(q: dict[str, Any], inp: ProbeInput, max_lines: int) -> list[bool]:
+class _CachedContext(offline_judge.Context):
+    """The post-compaction context as the offline judge reads it: each message after its speaker
+    ("user: ..."), as a transcript shows it. A recorded message's index (its lower-cased text, its
+    passages, and each question's term counts in both) is cached for the session: kept messages
+    recur across events and arms. The cache is one plain dict (this runs per message per question)."""
+
+    def __init__(self, inp: ProbeInput):
+        self.entries = inp.context_entries()
+        self.texts = inp.message_texts()
+        self.sizes = [len(t) for t in self.texts]
+        self.cache = inp.view.extras.setdefault("offline_judge", {})
+        # per message, its key in the session's cache: a recorded message's id (shared by its
+        # events and arms), else its speaker and text (a masked copy recurs across events too)
+        self.keys = [
+            m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)
+        ]
+
+    def text(self, i: int) -> str:
+        return f"{self.entries[i][0].role}: {self.texts[i]}"
+
+    def _get(self, i: int, kind, fn):
+        key = (self.keys[i], kind)
+        v = self.cache.get(key)
+        if v is None:
+            v = self.cache[key] = fn()
+        return v
+
+    def counts(self, question: str) -> list[dict[str, int]]:
+        out = []
+        cache = self.cache
+        for i, key in enumerate(self.keys):
+            tf = cache.get((key, question))
+            if tf is None:
+                low = self._get(i, "low", lambda i=i: self.text(i).lower())
+                tf = cache[key, question] = offline_judge.counts(question, low)
+            out.append(tf)
+        return out
+
+    def passages(self, i: int) -> list[offline_judge.Passage]:
+        return self._get(i, "passages", lambda: offline_judge.passages(self.text(i)))
+
+    def passage_counts(self, question: str, i: int) -> list[dict[str, int]]:
+        return self._get(
+            i, ("passages", question), lambda: super(_CachedContext, self).passage_counts(question, i)
+        )
+
+
+def offline_grade(q: dict[str, Any], inp: ProbeInput, max_chars: int) -> list[bool]:
     """The offline judge's verdict per expected fact (:mod:`evalkit.models.offline_judge`): it
-    answers from the context by the question's words alone (per-message hits cached, since kept
-    messages recur across events and arms)."""
-    words = offline_judge.question_words(q["text"])
-    texts = inp.message_texts()
-    hits = [
-        inp.view.cached(m, "oj:" + q["text"], lambda _m, t=text: offline_judge.mentions(t, words), rec)
-        for (m, rec), text in zip(inp.context_entries(), texts, strict=True)
-    ]
-    text = offline_judge.answer(q["text"], texts, max_lines, hits)
+    answers from the context by the question's words alone."""
+    ctx = inp.memo("oj-context", lambda: _CachedContext(inp))
+    text = offline_judge.answer(q["text"], ctx, max_chars)
     return offline_judge.grade(q["expected"], text, q.get("tally"))
 
 
@@ -316,7 +358,11 @@ _MODEL_METRICS = {
     uses_model=True,
 )
 def judge(
-    inp: ProbeInput, per_kind: int = 1, max_lines: int = 60, backend: str = "configured", replicates: int = 1
+    inp: ProbeInput,
+    per_kind: int = 1,
+    max_chars: int = offline_judge.MAX_CHARS,
+    backend: str = "configured",
+    replicates: int = 1,
 ) -> list[ProbeValue]:
     """Per event, up to ``per_kind`` pinned questions of each kind whose answer left the view.
 
@@ -333,7 +379,7 @@ def judge(
     if not use_model:
         per_q = []  # each question's own grade: the scorecard's paired win/loss/tie (issue #15)
         for q in qs:
-            hits = offline_grade(q, inp, max_lines)
+            hits = offline_grade(q, inp, max_chars)
             by_kind.setdefault(q["kind"], []).append(5 * sum(hits) / len(hits))
             per_q.append(ProbeValue(f"judge_offline_q:{q['id']}", 5 * sum(hits) / len(hits)))
         scores = [s for v in by_kind.values() for s in v]

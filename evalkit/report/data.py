@@ -28,6 +28,7 @@ EVENT_FIELDS = [
     "tokens_after",
     "window",
     "replicate",
+    "request_key",  # the summarizer call in the run's call cache (cadence: seconds and dollars)
 ]
 
 # Files the model layer may leave with call/cache counts; the first one found is used.

@@ -14,6 +14,7 @@ Scores are shares in 0..1 shown as %: the generated exam (``judge_offline_overal
 from __future__ import annotations
 
 import math
+import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -147,7 +148,7 @@ def scorecard_plot(
         ax.set_ylabel(f"{label} (%)")
         ax.set_title(f"{label} vs tokens kept (95% interval over sessions)", loc="left", fontsize=11)
         ax.grid(color="#EEEEEE")
-        if k == 0:
+        if k == 0 and ax.get_legend_handles_labels()[0]:  # no arm plotted (no tokens): no legend
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
     axes[-1].set_xlabel("tokens kept after compaction (mean per session; the ceiling keeps everything)")
     return _save(fig, path)
@@ -163,11 +164,12 @@ def _ceiling_below(scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
         if above:
             out += [
                 f"> **The ceiling scores below {', '.join(code(a) for a in above)} on the {label} "
-                f"(`{metric}`).** The offline judge is a stand-in that answers by retrieving the messages "
-                "that share a word with the question. A structured summary names its sections with words "
-                "the questions also use (files, test, user), while the raw history the ceiling keeps "
-                "often does not, so on this metric a summary can look better than everything. This is "
-                "an artefact of the stand-in, not evidence: judge exams with a model.",
+                f"(`{metric}`).** The offline judge is a stand-in: a lexical reader (BM25 over the "
+                "context's own passages, a fixed reading budget in characters). A summary states the facts "
+                "in a few passages that use the question's words; the full history spreads them over many "
+                "messages, some of which never use those words (an edit call does not say 'modified'; code "
+                "that mentions 'user' outranks the user's own request), so on this metric a summary can "
+                "match or beat the full history. This is an artefact of the stand-in, not evidence: judge exams with a model.",
                 "",
             ]
     return out
@@ -264,6 +266,46 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
     return out
 
 
+def summarizer_costs(cache: Path, events: pd.DataFrame, prices: bool) -> dict[str, tuple[str, str]]:
+    """Per arm, seconds and dollars per compaction of its summarizer calls, as the run's call
+    cache recorded them (``latency_s``, ``cost_usd``) for the calls its events name by
+    ``request_key``. Dollars only with a price table (``prices``) and for priced calls: otherwise
+    "n/a (no prices)", never 0."""
+    keys = events.dropna(subset=["request_key"]) if "request_key" in events else events.iloc[0:0]
+    recorded: dict[str, tuple[float | None, float | None]] = {}
+    if cache.is_file() and len(keys):
+        with sqlite3.connect(f"file:{cache}?mode=ro", uri=True) as c:
+            q = "SELECT key, latency_s, cost_usd FROM calls WHERE purpose = 'summarize'"
+            recorded = {k: (s, d) for k, s, d in c.execute(q)}
+    out = {}
+    for arm in events["arm"].unique():
+        mine = keys[keys["arm"] == arm]["request_key"]
+        if not len(mine):
+            out[arm] = ("– (no call)", "– (no call)")
+            continue
+        rows = [recorded[k] for k in mine if k in recorded]
+        if not rows:
+            out[arm] = ("n/a (not recorded)", "n/a (not recorded)" if prices else "n/a (no prices)")
+            continue
+        secs = [s for s, _ in rows if s is not None]
+        usd = [d for _, d in rows if d is not None]
+        out[arm] = (
+            f"{sum(secs) / len(secs):.2f}" if secs else "n/a (not recorded)",
+            (
+                f"${sum(usd) / len(usd):.4f}"
+                + (f" ({len(rows) - len(usd)} unpriced)" if len(usd) < len(rows) else "")
+            )
+            if usd and prices
+            else "n/a (no prices)",
+        )
+    return out
+
+
+def _cache_path(data: ReportData) -> Path:
+    shared = (data.config.get("model") or {}).get("cache_path") or ""
+    return Path(shared) if shared else Path(data.run_dir) / "model-calls.sqlite"
+
+
 def section_cadence(data: ReportData, out: Path) -> list[str]:
     """Per arm: compactions per 100k tokens, turns between, context freed, loops, summarizer cost."""
     m = _ok(data.metrics)
@@ -274,6 +316,8 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
         v = m[(m["arm"] == arm) & (m["metric"] == metric)]["value"]
         return float(getattr(v, agg)()) if len(v) else math.nan
 
+    prices = bool((data.config.get("model") or {}).get("prices"))
+    costs = summarizer_costs(_cache_path(data), data.events, prices) if len(data.events) else {}
     rows, looping = [], []
     for arm in data.arms:
         n = int(((m["arm"] == arm) & (m["metric"] == "loop")).sum())
@@ -288,6 +332,7 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
                 f"`{arm}`: {100 * share:.0f}% of its {n} compactions loop; {per100k:.1f} compactions per 100k "
                 f"tokens of work, median {turns:.0f} turn(s) apart, each freeing {100 * freed:.1f}% of the context"
             )
+        secs, usd = costs.get(arm, ("n/a (not recorded)", "n/a (not recorded)"))
         rows.append(
             [
                 code(arm) + (" **LOOPING**" if share > LOOP_SHARE else ""),
@@ -299,6 +344,8 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
                 f"{mean_of('summarizer_calls', arm):.2f}",
                 f"{mean_of('summarizer_input_tokens', arm):,.0f}",
                 f"{mean_of('summarizer_output_tokens', arm):,.0f}",
+                secs,
+                usd,
             ]
         )
     header = [
@@ -311,11 +358,15 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
         "summarizer calls",
         "input tokens",
         "output tokens",
+        "seconds",
+        "dollars",
     ]
     return [
-        "How often each arm compacts and what a cycle frees and costs (summarizer columns are per "
-        "compaction; tokens are chars/4 of the request and the summary; seconds and dollars per call are "
-        "not recorded in events). A compaction *loops* when it comes within a few turns of the previous one "
+        "How often each arm compacts and what a cycle frees and costs. The summarizer columns are per "
+        "compaction: calls, tokens (chars/4 of the request and the summary), and the seconds and dollars "
+        "the run's call cache recorded for each compaction's call (a call answered once and reused by "
+        "another arm or run counts for each; dollars need a `[model.prices]` table; an offline stand-in "
+        "records no calls). A compaction *loops* when it comes within a few turns of the previous one "
         "or frees little of the context (the `cadence` probe's `min_turns` / `min_freed`).",
         "",
         *(["**Looping:** " + "; ".join(looping) + ".", ""] if looping else []),
