@@ -21,7 +21,7 @@ import numpy as np
 from scipy import stats as sps
 from scipy.special import expit, logit
 
-from evalkit.decide import stats
+from evalkit.decide import design, stats
 
 SHAPES = ("binary-0.2", "binary-0.9", "lognormal", "zero-inflated")
 SIZES = (10, 20, 40, 200)
@@ -153,7 +153,8 @@ def _job(job: tuple) -> list[dict]:
                 )
             )
         # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
-        mde = stats.mde(est.se, est.n_sessions, alpha, power, est.se)
+        d = design.design_inputs(est)
+        mde = design.mde(d.se, est.n_sessions, alpha, power, est.se, d.skew)
         out.append(
             dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))])
         )
@@ -202,7 +203,8 @@ def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_
     """Median MDE that runs with a true difference ``diff`` report (their own SE, which the effect changes)."""
     X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
     est = stats.estimate(X, Y, alpha, min(resamples, 500), int(rng.integers(2**31)))
-    return float(np.median(stats.mde(est.se, est.n_sessions, alpha, power, min_effect)))
+    d = design.design_inputs(est)
+    return float(np.median(design.mde(d.se, est.n_sessions, alpha, power, min_effect, d.skew)))
 
 
 def _power_job(job: tuple) -> list[dict]:

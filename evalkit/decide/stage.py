@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
-from evalkit.decide import stats
+from evalkit.decide import design, stats
 from evalkit.decide.rules import Rules, resolve_rules
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
@@ -138,15 +138,16 @@ def decide(
     p_worse = stats.p_value(oriented, np.where(np.array(roles) == "success", 0.0, thr_o), "less")
     # Design numbers against the same null and with the same critical value as the test itself.
     n = est.n_sessions
-    mde = sign * stats.mde(est.se, n, rules.alpha, rules.power, thr_o)
+    d = design.design_inputs(oriented)  # median-unbiased SE; γ̂ and its SE in the better direction
+    mde = sign * design.mde(d.se, n, rules.alpha, rules.power, thr_o, d.skew)
     # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
     zero_one = zero_one_metrics(df)
     headroom = np.array([np.nan] * K)
     for k, (_c, m) in enumerate(columns):
         if m in zero_one and np.isfinite(base_mean[k]):
             headroom[k] = (1.0 - base_mean[k]) if sign[k] > 0 else -base_mean[k]
-    power = stats.achieved_power(target, est.se, n, rules.alpha, thr_o)
-    needed = stats.sessions_needed(target, est.se, n, rules.alpha, rules.power, thr_o)
+    power = design.achieved_power(target, d.se, n, rules.alpha, thr_o, d.skew)
+    needed = design.sessions_needed(target, d.se, n, rules.alpha, rules.power, thr_o, d.skew)
 
     def result(c: str, m: str) -> MetricResult:
         k = k_of[(c, m)]

@@ -25,9 +25,7 @@ Shape of the computation:
    (Hartigan 1969's random-subsample means), so the interval is [q_α(r), q_{1−α}(r)] and a
    printed interval never contradicts the sign-flip p-value: both count the same sign vectors. ``ci_t``: the
    clustered-SE t interval on G − 1 degrees of freedom, for comparison.
-5. Design numbers (:func:`mde`, :func:`achieved_power`, :func:`sessions_needed`) use the test's
-   own critical value on the t scale (:func:`t_critical`) and its own null (the min effect or
-   the margin), so "power 0.8 at the MDE" is a statement about this test.
+5. Design numbers (MDE, power, sessions needed) are in :mod:`evalkit.decide.design`.
 
 Intervals are two-sided at level ``1 − 2α`` so that a one-sided test at ``α`` rejects exactly when
 the interval lies beyond the threshold.
@@ -54,8 +52,6 @@ METHOD = (
 CHUNK = 1000
 # Enumerate every sign pattern when at most this many sessions contribute: 4,096 patterns.
 EXACT_MAX = 12
-# Fewest sessions the design numbers consider: t* (see t_critical) is finite from 7 on at α = 0.025.
-MIN_N = 8
 
 
 def estimand_matrices(sums: np.ndarray, count: np.ndarray, estimand: str) -> tuple[np.ndarray, np.ndarray]:
@@ -278,63 +274,6 @@ def skew_t_p(Z: np.ndarray, present: np.ndarray) -> np.ndarray:
         p = sps.t.sf(np.minimum(t, g), np.maximum(n - 1, 1))
     ok = (n >= 3) & (m2 > _scale_floor(Z, present) ** 2) & np.isfinite(p)
     return np.where(ok, p, 0.0)
-
-
-def t_critical(n_sessions, alpha: float) -> np.ndarray:
-    """The sign-flip test's critical value on the t scale (the one design numbers use).
-
-    The test compares T = Σz with √Σz² · c, c the 1 − α quantile of its randomization
-    distribution; since Σz² = (n−1)s² + n·z̄², that is the one-sample t statistic against
-    t* = c·√((n−1)/(n − c²)). With few sessions the randomization distribution is discrete and its
-    quantile lies above z_{1−α}, so c = t_{1−α, n−1} (a conservative stand-in: at n = 10 the
-    simulation's power at the MDE is 85–95% rather than 80%; at n = 200 it is 80%). t* is 3.07 at
-    n = 10, 2.31 at n = 20 and 1.99 at n = 200.
-    """
-    n = np.asarray(n_sessions, dtype=float)
-    c = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > c**2 + 1e-9, c * np.sqrt(np.maximum(n - 1, 0) / (n - c**2)), np.inf)
-
-
-def _k(n_sessions, alpha: float, power: float) -> np.ndarray:
-    n = np.asarray(n_sessions, dtype=float)
-    return t_critical(n, alpha) + sps.t.ppf(power, np.maximum(n - 1, 1))
-
-
-def mde(se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:
-    """The true effect (oriented: better is positive) at which the test against ``threshold`` has ``power``.
-
-    For a success metric the threshold is the min effect, so MDE = min effect + (t* + t_power)·SE;
-    for a guardrail it is −margin.
-    """
-    # Too few sessions for any test (t* = inf) and no spread (SE = 0) give NaN: no MDE exists.
-    with np.errstate(invalid="ignore"):
-        return np.asarray(threshold, dtype=float) + _k(n_sessions, alpha, power) * np.asarray(se, dtype=float)
-
-
-def achieved_power(effect, se, n_sessions, alpha: float, threshold=0.0) -> np.ndarray:
-    """Power of the test against ``threshold`` when the true (oriented) effect is ``effect``."""
-    n = np.asarray(n_sessions, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lam = (np.asarray(effect, dtype=float) - threshold) / np.asarray(se, dtype=float)
-        return sps.t.sf(t_critical(n, alpha) - lam, np.maximum(n - 1, 1))
-
-
-def sessions_needed(effect, se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:
-    """Sessions for ``power`` at the true (oriented) ``effect``: n = (t* + t_power)²·ω²/(effect − threshold)².
-
-    ω² = G·SE² is the variance of per-session differences; the quantiles depend on n, so the
-    equation is solved by a few fixed-point steps from the normal answer.
-    """
-    omega2 = np.asarray(n_sessions, dtype=float) * np.asarray(se, dtype=float) ** 2
-    gap = np.asarray(effect, dtype=float) - threshold
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(gap > 0, gap, np.nan)
-        z = sps.norm.ppf(1 - alpha) + sps.norm.ppf(power)
-        n = np.maximum(np.ceil(z**2 * omega2 / gap**2), MIN_N)
-        for _ in range(6):
-            n = np.maximum(np.ceil(_k(n, alpha, power) ** 2 * omega2 / gap**2), MIN_N)
-    return n
 
 
 def holm(p: Sequence[float]) -> np.ndarray:
