@@ -63,28 +63,31 @@ def test_95_percent_interval_covers_the_true_effect(null_runs, estimand):
     est = null_runs[estimand][0.025]  # intervals are two-sided at 1 − 2α = 95%
     covered = np.mean((est.ci[:, 0] <= 0) & (est.ci[:, 1] >= 0))
     assert 0.93 <= covered <= 0.97, covered
-    covered_t = np.mean((est.ci_t[:, 0] <= 0) & (est.ci_t[:, 1] >= 0))
-    assert 0.93 <= covered_t <= 0.97, covered_t
+    covered_flip = np.mean((est.ci_sign_flip[:, 0] <= 0) & (est.ci_sign_flip[:, 1] >= 0))
+    assert 0.93 <= covered_flip <= 0.97, covered_flip
 
 
-def test_interval_and_p_value_are_dual(null_runs):
-    """p < α exactly when the interval's lower bound is above the threshold (no printed contradiction).
-
-    Against a non-zero threshold the verdict also needs the skewness-corrected t test, so there a
-    rejection implies the interval is beyond the threshold, and the sign-flip part alone is dual."""
-    est = null_runs["session_mean"][0.025]
+@pytest.mark.parametrize("estimand", ["session_mean", "pooled"])
+def test_a_significant_result_never_contradicts_the_printed_interval(null_runs, estimand):
+    """The decision p is the largest of the sign-flip, the skewness-corrected t (non-zero threshold)
+    and the printed t interval's own test: p < α exactly when all reject, so a rejection always has
+    the interval beyond the threshold; and the inverted sign-flip interval is dual to the sign-flip
+    p-value alone."""
+    est = null_runs[estimand][0.025]
     present = est.Y > 0
     for thr in (0.0, -0.2, 0.2):
-        for side, beyond in (("greater", est.ci[:, 0] > thr), ("less", est.ci[:, 1] < thr)):
+        for side, beyond, beyond_flip in (
+            ("greater", est.ci[:, 0] > thr, est.ci_sign_flip[:, 0] > thr),
+            ("less", est.ci[:, 1] < thr, est.ci_sign_flip[:, 1] < thr),
+        ):
             p = stats.p_value(est, thr, side)
-            if thr == 0.0:
-                assert np.array_equal(p < 0.025, beyond)
-                continue
             assert not np.any((p < 0.025) & ~beyond)
+            flip = stats.sign_flip_p(est, thr, side) < 0.025
+            assert np.array_equal(flip, beyond_flip)
             sgn = 1.0 if side == "greater" else -1.0
             t_p = stats.skew_t_p(sgn * np.where(present, est.X - thr * est.Y, 0.0), present)
-            sign_flip_rejects = (p < 0.025) | ((t_p >= 0.025) & beyond)
-            assert np.array_equal(sign_flip_rejects, beyond)
+            skew = t_p < 0.025 if thr != 0 else True
+            assert np.array_equal(p < 0.025, flip & skew & beyond)
 
 
 def test_planted_effect_at_the_mde_ships_with_the_stated_power(null_runs):
@@ -147,9 +150,12 @@ def test_a_non_zero_threshold_also_needs_the_skewness_corrected_t_test():
     t_p = sps.ttest_1samp(z, 0.0, alternative="greater").pvalue
     assert 0.025 < t_p < 0.05
     assert stats.p_value(est, -0.1868, "greater")[0] >= t_p - 1e-12  # not non-inferior (was 0.013)
-    # At zero the arms are exchangeable and the sign-flip test alone is exact: unchanged.
+    # At zero the arms are exchangeable: no skewness correction, the exact sign-flip test rejects; the
+    # printed t interval does not lie above 0 here (p 0.036), so neither does the decision.
     shifted = stats.estimate(X + 0.1868, np.ones_like(X), 0.025, 2000, seed=1)
-    assert stats.p_value(shifted, 0.0, "greater")[0] < 0.025
+    assert stats.sign_flip_p(shifted, 0.0, "greater")[0] < 0.025
+    t0 = sps.ttest_1samp(X[:, 0] + 0.1868, 0.0, alternative="greater").pvalue
+    assert stats.p_value(shifted, 0.0, "greater")[0] == pytest.approx(t0) and shifted.ci[0, 0] < 0
     # Left skew lowers the corrected statistic below t; right skew never raises the evidence.
     left = -np.exp(np.linspace(-2, 1.5, 30)) + np.exp(np.linspace(-2, 1.5, 30)).mean() + 0.5
     t_left = sps.ttest_1samp(left, 0.0, alternative="greater").pvalue
@@ -179,7 +185,7 @@ def test_agrees_with_scipy_permutation_test_on_paired_data():
             n_resamples=20_000,
             random_state=2,
         ).pvalue
-        mine = stats.p_value(ours, 0.0, "greater")[0]
+        mine = stats.sign_flip_p(ours, 0.0, "greater")[0]
         # g = 10 is exact in both (1,024 patterns); at g = 60 both are Monte Carlo: allow 4 SEs of two runs.
         tol = 1e-12 if g == 10 else 4 * np.sqrt(2 * ref * (1 - ref) / 20_000)
         assert abs(mine - ref) <= tol, (g, mine, ref)
@@ -192,7 +198,7 @@ def test_constant_data_has_zero_se_and_no_nan():
     X[:, 1] = 0.5
     Y = np.ones((30, 2))
     est = stats.estimate(X, Y, 0.025, 500, seed=1)
-    assert np.all(np.isfinite(est.ci)) and np.all(np.isfinite(est.ci_t))
+    assert np.all(np.isfinite(est.ci)) and np.all(np.isfinite(est.ci_sign_flip))
     assert est.ci.tolist() == [[0.0, 0.0], [0.5, 0.5]]
     assert est.se.tolist() == [0.0, 0.0]
     assert stats.p_value(est, 0.4, "greater")[1] < 0.01 and stats.p_value(est, 0.0, "greater")[0] == 1.0
@@ -250,8 +256,8 @@ def test_interval_agrees_with_the_exact_p_value_at_zero(sessions):
 
     X, Y = draw("binary-0.9", np.random.default_rng(11), sessions, 2000, 0.0)
     est = stats.estimate(X, Y, 0.025, 2000, seed=5)
-    for side, beyond in (("greater", est.ci[:, 0] > 0), ("less", est.ci[:, 1] < 0)):
-        assert np.array_equal(stats.p_value(est, 0.0, side) < 0.025, beyond), side
+    for side, beyond in (("greater", est.ci_sign_flip[:, 0] > 0), ("less", est.ci_sign_flip[:, 1] < 0)):
+        assert np.array_equal(stats.sign_flip_p(est, 0.0, side) < 0.025, beyond), side
     assert est.exact.mean() > 0.5  # most of these columns have ≤ 12 differing sessions
 
 
@@ -263,9 +269,9 @@ def test_interval_with_few_sessions_is_the_exact_inverted_test():
     fy = bits.sum(axis=1)
     r = np.sort(np.where(fy > 0, (bits @ x) / np.maximum(fy, 1), -np.inf))
     c = int(np.ceil(0.025 * 1024))  # smallest count of draws r ≤ δ with p = count/1024 ≥ α
-    assert est.ci[0, 0] == pytest.approx(r[c - 1])
+    assert est.ci_sign_flip[0, 0] == pytest.approx(r[c - 1])
     r_hi = np.sort(np.where(fy > 0, (bits @ x) / np.maximum(fy, 1), np.inf))[::-1]
-    assert est.ci[0, 1] == pytest.approx(r_hi[c - 1])
+    assert est.ci_sign_flip[0, 1] == pytest.approx(r_hi[c - 1])
 
 
 def test_design_critical_value_is_the_skewness_corrected_t_tests_boundary():

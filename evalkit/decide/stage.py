@@ -158,7 +158,7 @@ def decide(
             direction=mr.direction,
             estimate=float(est.estimate[k]),
             ci=tuple(est.ci[k]),
-            ci_t=tuple(est.ci_t[k]),
+            ci_sign_flip=tuple(est.ci_sign_flip[k]),
             p_value=float(p_main[k]),
             p_worse=float(p_worse[k]),
             threshold=float(sign[k] * thr_o[k]),
@@ -239,7 +239,8 @@ def decide(
     decision = {
         "stats": {
             "method": stats.METHOD,
-            "interval": "inverted sign-flip test (ci); clustered-SE t on G − 1 df (ci_t)",
+            "interval": stats.INTERVAL,
+            "printed_interval": "t",
             "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
             "sign_vectors": int(est.FX.shape[0]),

@@ -20,11 +20,13 @@ Shape of the computation:
    exp(−T²/2Σz²) (Hoeffding 1963), so Holm over many tests is not held up by a Monte Carlo floor.
    Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric, so the
    test there also requires the skewness-corrected t test (:func:`skew_t_p`; Johnson 1978, Hall 1992).
-4. Interval (``ci``): the same test inverted. The one-sided test at δ rejects exactly when δ lies
-   below the α-quantile of r_b = Σ_{flipped} X / Σ_{flipped} Y over the random sign vectors
-   (Hartigan 1969's random-subsample means), so the interval is [q_α(r), q_{1−α}(r)] and a
-   printed interval never contradicts the sign-flip p-value: both count the same sign vectors. ``ci_t``: the
-   clustered-SE t interval on G − 1 degrees of freedom, for comparison.
+4. Interval (``ci``, the decision interval): the clustered-SE t interval on G − 1 degrees of
+   freedom. The decision p-value (:func:`p_value`) is the largest of the sign-flip p-value, the
+   skewness-corrected t test's (non-zero threshold) and the interval's own one-sided t test, so a
+   verdict never contradicts the printed interval, and a ship still needs the exact sign-flip test
+   (so the ship promise is the sign-flip test's). ``ci_sign_flip``: the sign-flip test inverted
+   (Hartigan 1969's random-subsample means), for comparison: with a handful of differing sessions
+   it cannot exclude zero at all (2^−5 > α), so it over-covers 0/1 metrics at n = 10 (docs/rules.md).
 5. Design numbers (MDE, power, sessions needed) are in :mod:`evalkit.decide.design`.
 
 Intervals are two-sided at level ``1 − 2α`` so that a one-sided test at ``α`` rejects exactly when
@@ -46,7 +48,12 @@ __all__ = ["Paired", "paired_differences"]
 ESTIMANDS = {"session_mean": "mean of session means", "pooled": "pooled mean over events"}
 METHOD = (
     "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter); "
-    "against a non-zero threshold also the skewness-corrected t test (Johnson 1978, Hall 1992)"
+    "against a non-zero threshold also the skewness-corrected t test (Johnson 1978, Hall 1992); "
+    "and the printed clustered-SE t interval beyond the threshold"
+)
+INTERVAL = (
+    "ci: clustered-SE t interval on G − 1 df (the printed decision interval; a verdict also needs it "
+    "beyond the threshold); ci_sign_flip: the sign-flip test inverted, for comparison"
 )
 # Rows of the (B × G) sign matrix drawn at once: bounds memory at ~chunk·G·8 bytes.
 CHUNK = 1000
@@ -133,8 +140,8 @@ class Estimates:
 
     estimate: np.ndarray
     se: np.ndarray  # clustered standard error (NaN when fewer than 2 sessions)
-    ci: np.ndarray  # (K, 2) the inverted sign-flip test at level 1 − 2α (the decision interval)
-    ci_t: np.ndarray  # (K, 2) clustered-SE t interval on G − 1 df (NaN when fewer than 2 sessions)
+    ci: np.ndarray  # (K, 2) decision interval: clustered-SE t on G − 1 df at 1 − 2α (NaN below 2)
+    ci_sign_flip: np.ndarray  # (K, 2) the inverted sign-flip test at level 1 − 2α, for comparison
     n_sessions: np.ndarray  # sessions contributing to each column
     differing: np.ndarray  # sessions whose difference is not zero
     X: np.ndarray  # (G, K) as passed in, oriented by :meth:`oriented`
@@ -147,8 +154,10 @@ class Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
         s = np.asarray(sign, dtype=float)
         ci = np.sort(self.ci * s[:, None], axis=1)
-        ci_t = np.sort(self.ci_t * s[:, None], axis=1)
-        return replace(self, estimate=self.estimate * s, ci=ci, ci_t=ci_t, X=self.X * s, FX=self.FX * s)
+        flip = np.sort(self.ci_sign_flip * s[:, None], axis=1)
+        return replace(
+            self, estimate=self.estimate * s, ci=ci, ci_sign_flip=flip, X=self.X * s, FX=self.FX * s
+        )
 
 
 def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -159,7 +168,8 @@ def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
 def estimate(
     X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
 ) -> Estimates:
-    """Estimate, SE, the inverted sign-flip interval and the t interval of every column at level 1 − 2α.
+    """Estimate, SE, the t interval (the decision interval) and the inverted sign-flip interval of every
+    column at level 1 − 2α.
 
     ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
     present = Y > 0
@@ -179,9 +189,9 @@ def estimate(
     FX, FY, exact = flip_sums(X, Y, resamples, seed)
     t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
     ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
-    est = Estimates(theta, se, np.full((X.shape[1], 2), np.nan), ci_t, n, differing, X, Y, FX, FY, exact)
+    est = Estimates(theta, se, ci_t, np.full((X.shape[1], 2), np.nan), n, differing, X, Y, FX, FY, exact)
     if interval:
-        est.ci = randomization_interval(est, alpha)
+        est.ci_sign_flip = randomization_interval(est, alpha)
     return est
 
 
@@ -219,8 +229,8 @@ def randomization_interval(est: Estimates, alpha: float) -> np.ndarray:
     return np.where((est.n_sessions > 0)[:, None], ci, np.nan)
 
 
-def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
-    """One-sided sign-flip p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
+def sign_flip_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """One-sided sign-flip p-values per column alone: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
 
     With z_g = X_g − δ·Y_g and T = Σ z_g, a sign vector gives T_s = T − 2·(FX − δ·FY). On a balanced
     reference set (:func:`flip_sums`) p = #{T_s beyond T} / B, exact where at most :data:`EXACT_MAX`
@@ -243,12 +253,41 @@ def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndar
         hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)
     # No draw as extreme (a random set, or a balanced one whose other sessions are random, at δ ≠ 0).
     p = np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p)
-    # Against a non-zero threshold the shifted differences need not be symmetric: also require the
-    # skewness-corrected t test (the larger p-value of the two decides).
+    return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
+
+
+def interval_t_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """The decision interval's own one-sided t test: p < α exactly when ``ci`` lies beyond δ on ``side``.
+
+    t = (θ̂ − δ)/SE against t_{G−1}; with SE = 0 the interval is the point θ̂ (p 0 beyond δ, else 1);
+    where the interval is undefined (one session) it does not bind (0)."""
+    K = est.X.shape[1]
+    d = np.broadcast_to(np.asarray(threshold, dtype=float), (K,))
+    gap = (est.estimate - d) * (1.0 if side == "greater" else -1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = sps.t.sf(gap / est.se, np.maximum(est.n_sessions - 1, 1))
+    p = np.where(est.se == 0, np.where(gap > 0, 0.0, 1.0), p)
+    return np.where(np.isfinite(est.se), p, 0.0)
+
+
+def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """The decision's one-sided p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
+
+    The largest of (1) the sign-flip p-value (:func:`sign_flip_p`), which carries the error-rate
+    promise (exact where few sessions matter); (2) against a non-zero threshold, where the shifted
+    differences need not be symmetric, the skewness-corrected t test's (:func:`skew_t_p`); and (3) the
+    printed t interval's own test (:func:`interval_t_p`), so that a significant result always has
+    its interval beyond the threshold. Requiring all of them can only lower the rejection rate.
+    """
+    p = sign_flip_p(est, threshold, side)
+    K = est.X.shape[1]
+    d = np.broadcast_to(np.asarray(threshold, dtype=float), (K,))
     shifted = d != 0
     if shifted.any():
+        sgn = 1.0 if side == "greater" else -1.0
+        Z = np.where(est.Y > 0, est.X - d * est.Y, 0.0) * sgn
         p = np.where(shifted, np.maximum(p, skew_t_p(Z, est.Y > 0)), p)
-    return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
+    return np.where(est.n_sessions > 0, np.maximum(p, interval_t_p(est, threshold, side)), np.nan)
 
 
 def skew_t_p(Z: np.ndarray, present: np.ndarray) -> np.ndarray:
