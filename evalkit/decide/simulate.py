@@ -150,8 +150,7 @@ def _job(job: tuple) -> list[dict]:
             )
         )
         # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
-        d = design.design_inputs(est)
-        mde = design.mde(d.se, est.n_sessions, alpha, power, est.se, d.skew)
+        mde = design.mde(design.design_se(est), est.n_sessions, alpha, power, est.se)
         out.append(
             dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))])
         )
@@ -200,8 +199,7 @@ def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_
     """Median MDE that runs with a true difference ``diff`` report (their own SE, which the effect changes)."""
     X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
     est = stats.estimate(X, Y, alpha, min(resamples, 500), int(rng.integers(2**31)))
-    d = design.design_inputs(est)
-    return float(np.median(design.mde(d.se, est.n_sessions, alpha, power, min_effect, d.skew)))
+    return float(np.median(design.mde(design.design_se(est), est.n_sessions, alpha, power, min_effect)))
 
 
 def _power_job(job: tuple) -> list[dict]:
