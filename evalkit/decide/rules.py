@@ -23,7 +23,7 @@ from evalkit.config import find_pyproject, read_toml
 
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")
-LEGACY_INTERVALS = ("expanded", "percentile")
+LEGACY_INTERVALS = ("expanded", "percentile", "randomization")
 
 
 class RulesError(ValueError):
@@ -78,7 +78,7 @@ class Rules:
     seed: int = 20261130
     max_error_share: float = 0.05
     estimand: str = "session_mean"
-    interval: str = "randomization"  # the inverted sign-flip test (the only method; see docs/rules.md)
+    interval: str = "t"  # the printed decision interval: clustered-SE t (the only method; see docs/rules.md)
     baseline: str = "baseline"
     aa: str = "aa"
     guardrails: tuple[str, ...] = ()
@@ -169,11 +169,9 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
         raise RulesError(f"{source}: max_error_share: must be in [0, 1], got {r.max_error_share}")
     if r.estimand not in ("session_mean", "pooled"):
         raise RulesError(f"{source}: estimand: 'session_mean' or 'pooled', got {r.estimand!r}")
-    # Runs written before the sign-flip test name a bootstrap interval; they are re-decided with it.
-    if r.interval not in ("randomization", *LEGACY_INTERVALS):
-        raise RulesError(
-            f"{source}: interval: 'randomization' (the inverted sign-flip test), got {r.interval!r}"
-        )
+    # Runs written before name a bootstrap or the inverted sign-flip interval; they are re-decided with t.
+    if r.interval not in ("t", *LEGACY_INTERVALS):
+        raise RulesError(f"{source}: interval: 't' (the clustered-SE t interval), got {r.interval!r}")
 
     metrics: dict[str, MetricRule] = {}
     for name, m in (raw.get("metrics") or {}).items():

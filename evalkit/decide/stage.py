@@ -18,7 +18,7 @@ import pandas as pd
 
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
-from evalkit.decide import stats
+from evalkit.decide import design, stats
 from evalkit.decide.rules import Rules, resolve_rules
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
@@ -138,15 +138,16 @@ def decide(
     p_worse = stats.p_value(oriented, np.where(np.array(roles) == "success", 0.0, thr_o), "less")
     # Design numbers against the same null and with the same critical value as the test itself.
     n = est.n_sessions
-    mde = sign * stats.mde(est.se, n, rules.alpha, rules.power, thr_o)
+    se = design.design_se(est)  # median-unbiased: the MDE a typical run reports keeps its power
+    mde = sign * design.mde(se, n, rules.alpha, rules.power, thr_o)
     # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
     zero_one = zero_one_metrics(df)
     headroom = np.array([np.nan] * K)
     for k, (_c, m) in enumerate(columns):
         if m in zero_one and np.isfinite(base_mean[k]):
             headroom[k] = (1.0 - base_mean[k]) if sign[k] > 0 else -base_mean[k]
-    power = stats.achieved_power(target, est.se, n, rules.alpha, thr_o)
-    needed = stats.sessions_needed(target, est.se, n, rules.alpha, rules.power, thr_o)
+    power = design.achieved_power(target, se, n, rules.alpha, thr_o)
+    needed = design.sessions_needed(target, se, n, rules.alpha, rules.power, thr_o)
 
     def result(c: str, m: str) -> MetricResult:
         k = k_of[(c, m)]
@@ -157,7 +158,7 @@ def decide(
             direction=mr.direction,
             estimate=float(est.estimate[k]),
             ci=tuple(est.ci[k]),
-            ci_t=tuple(est.ci_t[k]),
+            ci_sign_flip=tuple(est.ci_sign_flip[k]),
             p_value=float(p_main[k]),
             p_worse=float(p_worse[k]),
             threshold=float(sign[k] * thr_o[k]),
@@ -238,7 +239,8 @@ def decide(
     decision = {
         "stats": {
             "method": stats.METHOD,
-            "interval": "inverted sign-flip test (ci); clustered-SE t on G − 1 df (ci_t)",
+            "interval": stats.INTERVAL,
+            "printed_interval": "t",
             "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
             "sign_vectors": int(est.FX.shape[0]),

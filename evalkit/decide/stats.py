@@ -18,16 +18,15 @@ Shape of the computation:
    p = (1 + #{T_s ≥ T}) / (1 + B), valid at any B (Phipson & Smyth 2010). Where no
    random draw reaches T the p-value is the smaller of 1/(1+B) and Hoeffding's bound
    exp(−T²/2Σz²) (Hoeffding 1963), so Holm over many tests is not held up by a Monte Carlo floor.
-   Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric, so the
-   test there also requires the skewness-corrected t test (:func:`skew_t_p`; Johnson 1978, Hall 1992).
-4. Interval (``ci``): the same test inverted. The one-sided test at δ rejects exactly when δ lies
-   below the α-quantile of r_b = Σ_{flipped} X / Σ_{flipped} Y over the random sign vectors
-   (Hartigan 1969's random-subsample means), so the interval is [q_α(r), q_{1−α}(r)] and a
-   printed interval never contradicts the sign-flip p-value: both count the same sign vectors. ``ci_t``: the
-   clustered-SE t interval on G − 1 degrees of freedom, for comparison.
-5. Design numbers (:func:`mde`, :func:`achieved_power`, :func:`sessions_needed`) use the test's
-   own critical value on the t scale (:func:`t_critical`) and its own null (the min effect or
-   the margin), so "power 0.8 at the MDE" is a statement about this test.
+   Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric (the
+   test is then only asymptotically valid, Romano 1990); the t test below is required there too.
+4. Interval (``ci``, the decision interval): the clustered-SE t interval on G − 1 degrees of
+   freedom. The decision p-value (:func:`p_value`) is the larger of the sign-flip p-value and the
+   interval's own one-sided t test, so a verdict never contradicts the printed interval, and a
+   ship still needs the exact sign-flip test (so the ship promise is the sign-flip test's). ``ci_sign_flip``: the sign-flip test inverted
+   (Hartigan 1969's random-subsample means), for comparison: with a handful of differing sessions
+   it cannot exclude zero at all (2^−5 > α), so it over-covers 0/1 metrics at n = 10 (docs/rules.md).
+5. Design numbers (MDE, power, sessions needed) are in :mod:`evalkit.decide.design`.
 
 Intervals are two-sided at level ``1 − 2α`` so that a one-sided test at ``α`` rejects exactly when
 the interval lies beyond the threshold.
@@ -47,15 +46,17 @@ __all__ = ["Paired", "paired_differences"]
 
 ESTIMANDS = {"session_mean": "mean of session means", "pooled": "pooled mean over events"}
 METHOD = (
-    "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter); "
-    "against a non-zero threshold also the skewness-corrected t test (Johnson 1978, Hall 1992)"
+    "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter), "
+    "and the printed clustered-SE t interval beyond the threshold"
+)
+INTERVAL = (
+    "ci: clustered-SE t interval on G − 1 df (the printed decision interval; a verdict also needs it "
+    "beyond the threshold); ci_sign_flip: the sign-flip test inverted, for comparison"
 )
 # Rows of the (B × G) sign matrix drawn at once: bounds memory at ~chunk·G·8 bytes.
 CHUNK = 1000
 # Enumerate every sign pattern when at most this many sessions contribute: 4,096 patterns.
 EXACT_MAX = 12
-# Fewest sessions the design numbers consider: t* (see t_critical) is finite from 7 on at α = 0.025.
-MIN_N = 8
 
 
 def estimand_matrices(sums: np.ndarray, count: np.ndarray, estimand: str) -> tuple[np.ndarray, np.ndarray]:
@@ -137,8 +138,8 @@ class Estimates:
 
     estimate: np.ndarray
     se: np.ndarray  # clustered standard error (NaN when fewer than 2 sessions)
-    ci: np.ndarray  # (K, 2) the inverted sign-flip test at level 1 − 2α (the decision interval)
-    ci_t: np.ndarray  # (K, 2) clustered-SE t interval on G − 1 df (NaN when fewer than 2 sessions)
+    ci: np.ndarray  # (K, 2) decision interval: clustered-SE t on G − 1 df at 1 − 2α (NaN below 2)
+    ci_sign_flip: np.ndarray  # (K, 2) the inverted sign-flip test at level 1 − 2α, for comparison
     n_sessions: np.ndarray  # sessions contributing to each column
     differing: np.ndarray  # sessions whose difference is not zero
     X: np.ndarray  # (G, K) as passed in, oriented by :meth:`oriented`
@@ -151,8 +152,10 @@ class Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
         s = np.asarray(sign, dtype=float)
         ci = np.sort(self.ci * s[:, None], axis=1)
-        ci_t = np.sort(self.ci_t * s[:, None], axis=1)
-        return replace(self, estimate=self.estimate * s, ci=ci, ci_t=ci_t, X=self.X * s, FX=self.FX * s)
+        flip = np.sort(self.ci_sign_flip * s[:, None], axis=1)
+        return replace(
+            self, estimate=self.estimate * s, ci=ci, ci_sign_flip=flip, X=self.X * s, FX=self.FX * s
+        )
 
 
 def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
@@ -163,7 +166,8 @@ def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
 def estimate(
     X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
 ) -> Estimates:
-    """Estimate, SE, the inverted sign-flip interval and the t interval of every column at level 1 − 2α.
+    """Estimate, SE, the t interval (the decision interval) and the inverted sign-flip interval of every
+    column at level 1 − 2α.
 
     ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
     present = Y > 0
@@ -183,9 +187,9 @@ def estimate(
     FX, FY, exact = flip_sums(X, Y, resamples, seed)
     t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
     ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
-    est = Estimates(theta, se, np.full((X.shape[1], 2), np.nan), ci_t, n, differing, X, Y, FX, FY, exact)
+    est = Estimates(theta, se, ci_t, np.full((X.shape[1], 2), np.nan), n, differing, X, Y, FX, FY, exact)
     if interval:
-        est.ci = randomization_interval(est, alpha)
+        est.ci_sign_flip = randomization_interval(est, alpha)
     return est
 
 
@@ -223,8 +227,8 @@ def randomization_interval(est: Estimates, alpha: float) -> np.ndarray:
     return np.where((est.n_sessions > 0)[:, None], ci, np.nan)
 
 
-def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
-    """One-sided sign-flip p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
+def sign_flip_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """One-sided sign-flip p-values per column alone: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
 
     With z_g = X_g − δ·Y_g and T = Σ z_g, a sign vector gives T_s = T − 2·(FX − δ·FY). On a balanced
     reference set (:func:`flip_sums`) p = #{T_s beyond T} / B, exact where at most :data:`EXACT_MAX`
@@ -247,94 +251,34 @@ def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndar
         hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)
     # No draw as extreme (a random set, or a balanced one whose other sessions are random, at δ ≠ 0).
     p = np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p)
-    # Against a non-zero threshold the shifted differences need not be symmetric: also require the
-    # skewness-corrected t test (the larger p-value of the two decides).
-    shifted = d != 0
-    if shifted.any():
-        p = np.where(shifted, np.maximum(p, skew_t_p(Z, est.Y > 0)), p)
     return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
 
 
-def skew_t_p(Z: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per column, the one-sided ("greater") p-value of the skewness-corrected one-sample t test of the z_g.
+def interval_t_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """The decision interval's own one-sided t test: p < α exactly when ``ci`` lies beyond δ on ``side``.
 
-    Swapping a session's arms flips X_g, not X_g − δ·Y_g, so against a non-zero threshold the
-    sign-flip reference distribution is only asymptotically right (Romano 1990): with skewed,
-    heavy-tailed session differences (a candidate worse by a multiplicative margin on a lognormal
-    metric) it exceeded α at n = 20 (3.25%) where the t test did not. This is the t test with
-    Hall's (1992) monotone form of Johnson's (1978) skewness correction,
-    g(t) = t + γ̂/(6√n) + γ̂t²/(3√n) + γ̂²t³/(27n) (γ̂ the sample skewness of the z_g), used only
-    where it lowers the evidence (min(t, g(t)) against t_{n−1}). NaN-free: 0 where it does not apply
-    (fewer than 3 sessions, or all z_g equal: the sign-flip test is then exact on its own).
-    """
-    n = present.sum(axis=0).astype(float)
+    t = (θ̂ − δ)/SE against t_{G−1}; with SE = 0 the interval is the point θ̂ (p 0 beyond δ, else 1);
+    where the interval is undefined (one session) it does not bind (0)."""
+    K = est.X.shape[1]
+    d = np.broadcast_to(np.asarray(threshold, dtype=float), (K,))
+    gap = (est.estimate - d) * (1.0 if side == "greater" else -1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        zbar = Z.sum(axis=0) / n
-        dev = np.where(present, Z - zbar, 0.0)
-        m2, m3 = (dev**2).sum(axis=0) / n, (dev**3).sum(axis=0) / n
-        gamma = m3 / m2**1.5
-        t = np.sqrt(n - 1) * zbar / np.sqrt(m2)
-        g = t + gamma / (6 * np.sqrt(n)) + gamma * t**2 / (3 * np.sqrt(n)) + gamma**2 * t**3 / (27 * n)
-        p = sps.t.sf(np.minimum(t, g), np.maximum(n - 1, 1))
-    ok = (n >= 3) & (m2 > _scale_floor(Z, present) ** 2) & np.isfinite(p)
-    return np.where(ok, p, 0.0)
+        p = sps.t.sf(gap / est.se, np.maximum(est.n_sessions - 1, 1))
+    p = np.where(est.se == 0, np.where(gap > 0, 0.0, 1.0), p)
+    return np.where(np.isfinite(est.se), p, 0.0)
 
 
-def t_critical(n_sessions, alpha: float) -> np.ndarray:
-    """The sign-flip test's critical value on the t scale (the one design numbers use).
+def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """The decision's one-sided p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
 
-    The test compares T = Σz with √Σz² · c, c the 1 − α quantile of its randomization
-    distribution; since Σz² = (n−1)s² + n·z̄², that is the one-sample t statistic against
-    t* = c·√((n−1)/(n − c²)). With few sessions the randomization distribution is discrete and its
-    quantile lies above z_{1−α}, so c = t_{1−α, n−1} (a conservative stand-in: at n = 10 the
-    simulation's power at the MDE is 85–95% rather than 80%; at n = 200 it is 80%). t* is 3.07 at
-    n = 10, 2.31 at n = 20 and 1.99 at n = 200.
+    The larger of the sign-flip p-value (:func:`sign_flip_p`), which carries the error-rate promise
+    (exact where few sessions matter), and the printed t interval's own test (:func:`interval_t_p`),
+    so that a significant result always has its interval beyond the threshold. Against a non-zero
+    threshold the shifted differences need not be symmetric and the sign-flip test is only
+    asymptotically valid (Romano 1990); the t test is what keeps a guardrail at its margin at α there.
     """
-    n = np.asarray(n_sessions, dtype=float)
-    c = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n > c**2 + 1e-9, c * np.sqrt(np.maximum(n - 1, 0) / (n - c**2)), np.inf)
-
-
-def _k(n_sessions, alpha: float, power: float) -> np.ndarray:
-    n = np.asarray(n_sessions, dtype=float)
-    return t_critical(n, alpha) + sps.t.ppf(power, np.maximum(n - 1, 1))
-
-
-def mde(se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:
-    """The true effect (oriented: better is positive) at which the test against ``threshold`` has ``power``.
-
-    For a success metric the threshold is the min effect, so MDE = min effect + (t* + t_power)·SE;
-    for a guardrail it is −margin.
-    """
-    # Too few sessions for any test (t* = inf) and no spread (SE = 0) give NaN: no MDE exists.
-    with np.errstate(invalid="ignore"):
-        return np.asarray(threshold, dtype=float) + _k(n_sessions, alpha, power) * np.asarray(se, dtype=float)
-
-
-def achieved_power(effect, se, n_sessions, alpha: float, threshold=0.0) -> np.ndarray:
-    """Power of the test against ``threshold`` when the true (oriented) effect is ``effect``."""
-    n = np.asarray(n_sessions, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lam = (np.asarray(effect, dtype=float) - threshold) / np.asarray(se, dtype=float)
-        return sps.t.sf(t_critical(n, alpha) - lam, np.maximum(n - 1, 1))
-
-
-def sessions_needed(effect, se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:
-    """Sessions for ``power`` at the true (oriented) ``effect``: n = (t* + t_power)²·ω²/(effect − threshold)².
-
-    ω² = G·SE² is the variance of per-session differences; the quantiles depend on n, so the
-    equation is solved by a few fixed-point steps from the normal answer.
-    """
-    omega2 = np.asarray(n_sessions, dtype=float) * np.asarray(se, dtype=float) ** 2
-    gap = np.asarray(effect, dtype=float) - threshold
-    with np.errstate(invalid="ignore", divide="ignore"):
-        gap = np.where(gap > 0, gap, np.nan)
-        z = sps.norm.ppf(1 - alpha) + sps.norm.ppf(power)
-        n = np.maximum(np.ceil(z**2 * omega2 / gap**2), MIN_N)
-        for _ in range(6):
-            n = np.maximum(np.ceil(_k(n, alpha, power) ** 2 * omega2 / gap**2), MIN_N)
-    return n
+    p = sign_flip_p(est, threshold, side)
+    return np.where(est.n_sessions > 0, np.maximum(p, interval_t_p(est, threshold, side)), np.nan)
 
 
 def holm(p: Sequence[float]) -> np.ndarray:

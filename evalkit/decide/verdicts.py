@@ -18,8 +18,8 @@ class MetricResult:
     role: str
     direction: str
     estimate: float
-    ci: tuple[float, float]
-    ci_t: tuple[float, float]
+    ci: tuple[float, float]  # the decision interval (clustered-SE t); a verdict needs it beyond the threshold
+    ci_sign_flip: tuple[float, float]  # the sign-flip test inverted, for comparison
     p_value: float  # success: superiority vs min effect; guardrail: non-inferiority vs margin
     p_worse: float  # success: worse than baseline; guardrail: worse than the margin
     threshold: float  # the difference p_value tests against (sign follows the direction)
@@ -75,7 +75,7 @@ class MetricResult:
             "direction": self.direction,
             "estimate": self.estimate,
             "ci": list(self.ci),
-            "ci_t": list(self.ci_t),
+            "ci_sign_flip": list(self.ci_sign_flip),
             "p_value": self.p_value,
             "p_worse": self.p_worse,
             "p_holm": self.p_holm,

@@ -72,6 +72,12 @@ def _confidence(data: ReportData) -> str:
         return "interval"
 
 
+def _interval_name(data: ReportData) -> str:
+    """Which interval ``ci`` is: ``printed_interval`` as the stats stage wrote it (runs before it
+    printed the inverted sign-flip test)."""
+    return "clustered t" if data.decision.get("stats", {}).get("printed_interval") == "t" else "sign-flip"
+
+
 def preamble(data: ReportData, titles: list[str]) -> list[str]:
     out = [f"# evalkit report: {escape_inline(data.name)}", ""]
     model = data.config.get("model", {})
@@ -318,7 +324,13 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
     if verdicts:
         lines += [
             f"One plot per metric: each candidate's difference from the baseline with its {conf} "
-            "(the paired sign-flip test, inverted). The dashed line is the decision threshold; the grey band, where "
+            + (
+                "(the clustered-SE t interval over sessions; a verdict needs it beyond the threshold as well as "
+                "the paired sign-flip test). "
+                if _interval_name(data) == "clustered t"
+                else "(the paired sign-flip test, inverted). "
+            )
+            + "The dashed line is the decision threshold; the grey band, where "
             "shown, is the A/A noise floor. A point's shape and its label name the verdict.",
             "",
         ]
@@ -365,7 +377,6 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
                         f"{m.get('role', 'n/a')}, {m.get('direction', 'n/a')} is better",
                         f"{num(m.get('baseline_mean'))} → {num(m.get('candidate_mean'))}",
                         f"{num(m.get('estimate'), signed=True)} {interval(m.get('ci'))}",
-                        interval(m.get("ci_t")),
                         pval(m.get("p_value")),
                         pval(m.get("p_holm")),
                         num(m.get("threshold")),
@@ -380,8 +391,7 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
                     "candidate",
                     "role",
                     "mean: baseline → candidate",
-                    f"effect [{conf}, sign-flip]",
-                    "t interval",
+                    f"effect [{conf}, {_interval_name(data)}]",
                     "p",
                     "p (Holm)",
                     "threshold",
