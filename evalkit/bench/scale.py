@@ -1,8 +1,8 @@
 """Scale benchmarks.
 
 - ``scale-<n>``: one local run (3 arms, 2 workers) at n = 50, 200 and 800 sessions of the default
-  synthetic corpus: wall time, sessions per second, and per session the wall time and the peak RSS
-  of a worker and of the driver. Each size is its own benchmark, so it runs in a fresh process and
+  synthetic corpus: wall time, sessions per second, wall time per session, and the peak RSS of the
+  driver and of its largest child (a forked worker's figure starts at the driver's). Each size is its own benchmark, so it runs in a fresh process and
   its peak-RSS figures are its own high-water marks: memory flat in corpus size shows as the same
   RSS at every size.
 - ``scale-local`` / ``scale-shards`` / ``scale-ray``: the same experiment at one size (the smallest,
@@ -60,8 +60,10 @@ def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
         ]
         if shards:
             rows.append(Figure(f"{mode}: {n} sessions, wall per shard ({shards} shards)", wall / shards, "s"))
+    # A forked worker starts with the driver's RSS high-water mark (Linux), so this figure is at
+    # least the driver's RSS when the pool was forked: it bounds a worker, it does not isolate it.
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    rows.append(Figure(f"{mode}: peak RSS of a worker process", peak, "MB"))
+    rows.append(Figure(f"{mode}: peak RSS of a worker process (forked: from the driver's)", peak, "MB"))
     rows.append(
         Figure(
             f"{mode}: peak RSS of the driver", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB"
