@@ -2,9 +2,9 @@
 
 - ``scale-<n>``: one local run (3 arms, 2 workers) at n = 50, 200 and 800 sessions of the default
   synthetic corpus: wall time, sessions per second, wall time per session, and the peak RSS of the
-  driver and of its largest child (a forked worker's figure starts at the driver's). Each size is its own benchmark, so it runs in a fresh process and
-  its peak-RSS figures are its own high-water marks: memory flat in corpus size shows as the same
-  RSS at every size.
+  driver and of its largest child (a forked worker's figure starts at the driver's). Each size is
+  its own benchmark, so it runs in a fresh process and its peak-RSS figures are its own high-water
+  marks: memory flat in corpus size shows as the same RSS at every size.
 - ``scale-local`` / ``scale-shards`` / ``scale-ray``: the same experiment at one size (the smallest,
   50) run locally, as 3 shards on the local executor, and as 2 shards on a local Ray instance
   (2 CPUs, when Ray is installed): wall time, overhead per shard, peak RSS.
