@@ -17,9 +17,10 @@ log, and injects faults on demand:
 ``length``     HTTP 200 whose answer is cut off: half the text, ``finish_reason = "length"``
 =============  ==================================================================
 
-Faults are drawn per request with the configured rates. The draw is a hash of (seed, the request's
-key, how many times this key was seen), so a given sequence of attempts meets the same faults on
-every run regardless of thread or process scheduling. A request may force a fault with the header
+Faults are drawn per request with the configured rates. The draw is a hash of (seed, the request
+body, how many times the request's key was seen), so a given sequence of attempts meets the same
+faults on every run regardless of thread or process scheduling. The body, not the client's key, is
+hashed because the key names the endpoint, and a test server's port changes from run to run. A request may force a fault with the header
 ``X-Fake-Fault: <name>`` (``none`` forces success). The API key is never logged.
 """
 
@@ -332,7 +333,7 @@ def _handler(server: FakeServer):
             key = self.headers.get("X-Evalkit-Request-Key") or body_sha
             attempt = server.attempt_of(key)
             forced = self.headers.get("X-Fake-Fault")
-            fault = (None if forced == "none" else forced) if forced else server.plan.draw(key, attempt)
+            fault = (None if forced == "none" else forced) if forced else server.plan.draw(body_sha, attempt)
             entry = {
                 "ts": time.time(),
                 "method": "POST",
