@@ -120,12 +120,6 @@ class SessionView:
             self._cache[key] = fn()
         return self._cache[key]
 
-    def cached(self, msg: Message, kind: str, fn: Callable[[Message], Any], recorded: bool = True) -> Any:
-        """``fn(msg)`` memoized per (message id, kind) for recorded messages."""
-        if not recorded:
-            return fn(msg)
-        return self.memo((msg.id, kind), lambda: fn(msg))
-
 
 @dataclass
 class ProbeInput:
