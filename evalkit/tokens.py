@@ -47,7 +47,7 @@ def message_tokens(msg: Message, name: str = "chars4") -> int:
     """Tokens of one message. For chars4 this is ceil(chars/4) of the whole message, as specified."""
     if name == "chars4":
         return math.ceil(message_chars(msg) / 4)
-    from evalkit.render import message_plain_text
+    from evalkit.plaintext import message_plain_text
 
     return get_counter(name)(message_plain_text(msg))
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from evalkit.events import Event, mask_outputs, resolve_context
 from evalkit.facts import Facts
+from evalkit.plaintext import message_plain_text
 from evalkit.probes.textindex import TextIndex, Verify
 from evalkit.registry import Registry
-from evalkit.render import message_plain_text
 from evalkit.session import Message, Session, message_from_dict
 
 DIRECTIONS = ("higher", "lower", "info")  # "info": a descriptive covariate, not a quality score

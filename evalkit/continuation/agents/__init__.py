@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from evalkit.continuation.environment import Answer, ReplayEnvironment
 from evalkit.continuation.recording import Op, SessionRecord
 from evalkit.events import Event, resolve_context
+from evalkit.plaintext import context_plain_text, message_plain_text
 from evalkit.registry import Registry
-from evalkit.render import context_plain_text, message_plain_text
 from evalkit.session import Message, ToolCall
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.recording import Action, Op, SessionRecord
-from evalkit.render import block_plain_text
+from evalkit.plaintext import block_plain_text
 from evalkit.session import ToolCall
 
 LABEL = "heuristic (proxy for information availability: not a model)"
