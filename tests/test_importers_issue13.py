@@ -12,7 +12,8 @@ import sys
 
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
-from evalkit.importers.common import UNRECOGNISED, unwrap_envelope
+from evalkit.importers.building import unwrap_envelope
+from evalkit.importers.inputs import UNRECOGNISED
 from evalkit.session import Text, ToolResult
 from tests.test_importers_fixtures import OPENCODE_PARTS, _check_opencode
 

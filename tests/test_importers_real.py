@@ -12,7 +12,7 @@ from pathlib import Path
 
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
-from evalkit.importers.common import UNRECOGNISED
+from evalkit.importers.inputs import UNRECOGNISED
 from evalkit.session import ToolResult, tool_pairs_valid
 
 

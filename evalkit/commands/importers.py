@@ -42,7 +42,7 @@ def _import_args(p):
 @arguments(_import_args)
 def cmd_import(args) -> int:
     from evalkit.importers import IMPORTERS, import_to_corpus, load_all
-    from evalkit.importers.common import UNRECOGNISED
+    from evalkit.importers.inputs import UNRECOGNISED
 
     load_all()
     if Path(args.out).exists() and not Path(args.out).is_dir():

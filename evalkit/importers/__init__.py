@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers.common import UNRECOGNISED, ImportReport, Issue, Probe
+from evalkit.importers.inputs import UNRECOGNISED, ImportReport, Issue, Probe
 from evalkit.registry import Registry
 from evalkit.session import Session
 

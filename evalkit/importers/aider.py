@@ -22,7 +22,8 @@ from __future__ import annotations
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import ImportReport, Probe, SessionBuilder, decode_reported, short_id
+from evalkit.importers.building import SessionBuilder, short_id
+from evalkit.importers.inputs import ImportReport, Probe, decode_reported
 from evalkit.session import ToolCall
 
 HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")

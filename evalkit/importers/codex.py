@@ -16,17 +16,15 @@ import json
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import (
-    ImportReport,
-    Probe,
+from evalkit.importers.building import (
     SessionBuilder,
     as_int,
     as_text,
     exit_code_from_text,
-    jsonl_records,
     parse_args,
     short_id,
 )
+from evalkit.importers.inputs import ImportReport, Probe, jsonl_records
 from evalkit.session import Compaction, Thinking, ToolCall, ToolResult
 
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}

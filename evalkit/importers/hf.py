@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import ImportReport, Probe, short_id
+from evalkit.importers.building import short_id
+from evalkit.importers.inputs import ImportReport, Probe
 
 ID_COLUMNS = ("id", "session_id", "instance_id")
 

@@ -13,15 +13,9 @@ import json
 import zipfile
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import (
-    ImportReport,
-    OpenAIMapper,
-    Probe,
-    SessionBuilder,
-    as_int,
-    require_json,
-    short_id,
-)
+from evalkit.importers.building import SessionBuilder, as_int, short_id
+from evalkit.importers.inputs import ImportReport, Probe, require_json
+from evalkit.importers.openai_style import OpenAIMapper
 from evalkit.session import Compaction
 
 ZIP_MAGIC = b"PK\x03\x04"

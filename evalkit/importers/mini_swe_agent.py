@@ -15,7 +15,8 @@ from __future__ import annotations
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import ImportReport, Probe, SessionBuilder, as_text, require_json, short_id
+from evalkit.importers.building import SessionBuilder, as_text, short_id
+from evalkit.importers.inputs import ImportReport, Probe, require_json
 from evalkit.session import Text, ToolCall
 
 _ACTION = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n```", re.S)

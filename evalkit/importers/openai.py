@@ -2,21 +2,15 @@
 
 JSONL is read either as one message per line (one session per file) or as one
 ``{"messages": […]}`` object per line (one session per line). Mapping (tool calls, ``role: tool``
-answers, legacy ``function_call``) is :class:`~evalkit.importers.common.OpenAIMapper`'s.
+answers, legacy ``function_call``) is :class:`~evalkit.importers.openai_style.OpenAIMapper`'s.
 """
 
 from __future__ import annotations
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import (
-    ImportReport,
-    OpenAIMapper,
-    Probe,
-    SessionBuilder,
-    jsonl_records,
-    require_json,
-    short_id,
-)
+from evalkit.importers.building import SessionBuilder, short_id
+from evalkit.importers.inputs import ImportReport, Probe, jsonl_records, require_json
+from evalkit.importers.openai_style import OpenAIMapper
 
 ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
 

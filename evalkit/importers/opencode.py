@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import ImportReport, Probe, SessionBuilder, as_int, as_text, short_id
+from evalkit.importers.building import SessionBuilder, as_int, as_text, short_id
+from evalkit.importers.inputs import ImportReport, Probe
 from evalkit.session import Compaction, Text, Thinking, ToolCall, ToolResult
 
 SQLITE_MAGIC = b"SQLite format 3\x00"

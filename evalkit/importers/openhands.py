@@ -13,16 +13,8 @@ from __future__ import annotations
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import (
-    ImportReport,
-    Probe,
-    SessionBuilder,
-    as_int,
-    as_text,
-    jsonl_records,
-    require_json,
-    short_id,
-)
+from evalkit.importers.building import SessionBuilder, as_int, as_text, short_id
+from evalkit.importers.inputs import ImportReport, Probe, jsonl_records, require_json
 from evalkit.session import Compaction, Text, ToolCall, ToolResult
 
 TOOL_ACTIONS = {

@@ -16,15 +16,9 @@ from __future__ import annotations
 import re
 
 from evalkit.importers import Importer, register
-from evalkit.importers.common import (
-    ImportReport,
-    OpenAIMapper,
-    Probe,
-    SessionBuilder,
-    as_text,
-    require_json,
-    short_id,
-)
+from evalkit.importers.building import SessionBuilder, as_text, short_id
+from evalkit.importers.inputs import ImportReport, Probe, require_json
+from evalkit.importers.openai_style import OpenAIMapper
 from evalkit.session import Text, ToolCall
 
 _TOOL_ERROR = re.compile(
