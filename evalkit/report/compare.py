@@ -10,7 +10,7 @@ from typing import Any
 
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, interval, num, table
-from evalkit.report.sections import verdict_mark
+from evalkit.report.sections.common import verdict_mark
 
 
 def _load(run: Path) -> tuple[dict, dict]:

@@ -1,0 +1,111 @@
+"""Helpers several report sections share: verdict marks, the stand-in check, interval labels, per-metric errors and directions."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evalkit.models import is_offline_standin
+from evalkit.report.data import ReportData
+from evalkit.report.escape import escape_inline
+
+VERDICT_MARK = {
+    "ship": "✅ ship",
+    "drop": "❌ drop",
+    "inconclusive": "❔ inconclusive",
+    "untested": "⏸ untested",
+}
+
+
+LOW_N = 30  # below this many sessions, intervals are wide (and seldom decide anything)
+
+
+def verdict_mark(v: Any) -> str:
+    return VERDICT_MARK.get(str(v), f"❓ {escape_inline(str(v))}")
+
+
+def is_standin(data: ReportData) -> bool:
+    backend = data.config.get("model", {}).get("backend")
+    if not backend:
+        return False
+    try:
+        return is_offline_standin(backend)
+    except KeyError:  # a backend this install does not know; it is not the built-in stand-in
+        return False
+
+
+def confidence(data: ReportData) -> str:
+    """The intervals' level: ``ci_level`` as the stats stage wrote it (two-sided 1 − 2α for its
+    one-sided tests); older runs without it are read as two-sided 1 − α."""
+    stats = data.decision.get("stats", {})
+    try:
+        level = float(stats["ci_level"]) if "ci_level" in stats else 1 - float(stats.get("alpha"))
+        return f"{100 * level:.0f}% interval"
+    except (TypeError, ValueError):
+        return "interval"
+
+
+def interval_name(data: ReportData) -> str:
+    """Which interval ``ci`` is: ``printed_interval`` as the stats stage wrote it (runs before it
+    printed the inverted sign-flip test)."""
+    return "clustered t" if data.decision.get("stats", {}).get("printed_interval") == "t" else "sign-flip"
+
+
+def as_float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def metric_errors(data: ReportData) -> dict[tuple[str, str], tuple[int, int]]:
+    """(arm, metric) -> (errors, values), counted from the metrics table itself."""
+    m = data.metrics
+    if m.empty:
+        return {}
+    g = m.assign(err=m["error"].notna()).groupby(["arm", "metric"], observed=True)["err"].agg(["sum", "size"])
+    return {(str(a), str(k)): (int(r["sum"]), int(r["size"])) for (a, k), r in g.iterrows()}
+
+
+def probe_info(metrics: list[str] | tuple[str, ...] = ()) -> dict[str, tuple[str, str, str]]:
+    """metric -> (direction, what it measures, what failure it catches), from the probe registry
+    and the continuation stage's own table."""
+    from evalkit.continuation.metrics import metric_info
+    from evalkit.probes import PROBES
+
+    out = {}
+    for e in PROBES:
+        for metric, direction in e.info.get("metrics", {}).items():
+            out[metric] = (str(direction), e.description, str(e.info.get("catches", "")))
+    for m in metrics:
+        if m not in out and (info := metric_info(m)) is not None:
+            out[m] = info
+    return out
+
+
+def session_means(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
+    m = metrics[(metrics["metric"] == metric) & metrics["error"].isna()]
+    return m.groupby(["session", "arm"], observed=True)["value"].mean().unstack("arm")
+
+
+def metric_direction(data: ReportData, metric: str) -> str | None:
+    """``higher``/``lower`` from the verdicts or the probe registry; None when nothing records it."""
+    for v in data.verdicts.values():
+        d = ((v.get("metrics") or {}).get(metric) or {}).get("direction")
+        if d:
+            return str(d)
+    info = probe_info([metric]).get(metric)
+    return info[0] if info and info[0] in ("higher", "lower") else None
+
+
+def continuation_manifest(data: ReportData) -> dict:
+    """``continuation/manifest.json`` (agent, proxy flag, metrics), or {} when the run has none."""
+    p = Path(data.run_dir) / "continuation" / "manifest.json"
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}

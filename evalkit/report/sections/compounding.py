@@ -1,0 +1,84 @@
+"""Section 4, compounding and size: how summaries grow over chained compactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalkit.report.data import ReportData
+from evalkit.report.figures import compounding_plot
+from evalkit.report.markdown import (
+    code,
+    rel_link,
+    table,
+)
+
+
+def section_compounding(data: ReportData, out: Path) -> list[str]:
+    ev = data.events
+    if ev.empty:
+        return ["No compaction events in this run folder (`events/*.jsonl`), so there is nothing to plot."]
+    arms = [a for a in data.arms if a in set(ev["arm"])]
+    replay = data.config.get("replay", {})
+    window, reserve = replay.get("window"), replay.get("reserve")
+    trigger = (
+        100 * (window - reserve) / window
+        if isinstance(window, int) and isinstance(reserve, int) and window
+        else None
+    )
+    fig = compounding_plot(out / "fig-compounding.png", ev, arms, trigger)
+    lines = [
+        "A summary that re-embeds the previous one grows with every round (the seed-004 failure: stacked "
+        "summaries until the context no longer fits). A healthy arm's curve stays flat; context after "
+        "compaction must stay well below the window. A session is *dead* when a compaction leaves it "
+        "above the window.",
+        "",
+        f"![Summary size and context after compaction by round, per arm]({rel_link(fig, out)})",
+        "",
+    ]
+    rows = []
+    for arm in arms:
+        sub = ev[ev["arm"] == arm]
+        by_round = sub.groupby("round")["summary_chars"].median()
+        first, last_round = by_round.iloc[0], int(by_round.index.max())
+        last = by_round.iloc[-1]
+        share = 100 * sub["tokens_after"] / sub["window"].where(sub["window"] > 0)
+        dead = sub.loc[sub["over_limit"], "session"].nunique()
+        rows.append(
+            [
+                code(arm),
+                str(sub["session"].nunique()),
+                str(len(sub)),
+                f"{first / 1e3:.1f}k → {last / 1e3:.1f}k (round {last_round})",
+                f"×{last / first:.1f}" if first > 0 else "n/a",
+                f"{share.median():.0f}% (max {share.max():.0f}%)",
+                str(int(sub["summary_failed"].sum())),
+                f"**{dead}**" if dead else "0",
+            ]
+        )
+    lines += [
+        table(
+            [
+                "arm",
+                "sessions",
+                "compactions",
+                "median summary size, round 1 → last",
+                "growth",
+                "context after / window (median)",
+                "failed summaries",
+                "dead sessions",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    counts = ev.groupby(["arm", "round"])["session"].nunique().unstack(fill_value=0)
+    rounds = [int(r) for r in counts.columns]
+    lines += [
+        "Sessions reaching each round (later rounds rest on fewer sessions, so their medians are noisier):",
+        "",
+        table(
+            ["arm", *[f"round {r}" for r in rounds]],
+            [[code(a), *[str(int(counts.loc[a, r])) for r in rounds]] for a in arms if a in counts.index],
+        ),
+    ]
+    return lines

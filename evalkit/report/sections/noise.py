@@ -1,0 +1,50 @@
+"""Section 6, noise floor: the A/A arm's spread, the smallest effect the run could see."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from evalkit.report.data import ReportData
+from evalkit.report.escape import escape_inline
+from evalkit.report.markdown import (
+    code,
+    interval,
+    num,
+    table,
+)
+from evalkit.report.sections.common import as_float, confidence
+
+
+def section_noise(data: ReportData, out: Path) -> list[str]:
+    nf = data.decision.get("noise_floor")
+    if not nf:
+        state = "has no `noise_floor`" if nf is None else "has an empty `noise_floor`"
+        return [
+            f"Not measured: `decision.json` {state}. An A/A comparison (the baseline against itself with "
+            "another replicate) shows how large a difference arises from noise alone; without it, read "
+            "effects near zero with care."
+        ]
+    rows = []
+    for metric, d in sorted(nf.items()):
+        ci = d.get("ci")
+        width = (
+            as_float(ci[1]) - as_float(ci[0]) if isinstance(ci, list | tuple) and len(ci) == 2 else math.nan
+        )
+        rows.append(
+            [
+                code(metric),
+                num(d.get("aa_estimate"), signed=True),
+                interval(ci),
+                num(width),
+                str(d.get("n_sessions", "n/a")),
+            ]
+        )
+    note = str(data.decision.get("noise_note") or "").strip()
+    return [
+        "The baseline compared with itself (another replicate). A candidate's effect inside this spread is "
+        "indistinguishable from re-running the baseline.",
+        "",
+        *([f"**{escape_inline(note.rstrip('.'))}.**", ""] if note else []),
+        table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
+    ]
