@@ -146,12 +146,18 @@ def stage_score(exp: Experiment, paths: RunPaths) -> int:
     if exp.section("score").get("banks"):
         save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
 
+    suite = find_suite(exp.section("score")["suite"], exp.root)
+    if exp.section("score").get("judge_budget") == "calibrate":  # on held-out sessions, before scoring
+        from evalkit.probes.judge_budget import calibrate, describe
+
+        cal, suite = calibrate(paths.root, suite)
+        log("score: " + describe(cal))
     # The run id names the config, not the folder, so equal configs give byte-identical tables.
     return score_run(
         paths.root,
         list(exp.section("replay")["arms"]),
         run_id=f"{exp.name}-{exp.hash[:8]}",
-        suite=find_suite(exp.section("score")["suite"], exp.root),
+        suite=suite,
     )
 
 
