@@ -139,3 +139,6 @@ def test_calibrated_run_on_real_sessions_reports_the_held_out_part(tmp_path, tra
     assert main(["judge-budget", str(run)]) == 0
     assert f"judge budget {cal.budget:,} chars" in capsys.readouterr().out
     assert (run / "judge-budget.json").read_text() == before
+    # re-scoring at the suite's budget forgets the calibration, so the report never claims it
+    assert main(["score", str(run)]) == 0
+    assert "judge-budget.json removed" in capsys.readouterr().out and load(run) is None

@@ -101,6 +101,15 @@ def load(run_dir: str | os.PathLike) -> Calibration | None:
     return Calibration(**d)
 
 
+def forget(run_dir: str | os.PathLike) -> bool:
+    """Remove the run's calibration (its metrics are being re-scored at the suite's budget);
+    True when there was one."""
+    p = Path(run_dir) / FILE
+    existed = p.is_file()
+    p.unlink(missing_ok=True)
+    return existed
+
+
 def with_budget(suite: Suite, budget: int) -> Suite:
     """``suite`` with the judge probe's ``max_chars`` set to ``budget``."""
     if "judge" not in suite.names():
