@@ -98,6 +98,10 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
         raise _err(source, "replay.arms", f"{arms!r}: an arm is listed twice")
     if not isinstance(r.get("external_timeout"), int | float) or r["external_timeout"] <= 0:
         raise _err(source, "replay.external_timeout", f"{r.get('external_timeout')!r}: expected seconds > 0")
+    if "judge_budget" in cfg["score"] and "uncompacted" not in arms:
+        raise _err(
+            source, "score.judge_budget", 'calibrating needs the ceiling arm "uncompacted" in replay.arms'
+        )
     if cfg["score"].get("judge_budget", "calibrate") != "calibrate":
         raise _err(
             source, "score.judge_budget", f'{cfg["score"]["judge_budget"]!r}: the only value is "calibrate"'

@@ -108,6 +108,9 @@ def test_calibrated_run_on_real_sessions_reports_the_held_out_part(tmp_path, tra
     cfg.write_text(body.format("32k"))
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "bad")]) == 2
     assert "score.judge_budget" in capsys.readouterr().err
+    cfg.write_text(body.format("calibrate").replace('"baseline", "uncompacted"', '"baseline"'))
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "bad")]) == 2
+    assert 'needs the ceiling arm "uncompacted"' in capsys.readouterr().err
     cfg.write_text(body.format("calibrate"))
     run = tmp_path / "r"
     assert main(["run", "--config", str(cfg), "--run-dir", str(run)]) == 0

@@ -139,7 +139,8 @@ def ceiling_sweep(
             f"judge budget: {src}: no events of the ceiling arm `{CEILING}` (add it to [replay] arms)"
         )
     keep = set(sessions)
-    judge = next(p for n, p in suite.probes if n == "judge")
+    # the offline judge is what has a budget: graded offline whatever the run's model
+    judge = {**next(p for n, p in suite.probes if n == "judge"), "backend": "offline"}
     out: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="judge-budget-") as tmp:
         scratch = Path(tmp)
