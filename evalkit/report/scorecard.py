@@ -256,7 +256,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     ]
     panels = [
         (
-            label,
+            f"{label}, held out" if cal and metric.startswith(GENERATED) else label,
             pd.DataFrame(
                 {
                     "score": s["mean"],
@@ -265,7 +265,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
                 }
             ),
         )
-        for label, _, s in scores
+        for label, metric, s in scores
     ]
     if not len(tokens):
         return [*lines, "Not plotted: no compaction events, so no tokens kept.", ""]
