@@ -16,7 +16,8 @@ _OPTIONAL = {
     "model": {"max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds"},
     "replay": {"request_layout"},
     "corpus": {"session_tokens"},
-    "score": {"banks"},  # evalkit.probes.banks: question banks scored with the suite
+    # evalkit.probes.banks: question banks scored with the suite; evalkit.probes.judge_budget
+    "score": {"banks", "judge_budget"},
     "continuation": {"max_tokens", "workers"},  # evalkit.continuation.stage.DEFAULTS
 }
 # A key that holds a secret is refused wherever it appears: the resolved config is copied into
@@ -97,6 +98,14 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
         raise _err(source, "replay.arms", f"{arms!r}: an arm is listed twice")
     if not isinstance(r.get("external_timeout"), int | float) or r["external_timeout"] <= 0:
         raise _err(source, "replay.external_timeout", f"{r.get('external_timeout')!r}: expected seconds > 0")
+    if "judge_budget" in cfg["score"] and "uncompacted" not in arms:
+        raise _err(
+            source, "score.judge_budget", 'calibrating needs the ceiling arm "uncompacted" in replay.arms'
+        )
+    if cfg["score"].get("judge_budget", "calibrate") != "calibrate":
+        raise _err(
+            source, "score.judge_budget", f'{cfg["score"]["judge_budget"]!r}: the only value is "calibrate"'
+        )
     if cfg["corpus"].get("kind") == "synth":
         _int(cfg, source, "corpus", "sessions", 1)
     _int(cfg, source, "model", "replicates", 1)

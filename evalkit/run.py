@@ -138,7 +138,7 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
     return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
 
 
-def stage_score(exp: Experiment, paths: RunPaths) -> int:
+def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
     from evalkit.probes import score_run
     from evalkit.probes.banks import load_banks, save_run_banks
     from evalkit.probes.suite import find_suite
@@ -146,12 +146,23 @@ def stage_score(exp: Experiment, paths: RunPaths) -> int:
     if exp.section("score").get("banks"):
         save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
 
+    from evalkit.probes import judge_budget
+
+    suite = find_suite(exp.section("score")["suite"], exp.root)
+    judge_budget.forget(paths.root)  # scored below at the suite's budget unless calibrated again
+    if exp.section("score").get("judge_budget") == "calibrate" and shard is not None:
+        log(
+            "score: judge budget not calibrated in a shard (it needs every session): `evalkit judge-budget` the merged run"
+        )
+    elif exp.section("score").get("judge_budget") == "calibrate":  # on held-out sessions, before scoring
+        cal, suite = judge_budget.calibrate(paths.root, suite)
+        log("score: " + judge_budget.describe(cal))
     # The run id names the config, not the folder, so equal configs give byte-identical tables.
     return score_run(
         paths.root,
         list(exp.section("replay")["arms"]),
         run_id=f"{exp.name}-{exp.hash[:8]}",
-        suite=find_suite(exp.section("score")["suite"], exp.root),
+        suite=suite,
     )
 
 
@@ -330,7 +341,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
     }
     if not skip("score", score_in, score_out):
-        rows = timed("score", stage_score, exp, paths)
+        rows = timed("score", stage_score, exp, paths, shard)
         log(f"score: {rows} metric rows")
         if cont_on:
             cont = timed("continuation", stage_continuation, exp, paths)

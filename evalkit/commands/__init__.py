@@ -30,6 +30,7 @@ MODULES = [
     "plan",
     "facts",
     "scale",
+    "judge_budget",
 ]
 
 

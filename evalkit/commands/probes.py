@@ -80,10 +80,15 @@ def cmd_score(args) -> int:
         if cfg:
             run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}"
         stats = ScoreStats()
+        from evalkit.probes.judge_budget import forget
         from evalkit.runlock import run_lock
 
         with run_lock(run, "evalkit score"):  # one writer of metrics.parquet at a time
             n = score_run(run, arms, run_id=run_id, suite=suite, workers=args.workers, stats=stats)
+            if forget(run):
+                print(
+                    f"{run}: judge-budget.json removed (scored at the suite's budget); `evalkit judge-budget` redoes it"
+                )
         print(
             f"{run / 'metrics.parquet'}: {n} rows from {stats.events} events of {stats.sessions} sessions "
             f"(suite {suite.name}: {', '.join(suite.names())}); {len(stats.skipped)} skipped"

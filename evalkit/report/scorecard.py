@@ -175,9 +175,44 @@ def _ceiling_below(scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
     return out
 
 
+GENERATED = "judge_"  # the generated exam's metrics (judge_offline_*, judge_*): what a judge budget reads
+
+
+def held_out(metrics: pd.DataFrame, calibration: list[str]) -> pd.DataFrame:
+    """``metrics`` without the generated exam's rows of the sessions its judge budget was chosen on."""
+    if not len(metrics) or not calibration:
+        return metrics
+    drop = metrics["metric"].str.startswith(GENERATED) & metrics["session"].isin(set(calibration))
+    return metrics[~drop]
+
+
+def _budget_note(cal) -> list[str]:
+    """How the judge budget was chosen, with the calibration sweep (ceiling arm only)."""
+    rows = [
+        [
+            f"{b:,}" + (" **(chosen)**" if b == cal.budget else ""),
+            _pct(v["mean"] / 100, v["half"] / 100),
+            str(v["n"]),
+        ]
+        for b, v in sorted(cal.sweep.items())
+    ]
+    return [
+        f"**The generated exam is reported on held-out sessions.** The offline judge's reading budget "
+        f"(`max_chars` = {cal.budget:,}) was chosen by a rule stated before it was measured (docs/probe-banks.md): "
+        f"{cal.rule}. Calibration part: {len(cal.calibration)} sessions; the generated exam below uses only "
+        f"the {len(cal.reported)} others. The calibration sweep (`{cal.arm}` only, calibration part):",
+        "",
+        table(["`max_chars`", f"`{cal.arm}` `{cal.metric}`", "sessions with questions"], rows),
+        "",
+    ]
+
+
 def section_scorecard(data: ReportData, out: Path) -> list[str]:
     """Table and plot of score vs tokens kept, paired win/loss/tie vs the baseline, exam noise."""
-    m = data.metrics
+    from evalkit.probes.judge_budget import load
+
+    cal = load(data.run_dir)
+    m = held_out(data.metrics, cal.calibration) if cal else data.metrics
     if not len(m):
         return ["No metrics."]
     base = data.baseline
@@ -193,7 +228,12 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             scores.append((label, picked[0], arm_summary(m, *picked)))
     if not scores:
         return ["No exam in this run (no `judge`, `bank` or `identifiers` probe rows)."]
-    header = ["arm", "tokens kept", *[f"{label} (`{metric}`)" for label, metric, _ in scores], "sessions"]
+    header = [
+        "arm",
+        "tokens kept",
+        *[f"{label} (`{metric}`)" for label, metric, _ in scores],
+        "sessions (per score)",
+    ]
     rows = []
     for arm in arms:
         cells = [code(arm) + (" (ceiling)" if arm == CEILING else "")]
@@ -202,19 +242,21 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         for _, _, s in scores:
             cells.append(_pct(s.loc[arm, "mean"], s.loc[arm, "half"]) if arm in s.index else "–")
             ns.append(int(s.loc[arm, "n"]) if arm in s.index else 0)
-        rows.append([*cells, str(max(ns))])
+        # each score has its own n (an arm is asked only where an answer left its view)
+        rows.append([*cells, " / ".join(map(str, ns)) if len(set(ns)) > 1 else str(ns[0])])
     lines = [
         "Per arm, what it kept against what it still knows. Scores are % of expected facts (mean of "
         "per-session means ± the 95% t half-width over sessions); tokens kept is the context right after "
         f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference.",
         "",
+        *(_budget_note(cal) if cal else []),
         table(header, rows),
         "",
         *_ceiling_below(scores),
     ]
     panels = [
         (
-            label,
+            f"{label}, held out" if cal and metric.startswith(GENERATED) else label,
             pd.DataFrame(
                 {
                     "score": s["mean"],
@@ -223,7 +265,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
                 }
             ),
         )
-        for label, _, s in scores
+        for label, metric, s in scores
     ]
     if not len(tokens):
         return [*lines, "Not plotted: no compaction events, so no tokens kept.", ""]
