@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evalkit.models import ChatRequest
-from evalkit.models.openai_backend import Malformed, Retryable, parse_completion
+from evalkit.models.completion import Malformed, Retryable, parse_completion
 
 REQ = ChatRequest("m", ({"role": "user", "content": "q"},), max_tokens=50)
 PRICES = {"m": {"input": 1.0, "cached_input": 0.1, "output": 2.0}}

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from evalkit.models.budget import BudgetExceeded, StopRun
 from evalkit.models.client import ModelClient, build_client
-from evalkit.models.openai_backend import OpenAIBackend, Retryable, parse_completion
+from evalkit.models.completion import Retryable, parse_completion
+from evalkit.models.openai_backend import OpenAIBackend
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.progress import log
 from evalkit.replay.frontier import Pending, walk
