@@ -28,7 +28,8 @@ from pathlib import Path
 
 from evalkit.models.budget import BudgetExceeded, StopRun
 from evalkit.models.client import ModelClient, build_client
-from evalkit.models.openai_backend import OpenAIBackend, Retryable, parse_completion
+from evalkit.models.completion import Retryable, parse_completion
+from evalkit.models.openai_backend import OpenAIBackend
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.progress import log
 from evalkit.replay.frontier import Pending, walk
@@ -163,8 +164,6 @@ class BatchJobs:
         self, batch_id: str, requests: dict[str, ChatRequest], reserved: dict[str, float] | None = None
     ) -> dict[str, str]:
         """Wait for a batch, put its answers into the call cache; returns the failed keys and why."""
-        from openai.types.chat import ChatCompletion
-
         b = self.wait(batch_id)
         keys = next(
             (r["keys"] for r in self.records() if r.get("batch") == batch_id and r["event"] == "submitted"),
@@ -182,9 +181,8 @@ class BatchJobs:
                 failed[key] = f"HTTP {resp.get('status_code')}"
                 continue
             try:
-                completion = ChatCompletion.model_validate(resp.get("body") or {})
                 answer = parse_completion(
-                    completion,
+                    resp.get("body") or {},
                     req,
                     self.backend.name,
                     self.backend.base_url,

@@ -315,6 +315,10 @@ def _handler(server: FakeServer):
                 return self._json(200, {"object": "list", "data": data})
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
+        def parse_request(self):
+            self.arrived = time.perf_counter()  # the request line has just been read
+            return super().parse_request()
+
         def do_POST(self):
             n = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(n)
@@ -352,7 +356,10 @@ def _handler(server: FakeServer):
                 entry["body"] = body
             plan = server.plan
             if plan.latency_s:
-                time.sleep(plan.latency_s)
+                # Counted from the request's arrival, so the answer comes ``latency_s`` after it as
+                # from a real endpoint, not ``latency_s`` plus this server's own parsing and
+                # hashing (more in a burst of 256 requests contending for its GIL).
+                time.sleep(max(0.0, plan.latency_s - (time.perf_counter() - self.arrived)))
             if fault == "latency":
                 time.sleep(plan.fault_latency_s)
             try:

@@ -15,31 +15,22 @@ The API key is read from the environment variable named by ``api_key_env`` (defa
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
-import contextlib
 import email.utils
-import gc
+import json
 import os
 import random
-import re
-import threading
 import time
-import weakref
 from typing import Any
 
 from evalkit.models.backends import BACKENDS, Backend, EndpointUnusable
-from evalkit.models.prices import cost_usd
+from evalkit.models.completion import Malformed, Retryable, parse_completion
+from evalkit.models.eventloop import EventLoop
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.redact import redact_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 120.0
-# Short answers that open like this are refusals, not summaries.
-_REFUSAL = re.compile(
-    r"^\s*(?:I'?m sorry|I am sorry|Sorry|I apologi[sz]e)?[,.!\s]*(?:but\s+)?I\s*(?:can(?:no|')t|cannot|won'?t|am unable to|'m unable to|am not able to)\b",
-    re.I,
-)
 
 
 def base_url_of(settings: dict) -> str:
@@ -78,55 +69,6 @@ def retry_after_s(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def is_refusal(text: str) -> bool:
-    """A short answer that declines the task (long texts that merely contain "I can't" are kept)."""
-    return len(text) < 400 and bool(_REFUSAL.match(text))
-
-
-class _Loop:
-    """One asyncio loop on a daemon thread, per process."""
-
-    _instance: _Loop | None = None
-    _lock = threading.Lock()
-
-    def __init__(self):
-        self.pid = os.getpid()
-        # Everything alive now (imported modules, the config, the corpus index) lives as long as
-        # the process: move it out of the cyclic collector's reach. With hundreds of requests in
-        # flight, the collector otherwise rescans those ~100,000 objects on every full pass:
-        # 0.24 -> 0.11 ms of collector CPU per request at 256 in flight, and the one full pass
-        # per ~770 requests stalls the loop 20-40 ms instead of ~100 ms (models-latency bench).
-        # Only cyclic garbage among these objects is never freed; refcounting frees the rest.
-        gc.freeze()
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="evalkit-models-loop", daemon=True)
-        self.thread.start()
-        # SDK clients built on this loop, closed at exit if their owner did not: an aiohttp
-        # session collected open prints "Unclosed client session" to stderr.
-        self.clients: weakref.WeakSet = weakref.WeakSet()
-        atexit.register(self.close_clients)
-
-    def close_clients(self) -> None:
-        if self.pid != os.getpid():
-            return
-        for client in list(self.clients):
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(client.close(), self.loop).result(5)
-
-    @classmethod
-    def get(cls) -> _Loop:
-        with cls._lock:
-            if cls._instance is None or cls._instance.pid != os.getpid():
-                cls._instance = cls()
-            return cls._instance
-
-    def run(self, coro):
-        return self.submit(coro).result()
-
-    def submit(self, coro) -> concurrent.futures.Future:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
-
-
 def http_client(endpoint: str):
     """The SDK's aiohttp transport (``openai[aiohttp]``), or None (the SDK's default, httpx) when
     aiohttp is not installed or the endpoint carries credentials (``user:pass@host``: aiohttp
@@ -146,12 +88,6 @@ def http_client(endpoint: str):
         return openai.DefaultAioHttpClient()
     except (AttributeError, RuntimeError):  # an SDK without it, or installed without the extra
         return None
-
-
-def _chat_completion():
-    from openai.types.chat import ChatCompletion
-
-    return ChatCompletion
 
 
 # The transport's own exception, by class name (httpx's or aiohttp's, whichever the SDK used).
@@ -175,76 +111,8 @@ def _named(chain: list[BaseException], names: tuple[str, ...]) -> bool:
     return any(c.__name__ in names for e in chain for c in type(e).__mro__)
 
 
-class Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None, fatal: str | None = None):
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.fatal = fatal  # the kind, when this failure says the endpoint itself is unusable
-
-
 # Statuses that mean the endpoint (or the model name, or the key) is wrong, not busy.
 FATAL_STATUS = {401: "unauthorized", 403: "forbidden", 404: "not found (model or path)"}
-
-
-def parse_completion(
-    completion,
-    request: ChatRequest,
-    name: str,
-    base_url: str,
-    prices: dict,
-    latency: float,
-    batch: bool = False,
-) -> ChatResponse:
-    """A chat completion (the SDK's object, direct or from a batch's output file) as a response;
-    raises :class:`Retryable` for what must not be taken as an answer (no choices, refusal, empty)."""
-    choices = getattr(completion, "choices", None)
-    if not choices:
-        raise Retryable(f"malformed response from {base_url}: no choices")
-    msg = choices[0].message
-    usage = {}
-    if getattr(completion, "usage", None) is not None:
-        usage = {
-            "prompt_tokens": int(completion.usage.prompt_tokens or 0),
-            "completion_tokens": int(completion.usage.completion_tokens or 0),
-        }
-        # Prompt tokens the provider served from its prefix cache (billed at the cached price).
-        details = getattr(completion.usage, "prompt_tokens_details", None)
-        if getattr(details, "cached_tokens", None):
-            usage["cached_tokens"] = int(details.cached_tokens)
-    tool_calls = [
-        {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
-        for tc in (msg.tool_calls or [])
-    ]
-    text = msg.content
-    if choices[0].finish_reason == "length":
-        # A cut-off answer is not a summary (nor a verdict): an error, never cached. Not
-        # retried: the same request under the same max_tokens would be cut again.
-        return ChatResponse(
-            None,
-            name,
-            request.model,
-            error=f"truncated: the answer hit max_tokens={request.max_tokens} (finish_reason=length)",
-            usage=usage,
-            latency_s=latency,
-            finish_reason="length",
-            cost_usd=cost_usd(prices, request.model, usage, batch),
-        )
-    if getattr(msg, "refusal", None) or choices[0].finish_reason == "content_filter":
-        raise Retryable(f"refusal from the model: {(msg.refusal or text or 'content_filter')[:200]}")
-    if text is not None and is_refusal(text):
-        raise Retryable(f"refusal from the model: {text[:200]}")
-    if not (text or "").strip() and not tool_calls:
-        raise Retryable("empty answer from the model")
-    return ChatResponse(
-        text=text if (text or "").strip() else None,
-        backend=name,
-        model=request.model,
-        usage=usage,
-        latency_s=latency,
-        tool_calls=tool_calls,
-        cost_usd=cost_usd(prices, request.model, usage, batch),
-        finish_reason=choices[0].finish_reason,
-    )
 
 
 class OpenAIBackend(Backend):
@@ -264,7 +132,7 @@ class OpenAIBackend(Backend):
         self.backoff_max = float(settings.get("backoff_max", 30.0))
         self.prices = dict(settings.get("prices") or {})
         self._api_key = api_key_of(settings)
-        self._loop = _Loop.get()
+        self._loop = EventLoop.get()
         self._client = None
         self._sem: asyncio.Semaphore | None = None
         self._rng = random.Random()
@@ -340,16 +208,17 @@ class OpenAIBackend(Backend):
 
         t0 = time.perf_counter()
         try:
-            # The SDK's generic POST, cast to its own ChatCompletion: ``chat.completions.create``
-            # would first walk every message through its TypedDict transform, an identity for chat
-            # parameters (no aliases, no formats) that costs ~0.15 ms per message: 9 ms of CPU for
-            # an agent's 60-message request, against ~1 ms for everything else. Auth as create's.
-            completion = await self._client.post(
+            # The SDK's generic POST, read as bytes: ``chat.completions.create`` would first walk
+            # every message through its TypedDict transform, an identity for chat parameters (no
+            # aliases, no formats) that costs ~0.15 ms per message: 9 ms of CPU for an agent's
+            # 60-message request, against ~1 ms for everything else. Auth as create's.
+            raw = await self._client.post(
                 "/chat/completions",
                 body=self.body(request),
-                cast_to=_chat_completion(),
+                cast_to=bytes,
                 options={"headers": self._headers(request), "security": {"bearer_auth": True}},
             )
+            completion = json.loads(raw)
         except openai.APIStatusError as e:
             msg = f"HTTP {e.status_code} from {self.base_url}: {e.message}"[:500]
             if e.status_code == 429 or e.status_code >= 500 or e.status_code == 408:
@@ -369,9 +238,12 @@ class OpenAIBackend(Backend):
             ) from None
         except (ValueError, openai.APIResponseValidationError) as e:
             raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
-        return parse_completion(
-            completion, request, self.name, self.base_url, self.prices, time.perf_counter() - t0
-        )
+        try:
+            return parse_completion(
+                completion, request, self.name, self.base_url, self.prices, time.perf_counter() - t0
+            )
+        except Malformed as e:
+            raise Retryable(f"malformed response from {self.base_url}: {e}") from None
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
