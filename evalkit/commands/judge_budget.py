@@ -3,7 +3,6 @@ re-score the run with it (``evalkit.probes.judge_budget``, docs/probe-banks.md).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -22,21 +21,17 @@ def _args(p) -> None:
 )
 @arguments(_args)
 def cmd_judge_budget(args) -> int:
-    from evalkit.probes import score_run
+    from evalkit.commands.probes import scoring_inputs
+    from evalkit.probes import SuiteError, score_run
     from evalkit.probes.judge_budget import calibrate, describe
-    from evalkit.probes.suite import DEFAULT_SUITE, find_suite
     from evalkit.runlock import run_lock
 
     run = Path(args.run)
-    if not (run / "events").is_dir() or not (run / "corpus" / "sessions.jsonl").is_file():
-        print(f"{run}: not a run folder (needs corpus/sessions.jsonl and events/)", file=sys.stderr)
+    try:
+        suite, run_id = scoring_inputs(run, args.suite)
+    except (SuiteError, ValueError) as e:
+        print(e, file=sys.stderr)
         return 2
-    cfg = json.loads((run / "config.json").read_text()) if (run / "config.json").is_file() else {}
-    source = Path(cfg.get("source") or ".").parent
-    suite = find_suite(
-        args.suite or cfg.get("config", {}).get("score", {}).get("suite", DEFAULT_SUITE), source
-    )
-    run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}" if cfg else ""
     with run_lock(run, "evalkit judge-budget"):  # one writer of metrics.parquet at a time
         cal, scored = calibrate(run, suite, workers=args.workers)
         n = score_run(run, run_id=run_id, suite=scored, workers=args.workers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from evalkit.commands import arguments, command
 
@@ -50,35 +51,54 @@ def _score_args(p):
     )
 
 
+def run_folder(run) -> Path:
+    """``run`` as a Path; ValueError when it is not a run folder."""
+    run = Path(run)
+    if not (run / "events").is_dir() or not (run / "corpus" / "sessions.jsonl").is_file():
+        raise ValueError(f"{run}: not a run folder (needs corpus/sessions.jsonl and events/)")
+    return run
+
+
+def scoring_inputs(run, suite_arg: str | None):
+    """For re-scoring a run folder: the probe suite and the run id its config gives (empty
+    without a config). The suite is ``suite_arg`` (read from the current folder), else the run's
+    ``[score] suite`` (read beside the experiment file first), else the default."""
+    import json
+
+    from evalkit.probes.suite import DEFAULT_SUITE, find_suite
+
+    run = run_folder(run)
+    cfg_path = run / "config.json"
+    cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+    if suite_arg:
+        suite = find_suite(suite_arg)
+    else:
+        source = cfg.get("source")
+        roots = (Path(source).parent,) if source else ()
+        suite = find_suite(cfg.get("config", {}).get("score", {}).get("suite", DEFAULT_SUITE), *roots)
+    run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}" if cfg else ""
+    return suite, run_id
+
+
 @command("score", "re-score a run's stored events with a probe suite (no replay, no summarizer calls)")
 @arguments(_score_args)
 def cmd_score(args) -> int:
-    import json
-    from pathlib import Path
-
     from evalkit.probes import SuiteError, score_run
     from evalkit.probes.score import ScoreStats
-    from evalkit.probes.suite import DEFAULT_SUITE, find_suite
     from evalkit.probes.table import render_table
 
-    run = Path(args.run)
-    if not (run / "events").is_dir() or not (run / "corpus" / "sessions.jsonl").is_file():
-        print(f"{run}: not a run folder (needs corpus/sessions.jsonl and events/)", file=sys.stderr)
+    try:
+        run = run_folder(args.run)
+    except ValueError as e:
+        print(e, file=sys.stderr)
         return 2
     if not args.table_only:
-        cfg_path = run / "config.json"
-        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
         try:
-            suite = find_suite(
-                args.suite or cfg.get("config", {}).get("score", {}).get("suite", DEFAULT_SUITE), Path.cwd()
-            )
-        except SuiteError as e:
+            suite, run_id = scoring_inputs(run, args.suite)
+        except (SuiteError, ValueError) as e:
             print(e, file=sys.stderr)
             return 2
         arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None
-        run_id = ""
-        if cfg:
-            run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}"
         stats = ScoreStats()
         from evalkit.probes.judge_budget import forget
         from evalkit.runlock import run_lock
