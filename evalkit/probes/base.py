@@ -46,6 +46,11 @@ def fold_ws(text: str) -> str:
     return " ".join(text.split())
 
 
+def share(hits: list[bool]) -> float:
+    """The share of true values (a probe's "share of facts still visible")."""
+    return sum(hits) / len(hits)
+
+
 # The text forms probes search in: as the model reads it, whitespace-folded, normalized, lower-cased.
 FORMS: dict[str, Callable[[str], str]] = {
     "plain": lambda t: t,
