@@ -111,6 +111,12 @@ def scorecard_plot(
     for k, (ax, (label, rows)) in enumerate(zip(axes, panels, strict=True)):
         xs = [rows.loc[a, "tokens"] for a in arms if a in rows.index and math.isfinite(rows.loc[a, "tokens"])]
         xspan = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
+        ys = [
+            100 * rows.loc[a, "score"]
+            for a in arms
+            if a in rows.index and math.isfinite(rows.loc[a, "score"])
+        ]
+        yspan = (max(ys) - min(ys)) if len(ys) > 1 else 1.0
         labels: list = []
         for i, arm in enumerate(arms):
             if arm not in rows.index or not math.isfinite(rows.loc[arm, "tokens"]):
@@ -118,7 +124,9 @@ def scorecard_plot(
             r = rows.loc[arm]
             st = arm_style(i)
             ceiling = arm == CEILING
-            yerr = [[100 * r["half"]], [100 * r["half"]]] if math.isfinite(r["half"]) else None
+            # A t interval on a few sessions can pass 0% or 100%; a share cannot: draw it clipped.
+            half, score = r["half"], r["score"]
+            yerr = [[100 * min(half, score)], [100 * min(half, 1 - score)]] if math.isfinite(half) else None
             ax.errorbar(
                 r["tokens"],
                 100 * r["score"],
@@ -138,7 +146,11 @@ def scorecard_plot(
             if near is not None:
                 near.set_text(f"{near.get_text()} = {arm}")
             else:
-                off, ha = ((-10, 8), "right") if ceiling else ((8, 6), "left")
+                # a neighbour's label would overprint this one: put it under its point instead
+                crowded = any(
+                    abs(a.xy[0] - x) <= 0.08 * xspan and abs(a.xy[1] - y) <= 0.06 * yspan for a in labels
+                )
+                off, ha = ((-10, 8), "right") if ceiling else ((8, -16 if crowded else 6), "left")
                 labels.append(
                     ax.annotate(arm, (x, y), textcoords="offset points", xytext=off, ha=ha, fontsize=10)
                 )
@@ -146,7 +158,9 @@ def scorecard_plot(
                 ax.axhline(100 * r["score"], color="#000000", linestyle=":", linewidth=1)
         ax.margins(x=0.08, y=0.08)
         ax.set_ylabel(f"{label} (%)")
-        ax.set_title(f"{label} vs tokens kept (95% interval over sessions)", loc="left", fontsize=11)
+        ax.set_title(
+            f"{label} vs tokens kept (95% interval over sessions, clipped to 0-100%)", loc="left", fontsize=11
+        )
         ax.grid(color="#EEEEEE")
         if k == 0 and ax.get_legend_handles_labels()[0]:  # no arm plotted (no tokens): no legend
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
