@@ -4,7 +4,8 @@ Scoring never replays and never calls the summarizer: it reads ``corpus/`` and
 ``events/<arm>.jsonl`` and writes ``metrics.parquet``. Each session is parsed once and scored
 for all arms together (kept messages are shared across arms, so their text views are computed
 once); sessions are scored in a process pool. The main process only indexes the files (session
-id → byte offsets), so memory stays at one session's events per worker.
+id → byte offsets), so memory stays at one session's events per worker; each worker sends its
+session's rows back as an Arrow table, which is what the main process holds until the write.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from evalkit.corpus import QUESTIONS, index_jsonl, read_span
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
-from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, to_frame
+from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
 from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
@@ -94,17 +97,23 @@ def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[Me
     return out
 
 
-def _score_job(job: tuple) -> tuple[list[tuple], list[str], int, dict | None, list]:
+def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]:
     """Worker: parse one session and its events, score them.
 
-    Returns rows (as :meth:`MetricRow.as_tuple`), skipped records, the event count, newly built
-    questions and judge rationales."""
+    Returns the rows (:func:`~evalkit.metrics.rows_to_arrow`), skipped records, the event count,
+    newly built questions and judge rationales."""
     corpus, sloc, facts_raw, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
     try:
         session = session_from_dict(json.loads(read_span(corpus, sloc)))
     except Exception as e:
-        return [], [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"], 0, None, []
+        return (
+            rows_to_arrow([]),
+            [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"],
+            0,
+            None,
+            [],
+        )
     facts = facts_from_dict(facts_raw) if facts_raw else compute_facts(session)
     view = SessionView(session, facts)
     wants_questions, pinned = questions
@@ -121,7 +130,7 @@ def _score_job(job: tuple) -> tuple[list[tuple], list[str], int, dict | None, li
                 continue
             events.setdefault(arm, []).append(ev)
             n += 1
-    rows = [r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)]
+    rows = rows_to_arrow([r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)])
     return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", [])
 
 
@@ -184,7 +193,7 @@ def score_run(
             continue
         q = (questions is not None, None if questions is None else questions.get(sid))
         jobs.append((str(corpus), locs[0], facts.get(sid), ev_locs, the_suite, ctx, run_id, q))
-    rows: list[tuple] = []
+    parts: list[pa.Table] = []  # one per session: ~140 bytes a row (tuples took ~1 KB)
     new_questions: dict[str, list] = {}
     judgements: list[dict] = []
     n_workers = workers or os.cpu_count() or 1
@@ -194,7 +203,7 @@ def score_run(
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
         for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
-            rows.extend(r)
+            parts.append(r)
             stats.skipped.extend(skipped)
             stats.events += n_ev
             stats.sessions += 1
@@ -215,9 +224,10 @@ def score_run(
     # Continuation rows share the table; re-scoring replaces probe rows only.
     from evalkit.continuation.metrics import is_continuation_metric
 
-    replace_rows(run / "metrics.parquet", to_frame(rows), lambda m: not is_continuation_metric(m))
-    stats.rows = len(rows)
-    return len(rows)
+    table = pa.concat_tables(parts) if parts else rows_to_arrow([])
+    replace_rows(run / "metrics.parquet", table, lambda m: not is_continuation_metric(m))
+    stats.rows = table.num_rows
+    return table.num_rows
 
 
 def _offline(model: dict) -> bool:

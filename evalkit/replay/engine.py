@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from evalkit.events import Event, Invariants, events_path
@@ -46,7 +45,7 @@ from evalkit.session import (
     tool_pairs_valid,
 )
 from evalkit.tokens import get_counter, message_tokens
-from evalkit.workers import worker_pool
+from evalkit.workers import bounded_map, worker_pool
 
 
 class SessionCache:
@@ -285,18 +284,6 @@ def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> tuple[l
     return [[e.to_json() for e in evs] for evs in per_arm], dict(cache.nothing_to_summarize)
 
 
-def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator:
-    """``pool.map`` in order, but with at most ``window`` sessions in flight: ``Executor.map``
-    reads the whole corpus (~3 MB a session) into memory before the first result."""
-    pending: deque = deque()
-    for job in jobs:
-        pending.append(pool.submit(_replay_line, job))
-        if len(pending) >= window:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
-
-
 def _session_lines(corpus_dir: Path) -> Iterator[str]:
     with open(corpus_dir / "sessions.jsonl", encoding="utf-8") as fh:
         for line in fh:
@@ -339,7 +326,7 @@ def replay_corpus(
             # stalls the pool once the window behind it is done: a looping session replays 4-10x
             # slower than a typical one (session 31 of the default corpus: 9.8 s against 1-2.5 s),
             # which a window of 2 per worker left one core idle for. The window bounds memory.
-            results = _bounded_map(pool, jobs, 6 * workers)
+            results = bounded_map(pool, _replay_line, jobs, 6 * workers)
         try:
             for per_arm, skipped in track(results, "replay", total=n_sessions, unit="sessions"):
                 nothing.update(skipped)
