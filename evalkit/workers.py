@@ -22,22 +22,8 @@ PR_SET_PDEATHSIG = 1
 POLL_S = 0.5
 
 
-def reset_peak_rss() -> None:
-    """Count this process's peak RSS from now on (Linux ``/proc/self/clear_refs``; elsewhere nothing).
-
-    A forked worker inherits its parent's RSS high-water mark, so without this each worker's peak,
-    and the ``RUSAGE_CHILDREN`` figure its parent reads once it has exited, is at least the
-    driver's peak at the fork (``evalkit bench --only scale`` reports worker and driver apart)."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-
-
 def die_with_parent(parent: int) -> None:
-    """Pool initializer: end this process when ``parent`` is gone; its peak RSS counts from here."""
-    reset_peak_rss()
+    """Pool initializer: end this process when ``parent`` is gone."""
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
