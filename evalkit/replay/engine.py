@@ -18,6 +18,7 @@ from pathlib import Path
 
 from evalkit.events import Event, Invariants, events_path
 from evalkit.models import Backend, ChatResponse, make_client
+from evalkit.models.transcript import clear_caches
 from evalkit.progress import log, track
 from evalkit.replay.candidates import check_arm, policy_for
 from evalkit.replay.compactor import (
@@ -281,6 +282,7 @@ def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> tuple[l
     settings = ReplaySettings.from_section(section)
     cache = SessionCache(session, settings.tokenizer)
     per_arm = replay_session_arms(session, arms, settings, model, _worker_client(model, run_dir), cache)
+    clear_caches()  # the summarizer's line caches pay within a session only (evalkit.models.transcript)
     return [[e.to_json() for e in evs] for evs in per_arm], dict(cache.nothing_to_summarize)
 
 
