@@ -136,7 +136,13 @@ def load_metrics(path: str | os.PathLike) -> pd.DataFrame:
         raise ValueError(f"{p}: missing column(s) {', '.join(missing)}")
 
     def first_bad(col: str, ok) -> None:
-        bad = ~df[col].map(ok).astype(bool)
+        if pd.api.types.is_string_dtype(df[col]) and not pd.api.types.is_object_dtype(df[col]):
+            # A string column holds strings or missing values, so only a missing one can be bad
+            # (and an error may be missing). Mapping ``ok`` over a default-size run's ~1M rows
+            # made a Python object per cell.
+            bad = df[col].isna() if ok(None) is False else pd.Series(False, index=df.index)
+        else:
+            bad = ~df[col].map(ok).astype(bool)
         if bad.any():
             i = int(bad.to_numpy().argmax())
             raise ValueError(f"{p}: column {col}, row {i}: {df[col].iloc[i]!r} is not a valid value")
