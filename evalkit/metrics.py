@@ -115,8 +115,9 @@ def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
     write_table(pa.Table.from_pandas(df[COLUMNS].astype(DTYPES), preserve_index=False), path)
 
 
-def read_metrics(path: str | os.PathLike) -> pd.DataFrame:
-    return pd.read_parquet(path)
+def read_metrics(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
+    """The metrics table (only ``columns``, when given: a reader that needs fewer holds less)."""
+    return pd.read_parquet(path, columns=columns)
 
 
 _TEXT = ("run", "arm", "session", "metric")
