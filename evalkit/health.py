@@ -186,7 +186,7 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     from evalkit.metrics import read_metrics
 
     run_dir = Path(run_dir)
-    m = read_metrics(run_dir / "metrics.parquet")
+    m = read_metrics(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])  # all it reads
     arms = list(cfg.get("replay", {}).get("arms", []))
     baseline = cfg.get("rules", {}).get("baseline", "baseline")
     flags = metric_flags(m, cfg)

@@ -20,6 +20,7 @@ from pathlib import Path
 from evalkit import completion
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
+from evalkit.memory import release_freed
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
 from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
@@ -285,6 +286,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     def timed(name, fn, *args):
         start = time.perf_counter()
         out = fn(*args)
+        release_freed()  # the next stage's peak must not stand on this one's freed pages
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 

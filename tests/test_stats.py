@@ -294,3 +294,28 @@ def test_reported_mde_uses_the_median_unbiased_se():
     assert se[0] > est.se[0] * 1.015
     assert design.mde(se, n, alpha, power, delta)[0] == pytest.approx(delta + k * se[0])
     assert design.mde(se, n, alpha, power, delta)[0] > delta + k * est.se[0] + 0.004
+
+
+def test_flips_subset_keeps_the_draws_of_the_whole_matrix():
+    """``estimate(..., flips=...)`` (decide keeps draws for candidate columns only, not for the A/A
+    column of every metric) gives those columns the bits of the full computation: same sign
+    vectors (B set by every column's balance), same p-values and sign-flip interval; the other
+    columns keep estimate, SE and t interval and have no sign-flip p-value."""
+    sums, n = simulate(7, effect=0.2, experiments=9, sessions=30)
+    X, Y = stats.estimand_matrices(sums, n, "session_mean")
+    Y[12:, 5] = 0.0  # a column with 12 sessions present: exact, B rounded up to a multiple of 2^12
+    X[12:, 5] = 0.0
+    full = stats.estimate(X, Y, 0.025, 1000, 3)
+    keep = np.array([0, 3])
+    part = stats.estimate(X, Y, 0.025, 1000, 3, flips=keep)
+    assert part.FX.shape == (full.FX.shape[0], 2) and full.FX.shape[0] == 4096
+    assert np.array_equal(part.FX, full.FX[:, keep]) and np.array_equal(part.FY, full.FY[:, keep])
+    for side, thr in (("greater", 0.0), ("less", 0.1)):
+        p_full, p_part = stats.p_value(full, thr, side), stats.p_value(part, thr, side)
+        assert np.array_equal(p_part[keep], p_full[keep])
+        assert np.isnan(np.delete(p_part, keep)).all()
+    assert np.array_equal(part.ci_sign_flip[keep], full.ci_sign_flip[keep])
+    assert np.isnan(np.delete(part.ci_sign_flip, keep, axis=0)).all()
+    assert np.array_equal(part.ci, full.ci) and np.array_equal(part.se, full.se, equal_nan=True)
+    signs = np.where(np.arange(9) % 2, -1.0, 1.0)
+    assert np.array_equal(part.oriented(signs).FX, full.oriented(signs).FX[:, keep])

@@ -1,10 +1,13 @@
 """Scale benchmarks.
 
 - ``scale-<n>``: one local run (3 arms, 2 workers) at n = 50, 200 and 800 sessions of the default
-  synthetic corpus: wall time, sessions per second, wall time per session, and the peak RSS of the
-  driver and of its largest child (a forked worker's figure starts at the driver's). Each size is
-  its own benchmark, so it runs in a fresh process and its peak-RSS figures are its own high-water
-  marks: memory flat in corpus size shows as the same RSS at every size.
+  synthetic corpus: wall time, sessions per second, wall time per session, the peak RSS of the
+  driver and the peak RSS of the largest worker process. Each size is its own benchmark, so it runs
+  in a fresh process and its figures are its own high-water marks: memory flat in corpus size shows
+  as the same RSS at every size. A forked worker's RSS counts the driver's pages it shares
+  copy-on-write (all of the driver's memory at the fork), so a worker forked late from a large
+  driver shows the driver's size: the bench also gives each worker's peak private memory
+  (``Private_*`` of ``/proc/PID/smaps_rollup``, sampled every 0.2 s), what the worker itself adds.
 - ``scale-local`` / ``scale-shards`` / ``scale-ray``: the same experiment at one size (the smallest,
   50) run locally, as 3 shards on the local executor, and as 2 shards on a local Ray instance
   (2 CPUs, when Ray is installed): wall time, overhead per shard, peak RSS.
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import os
 import resource
+import statistics
 import tempfile
+import threading
 import time
 
 from evalkit.bench import Figure, benchmark
@@ -45,11 +50,69 @@ def _experiment(n: int):
     )
 
 
+def _proc_kb(pid: int, name: str, fields: tuple[str, ...]) -> int | None:
+    """The sum of ``fields`` (kB) in ``/proc/PID/<name>``; None once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/{name}", encoding="ascii") as fh:
+            return sum(int(line.split()[1]) for line in fh if line.startswith(fields))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children", encoding="ascii") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+                out += kids
+                todo += kids
+        except OSError:
+            pass
+    return out
+
+
+class WorkerSampler:
+    """Every ``interval`` seconds, each descendant process's peak RSS (VmHWM, exact up to its last
+    sample) and private memory (sampled): what a worker holds apart from the pages it shares with
+    the driver. Linux ``/proc``; elsewhere it sees no process and reports nothing."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval = interval
+        self.hwm: dict[int, int] = {}
+        self.private: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bench-worker-sampler", daemon=True)
+
+    def __enter__(self) -> WorkerSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        me = os.getpid()
+        while True:
+            for pid in _descendants(me):
+                hwm = _proc_kb(pid, "status", ("VmHWM",))
+                private = _proc_kb(pid, "smaps_rollup", ("Private_Clean", "Private_Dirty"))
+                if hwm:
+                    self.hwm[pid] = max(self.hwm.get(pid, 0), hwm)
+                if private:
+                    self.private[pid] = max(self.private.get(pid, 0), private)
+            if self._stop.wait(self.interval):
+                return
+
+
 def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
     rows: list[Figure] = []
     for n in sizes:
         exp = _experiment(n)
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory() as d, WorkerSampler() as sampler:
             t = time.perf_counter()
             shards = run(exp, os.path.join(d, "run"))
             wall = time.perf_counter() - t
@@ -60,15 +123,24 @@ def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
         ]
         if shards:
             rows.append(Figure(f"{mode}: {n} sessions, wall per shard ({shards} shards)", wall / shards, "s"))
-    # A forked worker starts with the driver's RSS high-water mark (Linux), so this figure is at
-    # least the driver's RSS when the pool was forked: it bounds a worker, it does not isolate it.
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    rows.append(Figure(f"{mode}: peak RSS of a worker process (forked: from the driver's)", peak, "MB"))
-    rows.append(
-        Figure(
-            f"{mode}: peak RSS of the driver", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "MB"
-        )
-    )
+        rows += [
+            Figure(f"{mode}: {n} sessions, worker processes", len(sampler.hwm), "processes"),
+            Figure(
+                f"{mode}: {n} sessions, peak private memory per worker, largest",
+                max(sampler.private.values(), default=0) / 1024,
+                "MB",
+            ),
+            Figure(
+                f"{mode}: {n} sessions, peak private memory per worker, median",
+                statistics.median(sampler.private.values()) / 1024 if sampler.private else 0,
+                "MB",
+            ),
+        ]
+    # Exact, from the kernel: the largest peak among exited children (shared pages included).
+    worker = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rows.append(Figure(f"{mode}: peak RSS of the driver", driver, "MB"))
+    rows.append(Figure(f"{mode}: peak RSS of the largest worker (shared pages included)", worker, "MB"))
     return rows
 
 
@@ -120,6 +192,7 @@ def bench_ray() -> list[Figure]:
         )
     finally:
         ray.shutdown()
-    # Ray's workers are the raylet's children, not ours: their RSS is not in RUSAGE_CHILDREN.
-    rows = [r for r in rows if "worker process" not in r.figure]
+    # Ray's workers are not reaped by us (RUSAGE_CHILDREN), and the sampler would count Ray's own
+    # daemons (GCS, raylet) among our descendants: no worker figures for this mode.
+    rows = [r for r in rows if "worker" not in r.figure]
     return [Figure("ray: local instance start", start, "s"), *rows]

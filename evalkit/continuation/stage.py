@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
+import pyarrow as pa
 
 from evalkit.config import merge
 from evalkit.continuation.agents import AGENTS, Agent, ContinuationInput, Transcript, is_proxy, make_agent
@@ -31,7 +31,7 @@ from evalkit.continuation.observational import compaction_points, observed_metri
 from evalkit.continuation.recording import SessionRecord
 from evalkit.corpus import Span, index_jsonl, read_span, write_json
 from evalkit.events import Event, events_path
-from evalkit.metrics import replace_rows, to_frame, write_metrics
+from evalkit.metrics import replace_rows, rows_to_arrow, write_table
 from evalkit.progress import track
 from evalkit.session import Message, Session, session_from_dict
 from evalkit.workers import worker_pool
@@ -204,12 +204,12 @@ def run_continuation(
         )
     out_dir = run / "continuation"
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows: list[tuple] = []  # MetricRow.as_tuple() each
+    parts: list[pa.Table] = []  # each session's rows as Arrow (~140 bytes a row; tuples ~1 KB)
     counts = dict.fromkeys(COUNTS, 0)
     try:
         with open(out_dir / "log.jsonl.tmp", "w", encoding="utf-8") as log:
             for res in track(results, "continuation", total=None, unit="sessions"):
-                rows.extend(res.rows)
+                parts.append(rows_to_arrow(res.rows))
                 log.writelines(x + "\n" for x in res.log)
                 for k, v in res.counts.items():
                     counts[k] += v
@@ -217,8 +217,8 @@ def run_continuation(
         if pool is not None:
             pool.shutdown()
     os.replace(out_dir / "log.jsonl.tmp", out_dir / "log.jsonl")
-    table = to_frame(rows)
-    write_metrics(table, out_dir / "metrics.parquet")
+    table = pa.concat_tables(parts) if parts else rows_to_arrow([])
+    write_table(table, out_dir / "metrics.parquet")
     merge_into_metrics(run / "metrics.parquet", table)
     entry = AGENTS.entry(name)
     manifest = {
@@ -231,7 +231,7 @@ def run_continuation(
         "arms": arms,
         "observed_arm": OBSERVED,
         "counts": counts,
-        "rows": len(table),
+        "rows": table.num_rows,
         "workers": workers if parallel else 1,
         "seconds": round(time.perf_counter() - t0, 3),
     }
@@ -239,7 +239,7 @@ def run_continuation(
     return manifest
 
 
-def merge_into_metrics(path: Path, table: pd.DataFrame) -> None:
+def merge_into_metrics(path: Path, table: pa.Table) -> None:
     """Replace earlier continuation rows of ``metrics.parquet`` with ``table`` (the file is created if absent)."""
     replace_rows(path, table, is_continuation_metric)
 

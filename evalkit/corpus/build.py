@@ -40,16 +40,21 @@ def _drop_derived(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
-def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[list[dict], list[dict]]:
-    """Write encoded sessions and their facts; returns the manifest rows and the facts records."""
+def _write_encoded(encoded: Iterable[tuple[str, str, dict]], sfh, ffh) -> tuple[list[dict], dict]:
+    """Write encoded sessions and their facts; returns the manifest rows and the corpus stats.
+
+    The stats are counted as the facts go by: holding every session's facts until the end made
+    the stage's memory grow with the corpus."""
     rows: list[dict] = []
-    facts_rows: list[dict] = []
-    for line, facts_line, row in encoded:
-        sfh.write(line + "\n")
-        ffh.write(facts_line + "\n")
-        rows.append(row)
-        facts_rows.append(json.loads(facts_line))
-    return rows, facts_rows
+
+    def facts():
+        for line, facts_line, row in encoded:
+            sfh.write(line + "\n")
+            ffh.write(facts_line + "\n")
+            rows.append(row)
+            yield json.loads(facts_line)
+
+    return rows, corpus_stats(facts(), rows)
 
 
 def _synth_one(args: tuple[int, int, int]) -> tuple[str, str, dict]:
@@ -59,7 +64,9 @@ def _synth_one(args: tuple[int, int, int]) -> tuple[str, str, dict]:
 
 
 def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshold: int = 2_000) -> dict:
-    """Corpus sizes and the tally-position figure the head-tail candidate answers."""
+    """Corpus sizes and the tally-position figure the head-tail candidate answers.
+
+    ``facts_rows`` is read once, before ``manifest_rows``: a generator may fill the latter as it goes."""
     tallies = failures = fixed = constraints = compactions = long_outputs = late = 0
     for f in facts_rows:
         tallies += len(f["tallies"])
@@ -103,9 +110,8 @@ def build_corpus(
     skipping (and counting) bad records when ``on_error = "skip"``. ``select(position)``, when
     given, keeps only the sessions at the corpus positions it accepts (a shard, :mod:`evalkit.shard`).
     """
-    from concurrent.futures import ProcessPoolExecutor
-
     from evalkit.progress import track
+    from evalkit.workers import bounded_map, worker_pool
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -115,7 +121,7 @@ def build_corpus(
     with (
         AtomicWriter(out / "sessions.jsonl") as sfh,
         AtomicWriter(out / "facts.jsonl") as ffh,
-        ProcessPoolExecutor(max_workers=workers) as pool,
+        worker_pool(workers) as pool,
     ):
         if kind == "synth":
             tokens = int(section.get("session_tokens", 0))
@@ -125,7 +131,7 @@ def build_corpus(
                 if select is None or select(i)
             ]
             n = len(jobs)
-            encoded = pool.map(_synth_one, jobs, chunksize=4)
+            encoded = bounded_map(pool, _synth_one, jobs, 4 * workers)
         elif kind == "path":
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")
@@ -137,12 +143,12 @@ def build_corpus(
             n = None
         else:
             raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
-        rows, facts_rows = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
+        rows, stats = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
     manifest = {
         "kind": kind,
         "seed": seed if kind == "synth" else None,
         "source": str(source_path) if source_path else "evalkit.corpus.synth",
-        "stats": corpus_stats(facts_rows, rows),
+        "stats": stats,
         "skipped": [str(e) for e in read.skipped],
         "sessions": rows,
     }
@@ -169,12 +175,12 @@ def write_corpus(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with AtomicWriter(out / "sessions.jsonl") as sfh, AtomicWriter(out / "facts.jsonl") as ffh:
-        rows, facts_rows = _write_encoded(map(_encoded, track(sessions, kind, unit="sessions")), sfh, ffh)
+        rows, stats = _write_encoded(map(_encoded, track(sessions, kind, unit="sessions")), sfh, ffh)
     manifest = {
         "kind": kind,
         "seed": None,
         "source": source,
-        "stats": corpus_stats(facts_rows, rows),
+        "stats": stats,
         "skipped": [],
         "sessions": rows,
         **(extra() if extra else {}),

@@ -84,10 +84,15 @@ def _pattern_bits(rows: int, k: int) -> np.ndarray:
 
 
 def flip_sums(
-    X: np.ndarray, Y: np.ndarray, resamples: int, seed: int
+    X: np.ndarray, Y: np.ndarray, resamples: int, seed: int, keep: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(FX, FY, exact): Σ over the swapped sessions of X and of Y per sign vector (B × K), and per column
     whether its reference set is balanced (p = #/B, exact where it matters; else (1 + #)/(1 + B)).
+
+    ``keep`` (column indices; default every column) selects the columns whose sums are returned
+    (B × len(keep)): B, the draws and the balancing are still those of the whole matrix and the
+    product is still taken over every column, so a kept column's sums are the same bits either way,
+    while memory no longer grows with the columns left out (B·K·8 bytes: 120 MB at K = 1,200).
 
     One random draw is shared by every comparison (one matrix product). A column with at most
     :data:`EXACT_MAX` sessions present, or with at most that many differing from zero, gets those
@@ -97,37 +102,39 @@ def flip_sums(
     from the same rows agrees with the exact p-value.
     """
     G, K = X.shape
+    cols = np.arange(K) if keep is None else np.asarray(keep, dtype=int)
     present = Y > 0
     n, nz = present.sum(axis=0), (present & (X != 0)).sum(axis=0)
     exact = (n <= EXACT_MAX) | (nz <= EXACT_MAX)
     kmax = int(max(np.where(n <= EXACT_MAX, n, np.where(exact, nz, 0)).max(initial=0), 0))
     B = -(-resamples // (1 << kmax)) * (1 << kmax) if exact.any() else resamples
     if G == 0 or K == 0:
-        return np.zeros((B, K)), np.zeros((B, K)), exact
+        return np.zeros((B, len(cols))), np.zeros((B, len(cols))), exact
     rng = np.random.default_rng(seed)
     Yu, y_of = np.unique(Y, axis=1, return_inverse=True)
-    y_of = np.asarray(y_of).ravel()
+    y_of = np.asarray(y_of).ravel()[cols]
     balanced = {
-        k: np.flatnonzero(present[:, k] if n[k] <= EXACT_MAX else present[:, k] & (X[:, k] != 0))
-        for k in np.flatnonzero(exact)
+        j: np.flatnonzero(present[:, k] if n[k] <= EXACT_MAX else present[:, k] & (X[:, k] != 0))
+        for j, k in enumerate(cols)
+        if exact[k]
     }
     kept = np.unique(np.concatenate([np.arange(0), *balanced.values()])).astype(int)
     at = np.full(G, -1)
     at[kept] = np.arange(len(kept))
-    FX, FY, Fk = np.empty((B, K)), np.empty((B, K)), np.empty((B, len(kept)))
+    FX, FY, Fk = np.empty((B, len(cols))), np.empty((B, len(cols))), np.empty((B, len(kept)))
     for start in range(0, B, CHUNK):
         b = min(CHUNK, B - start)
         F = flip_draws(rng, G, b)
-        FX[start : start + b] = F @ X
+        FX[start : start + b] = F @ X if keep is None else (F @ X)[:, cols]
         FY[start : start + b] = (F @ Yu)[:, y_of]
         Fk[start : start + b] = F[:, kept]  # the random bits the balanced patterns replace
-    for k, rows in balanced.items():
+    for j, rows in balanced.items():
         P = _pattern_bits(B, len(rows)) - Fk[:, at[rows]]
-        FX[:, k] += P @ X[rows, k]
-        FY[:, k] += P @ Y[rows, k]
+        FX[:, j] += P @ X[rows, cols[j]]
+        FY[:, j] += P @ Y[rows, cols[j]]
     # Sums that cancel exactly (+1/3 +1/3 +1/3 −1) leave rounding residue: call it zero, with the same
     # tolerance p_value uses for ties, so the interval and the p-value count the same draws at zero.
-    tie = 0.5e-9 * (np.abs(X).sum(axis=0) + 1e-300)
+    tie = (0.5e-9 * (np.abs(X).sum(axis=0) + 1e-300))[cols]
     FX[np.abs(FX) <= tie] = 0.0
     return FX, FY, exact
 
@@ -144,9 +151,10 @@ class Estimates:
     differing: np.ndarray  # sessions whose difference is not zero
     X: np.ndarray  # (G, K) as passed in, oriented by :meth:`oriented`
     Y: np.ndarray  # (G, K)
-    FX: np.ndarray  # (B, K) Σ X over the swapped sessions of each sign vector
-    FY: np.ndarray  # (B, K)
+    FX: np.ndarray  # (B, K') Σ X over the swapped sessions of each sign vector, for the K' flipped columns
+    FY: np.ndarray  # (B, K')
     exact: np.ndarray  # (K,) balanced reference set: p = #/B (see flip_sums)
+    flipped: np.ndarray  # (K',) the columns FX and FY hold; the others have no sign-flip p-value or interval
 
     def oriented(self, sign: np.ndarray) -> Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
@@ -154,7 +162,12 @@ class Estimates:
         ci = np.sort(self.ci * s[:, None], axis=1)
         flip = np.sort(self.ci_sign_flip * s[:, None], axis=1)
         return replace(
-            self, estimate=self.estimate * s, ci=ci, ci_sign_flip=flip, X=self.X * s, FX=self.FX * s
+            self,
+            estimate=self.estimate * s,
+            ci=ci,
+            ci_sign_flip=flip,
+            X=self.X * s,
+            FX=self.FX * s[self.flipped],
         )
 
 
@@ -164,12 +177,21 @@ def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
 
 
 def estimate(
-    X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
+    X: np.ndarray,
+    Y: np.ndarray,
+    alpha: float,
+    resamples: int,
+    seed: int,
+    interval: bool = True,
+    flips: np.ndarray | None = None,
 ) -> Estimates:
     """Estimate, SE, the t interval (the decision interval) and the inverted sign-flip interval of every
     column at level 1 − 2α.
 
-    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
+    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values.
+    ``flips`` (column indices; default all) limits the sign-flip draws, p-values and interval to
+    those columns, with the same values as without it (:func:`flip_sums`); the other columns get
+    the estimate, SE and t interval only."""
     present = Y > 0
     n = present.sum(axis=0)
     sx, sy = X.sum(axis=0), Y.sum(axis=0)
@@ -184,10 +206,13 @@ def estimate(
     se = np.where(ss <= _scale_floor(X, present), 0.0, se)
     se = np.where(n >= 2, se, np.nan)
     differing = (present & (X != 0)).sum(axis=0)
-    FX, FY, exact = flip_sums(X, Y, resamples, seed)
+    FX, FY, exact = flip_sums(X, Y, resamples, seed, flips)
     t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
     ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
-    est = Estimates(theta, se, ci_t, np.full((X.shape[1], 2), np.nan), n, differing, X, Y, FX, FY, exact)
+    flipped = np.arange(X.shape[1]) if flips is None else np.asarray(flips, dtype=int)
+    est = Estimates(
+        theta, se, ci_t, np.full((X.shape[1], 2), np.nan), n, differing, X, Y, FX, FY, exact, flipped
+    )
     if interval:
         est.ci_sign_flip = randomization_interval(est, alpha)
     return est
@@ -206,23 +231,24 @@ def randomization_interval(est: Estimates, alpha: float) -> np.ndarray:
     :func:`p_value` uses) is ≥ α; so its bound is the c-th smallest r (and likewise above).
     A draw that swaps no present session (FY = 0) ties with the observed value at every δ.
     """
-    B, K = est.FX.shape
+    B, Kf = est.FX.shape
     with np.errstate(invalid="ignore", divide="ignore"):
         r = est.FX / est.FY
     none = est.FY <= 0
     counts = np.arange(B + 1)
     need = np.array([int(np.argmax(_p_of_count(counts, B, e) >= alpha)) for e in (False, True)])[
-        est.exact.astype(int)
+        est.exact[est.flipped].astype(int)
     ]
     if B:
         low = np.sort(np.where(none, -np.inf, r), axis=0)
         high = np.sort(np.where(none, np.inf, r), axis=0)[::-1]
-        cols = np.arange(K)
+        cols = np.arange(Kf)
         lo = np.where(need > 0, low[np.maximum(need - 1, 0), cols], -np.inf)
         hi = np.where(need > 0, high[np.maximum(need - 1, 0), cols], np.inf)
     else:
-        lo = hi = np.full(K, np.nan)
-    ci = np.stack([lo, hi], axis=1)
+        lo = hi = np.full(Kf, np.nan)
+    ci = np.full((est.X.shape[1], 2), np.nan)
+    ci[est.flipped] = np.stack([lo, hi], axis=1)
     ci = np.where(np.isfinite(ci), ci, np.nan)
     return np.where((est.n_sessions > 0)[:, None], ci, np.nan)
 
@@ -243,15 +269,16 @@ def sign_flip_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.
     Z = np.where(est.Y > 0, est.X - d * est.Y, 0.0) * sgn  # oriented so that large T is evidence
     T = Z.sum(axis=0)
     tol = 1e-9 * (np.abs(Z).sum(axis=0) + 1e-300)
-    B = est.FX.shape[0]
+    B, f = est.FX.shape[0], est.flipped
     # T_s − T = −2·sgn·(FX − δ·FY): the draw is at least as extreme as the observation when ≥ −tol.
-    beyond = (-2 * sgn * (est.FX - d * est.FY) >= -tol).sum(axis=0)
-    p = _p_of_count(beyond, B, est.exact)
+    beyond = (-2 * sgn * (est.FX - d[f] * est.FY) >= -tol[f]).sum(axis=0)
+    p = _p_of_count(beyond, B, est.exact[f])
     with np.errstate(invalid="ignore", divide="ignore"):
-        hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)
+        hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)[f]
     # No draw as extreme (a random set, or a balanced one whose other sessions are random, at δ ≠ 0).
-    p = np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p)
-    return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
+    out = np.full(K, np.nan)
+    out[f] = np.clip(np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p), 0.0, 1.0)
+    return np.where(est.n_sessions > 0, out, np.nan)
 
 
 def interval_t_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:

@@ -249,3 +249,14 @@ def open_failures(p: Parsed) -> list[Item]:
     """Per command, its latest outcome when that was a failure (a later success closes it)."""
     runs = sorted(p.extract(_items)["failure"] + p.extract(_items)["outcome"], key=lambda it: it.pos)
     return [it for it in _latest_per_key(runs, _command_of) if it.kind == "failure"]
+
+
+def clear_caches() -> None:
+    """Empty the per-line and per-conversation caches.
+
+    Their keys are one session's own lines: they pay within a session (its arms summarize the same
+    messages) and not across sessions (40 default sessions replayed in a row: every key missed
+    once, none came back in a later session). Replay clears them after each session, so a worker's
+    memory stays flat instead of growing ~2.5 MB a session up to the caches' bounds."""
+    for fn in (_classify, _words, _paths_in, _call_text, parse_transcript):
+        fn.cache_clear()

@@ -4,7 +4,8 @@ Scoring never replays and never calls the summarizer: it reads ``corpus/`` and
 ``events/<arm>.jsonl`` and writes ``metrics.parquet``. Each session is parsed once and scored
 for all arms together (kept messages are shared across arms, so their text views are computed
 once); sessions are scored in a process pool. The main process only indexes the files (session
-id → byte offsets), so memory stays at one session's events per worker.
+id → byte offsets), so memory stays at one session's events per worker; each worker sends its
+session's rows back as an Arrow table, which is what the main process holds until the write.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.corpus import QUESTIONS, index_jsonl, read_span
+import pyarrow as pa
+
+from evalkit.corpus import QUESTIONS, Span, index_jsonl, read_span
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
-from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, to_frame
+from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
 from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
@@ -94,22 +97,28 @@ def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[Me
     return out
 
 
-def _score_job(job: tuple) -> tuple[list[tuple], list[str], int, dict | None, list]:
+def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]:
     """Worker: parse one session and its events, score them.
 
-    Returns rows (as :meth:`MetricRow.as_tuple`), skipped records, the event count, newly built
-    questions and judge rationales."""
-    corpus, sloc, facts_raw, ev_locs, suite, ctx, run_id, questions = job
+    Returns the rows (:func:`~evalkit.metrics.rows_to_arrow`), skipped records, the event count,
+    newly built questions and judge rationales."""
+    corpus, sloc, facts_loc, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
     try:
         session = session_from_dict(json.loads(read_span(corpus, sloc)))
     except Exception as e:
-        return [], [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"], 0, None, []
-    facts = facts_from_dict(facts_raw) if facts_raw else compute_facts(session)
+        return (
+            rows_to_arrow([]),
+            [f"{corpus}:{sloc[2]}: {type(e).__name__}: {e} (its events skipped)"],
+            0,
+            None,
+            [],
+        )
+    facts = facts_from_dict(json.loads(read_span(*facts_loc))) if facts_loc else compute_facts(session)
     view = SessionView(session, facts)
     wants_questions, pinned = questions
-    if wants_questions:
-        view.extras["questions"] = pinned  # None: not pinned yet, the judge probe builds them
+    if wants_questions:  # pinned None: not pinned yet, the judge probe builds them
+        view.extras["questions"] = json.loads(read_span(*pinned))["questions"] if pinned else None
     events: dict[str, list[Event]] = {}
     n = 0
     for arm, path, locs in ev_locs:
@@ -121,7 +130,7 @@ def _score_job(job: tuple) -> tuple[list[tuple], list[str], int, dict | None, li
                 continue
             events.setdefault(arm, []).append(ev)
             n += 1
-    rows = [r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)]
+    rows = rows_to_arrow([r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)])
     return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", [])
 
 
@@ -167,26 +176,26 @@ def score_run(
             stats.skipped.append(
                 f"events/{a}.jsonl: session {sid!r} is not in the corpus ({len(idx[sid])} events)"
             )
-    facts: dict[str, dict] = {}
+    # Facts and pinned questions go to the workers as line spans: loaded here, they took ~0.7 MB
+    # a session of the driver's memory (15 MB of facts and 17 MB of questions JSON at 150 sessions).
     facts_path = run / "corpus" / "facts.jsonl"
-    if facts_path.exists():
-        with open(facts_path, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    d = json.loads(line)
-                    facts[d["session"]] = d
+    facts = _last_spans(facts_path)
     wants_questions = any(PROBES.entry(n).info.get("questions") for n in the_suite.names())
-    questions = _load_questions(run) if wants_questions else None
+    q_path = run / "corpus" / QUESTIONS
+    questions = _last_spans(q_path) if wants_questions else None
     jobs = []
     for sid, locs in sessions.items():
         ev_locs = [(a, str(events_path(run, a)), ev_index[a].get(sid, [])) for a in arms]
         if not any(loc for _, _, loc in ev_locs):
             continue
-        q = (questions is not None, None if questions is None else questions.get(sid))
-        jobs.append((str(corpus), locs[0], facts.get(sid), ev_locs, the_suite, ctx, run_id, q))
-    rows: list[tuple] = []
-    new_questions: dict[str, list] = {}
-    judgements: list[dict] = []
+        q_loc = (str(q_path), questions[sid]) if questions and sid in questions else None
+        f_loc = (str(facts_path), facts[sid]) if sid in facts else None
+        jobs.append(
+            (str(corpus), locs[0], f_loc, ev_locs, the_suite, ctx, run_id, (questions is not None, q_loc))
+        )
+    parts: list[pa.Table] = []  # one per session: ~140 bytes a row (tuples took ~1 KB)
+    new_questions = _Spill(q_path.with_name(QUESTIONS + ".new"))  # session → its line, spilled to disk
+    judgements = _Spill(run / "judgements.jsonl.tmp")
     n_workers = workers or os.cpu_count() or 1
     if any(PROBES.entry(n).info.get("uses_model") for n in the_suite.names()) and not _offline(ctx.model):
         n_workers = 1  # real model calls go through one client (its cache and single-flight)
@@ -194,30 +203,34 @@ def score_run(
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
         for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
-            rows.extend(r)
+            parts.append(r)
             stats.skipped.extend(skipped)
             stats.events += n_ev
             stats.sessions += 1
             if nq is not None:
-                new_questions[nq["session"]] = nq["questions"]
-            judgements.extend(judged)
+                new_questions.add(nq["session"], {"session": nq["session"], "questions": nq["questions"]})
+            for j in judged:
+                judgements.add("", j)
     finally:
         if pool:
             pool.shutdown()
-    if new_questions and questions is not None:
-        _save_questions(run, {**questions, **new_questions})
-    if judgements:
-        with open(run / "judgements.jsonl", "w", encoding="utf-8") as fh:
-            for j in judgements:
-                fh.write(json.dumps(j, ensure_ascii=True) + "\n")
+        new_questions.close()
+        judgements.close()
+    if new_questions.spans and questions is not None:
+        _save_questions(q_path, questions, new_questions)
+    new_questions.path.unlink(missing_ok=True)
+    if judgements.spans:
+        os.replace(judgements.path, run / "judgements.jsonl")
+    judgements.path.unlink(missing_ok=True)
     for s in stats.skipped:
         log(f"score: skipped {s}")
     # Continuation rows share the table; re-scoring replaces probe rows only.
     from evalkit.continuation.metrics import is_continuation_metric
 
-    replace_rows(run / "metrics.parquet", to_frame(rows), lambda m: not is_continuation_metric(m))
-    stats.rows = len(rows)
-    return len(rows)
+    table = pa.concat_tables(parts) if parts else rows_to_arrow([])
+    replace_rows(run / "metrics.parquet", table, lambda m: not is_continuation_metric(m))
+    stats.rows = table.num_rows
+    return table.num_rows
 
 
 def _offline(model: dict) -> bool:
@@ -236,22 +249,42 @@ def _model_section(run: Path) -> dict:
     return {"backend": "extractive", "model": "extractive-v1"}
 
 
-def _load_questions(run: Path) -> dict[str, list]:
-    p = run / "corpus" / QUESTIONS
-    out: dict[str, list] = {}
-    if p.exists():
-        with open(p, encoding="utf-8") as fh:
-            for line in fh:
-                if line.strip():
-                    d = json.loads(line)
-                    out[d["session"]] = d["questions"]
-    return out
+def _last_spans(path: Path) -> dict[str, Span]:
+    """Session → the span of its last line in a JSONL file keyed by ``session`` (a later line wins)."""
+    return {sid: spans[-1] for sid, spans in index_jsonl(path, "session").items()} if path.exists() else {}
 
 
-def _save_questions(run: Path, questions: dict[str, list]) -> None:
-    p = run / "corpus" / QUESTIONS
+class _Spill:
+    """JSON lines written to a file as they come, each keyed by a session: the stage keeps spans, not records."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.spans: dict[str, list[Span]] = {}
+        self._fh = open(path, "wb")  # noqa: SIM115  (closed by close(), in the stage's finally)
+        self._n = 0
+
+    def add(self, key: str, record: dict) -> None:
+        line = (json.dumps(record, ensure_ascii=True) + "\n").encode()
+        self._n += 1
+        self.spans.setdefault(key, []).append((self._fh.tell(), len(line), self._n))
+        self._fh.write(line)
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+def _save_questions(p: Path, pinned: dict[str, Span], new: _Spill) -> None:
+    """Rewrite the questions file in session order: the pinned lines, a newly built one in place of its session's."""
     tmp = p.with_name(p.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for sid in sorted(questions):
-            fh.write(json.dumps({"session": sid, "questions": questions[sid]}, ensure_ascii=True) + "\n")
+    with open(tmp, "wb") as fh:
+        for sid in sorted(pinned.keys() | new.spans.keys()):
+            if sid in new.spans:
+                fh.write(read_span(new.path, new.spans[sid][-1]))
+            else:
+                d = json.loads(read_span(p, pinned[sid]))
+                fh.write(
+                    (
+                        json.dumps({"session": sid, "questions": d["questions"]}, ensure_ascii=True) + "\n"
+                    ).encode()
+                )
     os.replace(tmp, p)

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from evalkit.events import Event, Invariants, events_path
 from evalkit.models import Backend, ChatResponse, make_client
+from evalkit.models.transcript import clear_caches
 from evalkit.progress import log, track
 from evalkit.replay.candidates import check_arm, policy_for
 from evalkit.replay.compactor import (
@@ -46,7 +46,7 @@ from evalkit.session import (
     tool_pairs_valid,
 )
 from evalkit.tokens import get_counter, message_tokens
-from evalkit.workers import worker_pool
+from evalkit.workers import bounded_map, worker_pool
 
 
 class SessionCache:
@@ -282,19 +282,8 @@ def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> tuple[l
     settings = ReplaySettings.from_section(section)
     cache = SessionCache(session, settings.tokenizer)
     per_arm = replay_session_arms(session, arms, settings, model, _worker_client(model, run_dir), cache)
+    clear_caches()  # the summarizer's line caches pay within a session only (evalkit.models.transcript)
     return [[e.to_json() for e in evs] for evs in per_arm], dict(cache.nothing_to_summarize)
-
-
-def _bounded_map(pool: ProcessPoolExecutor, jobs: Iterator, window: int) -> Iterator:
-    """``pool.map`` in order, but with at most ``window`` sessions in flight: ``Executor.map``
-    reads the whole corpus (~3 MB a session) into memory before the first result."""
-    pending: deque = deque()
-    for job in jobs:
-        pending.append(pool.submit(_replay_line, job))
-        if len(pending) >= window:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
 
 
 def _session_lines(corpus_dir: Path) -> Iterator[str]:
@@ -339,7 +328,7 @@ def replay_corpus(
             # stalls the pool once the window behind it is done: a looping session replays 4-10x
             # slower than a typical one (session 31 of the default corpus: 9.8 s against 1-2.5 s),
             # which a window of 2 per worker left one core idle for. The window bounds memory.
-            results = _bounded_map(pool, jobs, 6 * workers)
+            results = bounded_map(pool, _replay_line, jobs, 6 * workers)
         try:
             for per_arm, skipped in track(results, "replay", total=n_sessions, unit="sessions"):
                 nothing.update(skipped)

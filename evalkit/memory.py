@@ -1,0 +1,35 @@
+"""Returning freed memory to the OS between pipeline stages.
+
+Each stage frees what it built (the metrics table, event indexes), but the allocators keep freed
+pages for reuse: Arrow's pool (mimalloc) and glibc's malloc arenas. The next stage then stands on
+them, so the run's peak was the sum of the stages' leftovers rather than the largest stage
+(measured at 150 sessions: after scoring, 280 MB RSS with 0 bytes allocated in Arrow; 157 MB once
+both allocators gave their free pages back).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import sys
+from functools import cache
+
+
+@cache
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None  # glibc only (not musl)
+    except OSError:
+        return None
+
+
+def release_freed() -> None:
+    """Give the pages Arrow's pool and glibc's malloc hold free back to the OS (no-op elsewhere)."""
+    if "pyarrow" in sys.modules:
+        sys.modules["pyarrow"].default_memory_pool().release_unused()
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
