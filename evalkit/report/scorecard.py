@@ -296,12 +296,13 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
     out: list[str] = []
     for label, prefixes in QUESTION_PREFIXES:
         grades = question_grades(m, prefixes)
-        if not len(grades) or base not in set(grades["arm"]):
+        graded = set(grades["arm"].unique()) if len(grades) else set()
+        if base not in graded:
             continue
         k = int(grades[grades["arm"] == base][["session", "metric"]].drop_duplicates().shape[0])
         rows = []
         for arm in arms:
-            if arm == base or arm not in set(grades["arm"]):
+            if arm == base or arm not in graded:
                 continue
             w, lo, t = win_loss_tie(grades, arm, base)
             rows.append([code(arm), f"{w} W / {lo} L / {t} T", str(w + lo + t)])
@@ -365,7 +366,7 @@ def _cache_path(data: ReportData) -> Path:
 def section_cadence(data: ReportData, out: Path) -> list[str]:
     """Per arm: compactions per 100k tokens, turns between, context freed, loops, summarizer cost."""
     m = _ok(data.metrics)
-    if not len(m) or "loop" not in set(m["metric"]):
+    if not len(m) or "loop" not in set(m["metric"].unique()):
         return ["No `cadence` probe rows in this run."]
 
     def mean_of(metric: str, arm: str, agg: str = "mean") -> float:

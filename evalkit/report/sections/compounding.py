@@ -17,7 +17,8 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
     ev = data.events
     if ev.empty:
         return ["No compaction events in this run folder (`events/*.jsonl`), so there is nothing to plot."]
-    arms = [a for a in data.arms if a in set(ev["arm"])]
+    have = set(ev["arm"].unique())
+    arms = [a for a in data.arms if a in have]
     replay = data.config.get("replay", {})
     window, reserve = replay.get("window"), replay.get("reserve")
     trigger = (

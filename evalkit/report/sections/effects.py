@@ -160,7 +160,7 @@ def _better(direction: str) -> str:
 
 
 def _glossary(data: ReportData) -> list[str]:
-    present = sorted(set(data.metrics["metric"].astype(str))) if not data.metrics.empty else []
+    present = sorted(set(data.metrics["metric"].astype(str).unique())) if not data.metrics.empty else []
     info = probe_info(present)
     rows = [
         [name(m), _better(info[m][0]), escape_inline(info[m][1]), escape_inline(info[m][2])]
