@@ -4,7 +4,6 @@ re-score the run with it (``evalkit.probes.judge_budget``, docs/probe-banks.md).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from evalkit.commands import arguments, command
 
@@ -21,13 +20,13 @@ def _args(p) -> None:
 )
 @arguments(_args)
 def cmd_judge_budget(args) -> int:
-    from evalkit.commands.probes import scoring_inputs
+    from evalkit.commands.probes import run_folder, scoring_inputs
     from evalkit.probes import SuiteError, score_run
     from evalkit.probes.judge_budget import calibrate, describe
     from evalkit.runlock import run_lock
 
-    run = Path(args.run)
     try:
+        run = run_folder(args.run)
         suite, run_id = scoring_inputs(run, args.suite)
     except (SuiteError, ValueError) as e:
         print(e, file=sys.stderr)

@@ -59,15 +59,14 @@ def run_folder(run) -> Path:
     return run
 
 
-def scoring_inputs(run, suite_arg: str | None):
-    """For re-scoring a run folder: the probe suite and the run id its config gives (empty
-    without a config). The suite is ``suite_arg`` (read from the current folder), else the run's
-    ``[score] suite`` (read beside the experiment file first), else the default."""
+def scoring_inputs(run: Path, suite_arg: str | None):
+    """For re-scoring a run folder (:func:`run_folder`): the probe suite and the run id its config
+    gives (empty without a config). The suite is ``suite_arg`` (read from the current folder), else
+    the run's ``[score] suite`` (read beside the experiment file first), else the default."""
     import json
 
     from evalkit.probes.suite import DEFAULT_SUITE, find_suite
 
-    run = run_folder(run)
     cfg_path = run / "config.json"
     cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
     if suite_arg:
@@ -95,7 +94,7 @@ def cmd_score(args) -> int:
     if not args.table_only:
         try:
             suite, run_id = scoring_inputs(run, args.suite)
-        except (SuiteError, ValueError) as e:
+        except SuiteError as e:
             print(e, file=sys.stderr)
             return 2
         arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None

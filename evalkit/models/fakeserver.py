@@ -20,8 +20,9 @@ log, and injects faults on demand:
 Faults are drawn per request with the configured rates. The draw is a hash of (seed, the request
 body, how many times the request's key was seen), so a given sequence of attempts meets the same
 faults on every run regardless of thread or process scheduling. The body, not the client's key, is
-hashed because the key names the endpoint, and a test server's port changes from run to run. A request may force a fault with the header
-``X-Fake-Fault: <name>`` (``none`` forces success). The API key is never logged.
+hashed because the key names the endpoint, and a test server's port changes from run to run. A
+request may force a fault with the header ``X-Fake-Fault: <name>`` (``none`` forces success). The
+API key is never logged.
 """
 
 from __future__ import annotations
