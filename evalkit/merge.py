@@ -16,8 +16,6 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-import pandas as pd
-
 from evalkit.config import Experiment
 from evalkit.corpus.io import AtomicWriter, write_json
 from evalkit.shard import interleave, read_marker
@@ -119,11 +117,12 @@ def _merge_corpus(shards: list[Path], out: Path, count: int) -> list[str]:
 
 
 def _merge_tables(paths: list[Path], out: Path) -> None:
-    from evalkit.metrics import read_metrics, write_metrics
+    """The shards' metrics files (each in canonical order) merged a row group at a time."""
+    from evalkit.metrics.stream import file_tables, write_sorted
 
-    frames = [read_metrics(p) for p in paths if p.is_file()]
-    if frames:
-        write_metrics(pd.concat(frames, ignore_index=True), out)
+    found = [p for p in paths if p.is_file()]
+    if found:
+        write_sorted(out, [file_tables(p) for p in found])
 
 
 def _sum_counts(dicts: list[dict]) -> dict:

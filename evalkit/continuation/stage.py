@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +32,8 @@ from evalkit.continuation.observational import compaction_points, observed_metri
 from evalkit.continuation.recording import SessionRecord
 from evalkit.corpus import Span, index_jsonl, read_span, write_json
 from evalkit.events import Event, events_path
-from evalkit.metrics import replace_rows, rows_to_arrow, write_table
+from evalkit.metrics import replace_rows, rows_to_arrow
+from evalkit.metrics.stream import ArmSpill, write_sorted
 from evalkit.progress import track
 from evalkit.session import Message, Session, session_from_dict
 from evalkit.workers import worker_pool
@@ -186,7 +188,8 @@ def run_continuation(
     t0 = time.perf_counter()
     events = _event_index(run, arms)
     corpus = str(run / "corpus" / "sessions.jsonl")
-    sessions = [(sid, spans[0]) for sid, spans in index_jsonl(corpus, "id").items()]
+    # In id order, so each arm's rows reach the spill below already in the metrics file's order.
+    sessions = sorted((sid, spans[0]) for sid, spans in index_jsonl(corpus, "id").items())
     workers = int(s["workers"] or 0) or os.cpu_count() or 1
     parallel = is_proxy(name) and client is None and workers > 1
     if parallel:
@@ -204,12 +207,12 @@ def run_continuation(
         )
     out_dir = run / "continuation"
     out_dir.mkdir(parents=True, exist_ok=True)
-    parts: list[pa.Table] = []  # each session's rows as Arrow (~140 bytes a row; tuples ~1 KB)
+    rows = ArmSpill(out_dir / "metrics.spill")  # on disk as they come: one session's rows held
     counts = dict.fromkeys(COUNTS, 0)
     try:
         with open(out_dir / "log.jsonl.tmp", "w", encoding="utf-8") as log:
             for res in track(results, "continuation", total=None, unit="sessions"):
-                parts.append(rows_to_arrow(res.rows))
+                rows.add(rows_to_arrow(res.rows))
                 log.writelines(x + "\n" for x in res.log)
                 for k, v in res.counts.items():
                     counts[k] += v
@@ -217,9 +220,9 @@ def run_continuation(
         if pool is not None:
             pool.shutdown()
     os.replace(out_dir / "log.jsonl.tmp", out_dir / "log.jsonl")
-    table = pa.concat_tables(parts) if parts else rows_to_arrow([])
-    write_table(table, out_dir / "metrics.parquet")
-    merge_into_metrics(run / "metrics.parquet", table)
+    write_sorted(out_dir / "metrics.parquet", [rows.tables()])
+    merge_into_metrics(run / "metrics.parquet", rows.tables())
+    rows.remove()
     entry = AGENTS.entry(name)
     manifest = {
         "agent": name,
@@ -231,7 +234,7 @@ def run_continuation(
         "arms": arms,
         "observed_arm": OBSERVED,
         "counts": counts,
-        "rows": table.num_rows,
+        "rows": rows.num_rows,
         "workers": workers if parallel else 1,
         "seconds": round(time.perf_counter() - t0, 3),
     }
@@ -239,9 +242,10 @@ def run_continuation(
     return manifest
 
 
-def merge_into_metrics(path: Path, table: pa.Table) -> None:
-    """Replace earlier continuation rows of ``metrics.parquet`` with ``table`` (the file is created if absent)."""
-    replace_rows(path, table, is_continuation_metric)
+def merge_into_metrics(path: Path, rows: pa.Table | Iterable[pa.Table]) -> None:
+    """Replace earlier continuation rows of ``metrics.parquet`` with ``rows`` (a table, or a stream
+    in canonical order); the file is created if absent."""
+    replace_rows(path, rows, is_continuation_metric)
 
 
 __all__ = ["DEFAULTS", "continue_session", "merge_into_metrics", "run_continuation", "settings_from"]

@@ -23,6 +23,7 @@ from evalkit.corpus import QUESTIONS, Span, index_jsonl, read_span
 from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
+from evalkit.metrics.stream import ArmSpill
 from evalkit.probes.base import PROBES, ProbeInput, SessionView
 from evalkit.probes.suite import Suite, all_probes_suite, load_suite
 from evalkit.progress import log, track
@@ -184,7 +185,8 @@ def score_run(
     q_path = run / "corpus" / QUESTIONS
     questions = _last_spans(q_path) if wants_questions else None
     jobs = []
-    for sid, locs in sessions.items():
+    # In id order, so each arm's rows reach the spill below already in the file's order.
+    for sid, locs in sorted(sessions.items()):
         ev_locs = [(a, str(events_path(run, a)), ev_index[a].get(sid, [])) for a in arms]
         if not any(loc for _, _, loc in ev_locs):
             continue
@@ -193,7 +195,7 @@ def score_run(
         jobs.append(
             (str(corpus), locs[0], f_loc, ev_locs, the_suite, ctx, run_id, (questions is not None, q_loc))
         )
-    parts: list[pa.Table] = []  # one per session: ~140 bytes a row (tuples took ~1 KB)
+    rows = ArmSpill(run / "metrics.spill")  # on disk as they come: the stage holds one session's rows
     new_questions = _Spill(q_path.with_name(QUESTIONS + ".new"))  # session → its line, spilled to disk
     judgements = _Spill(run / "judgements.jsonl.tmp")
     n_workers = workers or os.cpu_count() or 1
@@ -203,7 +205,7 @@ def score_run(
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
         for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
-            parts.append(r)
+            rows.add(r)
             stats.skipped.extend(skipped)
             stats.events += n_ev
             stats.sessions += 1
@@ -227,10 +229,10 @@ def score_run(
     # Continuation rows share the table; re-scoring replaces probe rows only.
     from evalkit.continuation.metrics import is_continuation_metric
 
-    table = pa.concat_tables(parts) if parts else rows_to_arrow([])
-    replace_rows(run / "metrics.parquet", table, lambda m: not is_continuation_metric(m))
-    stats.rows = table.num_rows
-    return table.num_rows
+    replace_rows(run / "metrics.parquet", rows.tables(), lambda m: not is_continuation_metric(m))
+    rows.remove()
+    stats.rows = rows.num_rows
+    return rows.num_rows
 
 
 def _offline(model: dict) -> bool:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 COLUMNS = ["run", "arm", "session", "event", "round", "replicate", "metric", "value", "error"]
 SESSION_LEVEL = -1
@@ -100,14 +98,10 @@ def rows_to_arrow(rows: Sequence[tuple]) -> pa.Table:
 
 def write_table(table: pa.Table, path: str | os.PathLike) -> None:
     """Write an Arrow metrics table as parquet, atomically, in canonical row order (stable, as
-    :func:`normalize`): the bytes a normalized frame of the same rows writes."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in ORDER])
-    # One chunk per column, as a frame converts to: the writer's pages then fall where they always did.
-    pq.write_table(table.take(order).combine_chunks(), tmp)
-    os.replace(tmp, p)
+    :func:`normalize`), in the row groups every metrics file has (:mod:`evalkit.metrics.stream`)."""
+    from evalkit.metrics.stream import sort_rows, write_sorted
+
+    write_sorted(path, [[sort_rows(table)]])
 
 
 def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -161,16 +155,15 @@ def load_metrics(path: str | os.PathLike) -> pd.DataFrame:
     return df
 
 
-def replace_rows(path: str | os.PathLike, table: pa.Table, owned) -> None:
-    """Write ``table`` (from :func:`rows_to_arrow`) into the metrics file in place of the rows whose
-    metric ``owned(metric)`` claims, keeping every other stage's rows (probes and continuation share
-    one table). Both stay Arrow tables: a frame of a default-size run's ~1M rows took several times
-    the memory."""
+def replace_rows(path: str | os.PathLike, rows: pa.Table | Iterable[pa.Table], owned) -> int:
+    """Write ``rows`` into the metrics file in place of the rows whose metric ``owned(metric)``
+    claims, keeping every other stage's rows (probes and continuation share one table); returns the
+    file's row count. ``rows`` is a table (from :func:`rows_to_arrow`) or a stream of tables in
+    canonical order (:class:`evalkit.metrics.stream.ArmSpill`); the old file is read a row group
+    at a time, so neither side is held whole."""
+    from evalkit.metrics.stream import file_tables, sort_rows, write_sorted
+
     p = Path(path)
-    if p.exists():
-        old = pq.read_table(p, schema=arrow_schema())
-        names = old.column("metric").unique()
-        mine = pa.array([m for m in names.to_pylist() if owned(m)], type=names.type)
-        keep = old.filter(pc.invert(pc.is_in(old.column("metric"), value_set=mine)))
-        table = pa.concat_tables([keep, table])
-    write_table(table, p)
+    new = [sort_rows(rows)] if isinstance(rows, pa.Table) else rows
+    old = file_tables(p, keep=lambda m: not owned(m)) if p.exists() else []
+    return write_sorted(p, [old, new])
