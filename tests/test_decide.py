@@ -58,7 +58,19 @@ def table(sessions: int = 40, arms=ARMS, seed: int = 0) -> pd.DataFrame:
             for arm, (dt, dc, sd, f) in arms.items():
                 noise = rng.normal(0, 0.03) if arm not in ("baseline", "aa") else 0.0
                 rows.append(("r", arm, f"s{s:02d}", e, e, 0, "tally_present", tally + dt + noise, None))
-                rows.append(("r", arm, f"s{s:02d}", e, e, 0, "constraints_kept", 0.8 + dc + rng.normal(0, sd or 1e-9) * (sd > 0), None))
+                rows.append(
+                    (
+                        "r",
+                        arm,
+                        f"s{s:02d}",
+                        e,
+                        e,
+                        0,
+                        "constraints_kept",
+                        0.8 + dc + rng.normal(0, sd or 1e-9) * (sd > 0),
+                        None,
+                    )
+                )
                 rows.append(("r", arm, f"s{s:02d}", e, e, 0, "summary_tokens", tokens * f, None))
     return normalize(pd.DataFrame(rows, columns=COLUMNS))
 
@@ -92,9 +104,14 @@ def test_reasons_carry_the_rule_and_the_numbers(decision):
     assert "p_holm" in win["reason"] and "beyond min effect +0.05" in win["reason"]
     assert m["ci"][0] > 0.05 and m["p_holm"] < 0.025 and m["role"] == "success" and m["threshold"] == 0.05
     assert "constraints_kept" in win["metrics"] and win["metrics"]["constraints_kept"]["role"] == "guardrail"
-    assert "success metric tally_present" in d["lose"]["reason"] and "significantly worse" in d["lose"]["reason"]
+    assert (
+        "success metric tally_present" in d["lose"]["reason"] and "significantly worse" in d["lose"]["reason"]
+    )
     assert d["breaks-guard"]["deciding_metric"] == "constraints_kept"
-    assert "guardrail constraints_kept" in d["breaks-guard"]["reason"] and "margin -0.02" in d["breaks-guard"]["reason"]
+    assert (
+        "guardrail constraints_kept" in d["breaks-guard"]["reason"]
+        and "margin -0.02" in d["breaks-guard"]["reason"]
+    )
     assert "not shown within its margin" in d["noisy-guard"]["reason"]
     assert "no success metric significantly beyond its min effect" in d["flat"]["reason"]
     assert "MDE" in d["flat"]["reason"] and "needed" in d["flat"]["reason"]
@@ -109,8 +126,11 @@ def test_reasons_carry_the_rule_and_the_numbers(decision):
 
 def test_holm_is_applied_across_candidates_and_success_metrics(decision):
     judged = [
-        m for d in decision["verdicts"].values() if d["verdict"] != "untested"
-        for m in d["metrics"].values() if m["role"] == "success"
+        m
+        for d in decision["verdicts"].values()
+        if d["verdict"] != "untested"
+        for m in d["metrics"].values()
+        if m["role"] == "success"
     ]
     assert len(judged) == 6
     assert all(m["p_holm"] >= m["p_value"] for m in judged)
@@ -127,7 +147,12 @@ def test_holm_is_applied_across_candidates_and_success_metrics(decision):
 
 def test_stats_block_noise_floor_and_no_nan(decision):
     st = decision["stats"]
-    assert st["resamples"] == 2000 and st["seed"] == 20261130 and st["alpha"] == 0.025 and st["unit"] == "session"
+    assert (
+        st["resamples"] == 2000
+        and st["seed"] == 20261130
+        and st["alpha"] == 0.025
+        and st["unit"] == "session"
+    )
     assert st["estimand"] == "mean of session means" and st["method"].startswith("paired sign-flip")
     nf = decision["noise_floor"]
     assert set(nf) == {"tally_present", "constraints_kept", "summary_tokens"}
@@ -159,13 +184,21 @@ def test_too_few_sessions_errors_and_degenerate_data_are_untested():
     df.loc[idx, "value"] = np.nan
     df.loc[idx, "error"] = "scorer crashed"
     err = decide(df, rules)["verdicts"]["win"]
-    assert err["verdict"] == "untested" and "scorer errors" in err["reason"] and "> max_error_share 5%" in err["reason"]
+    assert (
+        err["verdict"] == "untested"
+        and "scorer errors" in err["reason"]
+        and "> max_error_share 5%" in err["reason"]
+    )
     assert err["metrics"]["tally_present"]["errors"] == len(idx)
 
     flat = table(arms={"baseline": ARMS["baseline"], "win": ARMS["win"]})
     flat.loc[flat["metric"] == "tally_present", "value"] = 1.0
     deg = decide(flat, rules)["verdicts"]["win"]
-    assert deg["verdict"] == "untested" and "no session differs" in deg["reason"] and "every value is 1 in both arms" in deg["reason"]
+    assert (
+        deg["verdict"] == "untested"
+        and "no session differs" in deg["reason"]
+        and "every value is 1 in both arms" in deg["reason"]
+    )
 
 
 def test_combination_candidates_claim_their_parts_evidence_and_unknown_ones_are_untested():
@@ -200,5 +233,37 @@ def test_default_rules_encode_each_seed_candidates_evidence():
     assert claims["carry-all"] == ("constraints_kept",)
     assert claims["bridge"] == ("refail_30", "redo_30")
     assert claims["no-stack"] == claims["digest-cap"] == ("growth",)
-    assert r.metrics["summary_tokens"].direction == "lower" and r.metrics["summary_tokens"].min_effect.relative
+    assert (
+        r.metrics["summary_tokens"].direction == "lower" and r.metrics["summary_tokens"].min_effect.relative
+    )
     assert 1 - 2 * r.alpha == pytest.approx(0.95)
+
+
+def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
+    """decide_run reads the metrics file in runs of whole sessions (evalkit.metrics.stream): the
+    statistics and verdicts are the same bits as deciding the whole table at once."""
+    import json
+
+    from evalkit.decide.stage import decide_chunks, finite, scan_table
+    from evalkit.metrics import write_metrics
+    from evalkit.metrics.stream import session_chunks
+
+    df = table(arms=ARMS)
+    df.loc[df.index[::37], ["value", "error"]] = [math.nan, "scorer failed"]  # errors count the same way
+    write_metrics(df, tmp_path / "m.parquet")
+    rules = parse_rules(RULES, "test rules")
+    cols = ["arm", "session", "event", "metric", "value", "error"]
+    chunks = list(session_chunks(tmp_path / "m.parquet", cols, rows=200))
+    assert len(chunks) >= 5 and sum(c.num_rows for c in chunks) == len(df)
+    frames = [c.to_pandas() for c in chunks]
+    assert all(
+        not set(a["session"]) & set(b["session"]) for a, b in zip(frames, frames[1:])
+    )  # whole sessions
+    whole = decide(df, rules, list(ARMS))
+    scan = scan_table(frames)
+    parts = decide_chunks(lambda: frames, rules, list(ARMS), None, scan)
+    assert json.dumps(finite(parts), sort_keys=True) == json.dumps(finite(whole), sort_keys=True)
+    one = scan_table([df]).summary
+    assert [{**r, "mean": None} for r in scan.summary] == [{**r, "mean": None} for r in one]
+    assert np.allclose([r["mean"] for r in scan.summary], [r["mean"] for r in one], rtol=1e-12)
+    assert any(r["errors"] for r in one)

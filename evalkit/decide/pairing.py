@@ -36,6 +36,8 @@ class Paired:
     base_errors: np.ndarray  # (K,) the same for the baseline arm on this metric
     base_rows: np.ndarray  # (K,)
     degenerate: np.ndarray  # (K,) every value equal in both arms: the metric cannot tell them apart
+    lo: np.ndarray  # (K,) the least matched value of either arm (NaN: none matched)
+    hi: np.ndarray  # (K,) the greatest (degenerate is lo == hi; both combine across session chunks)
     event_k: np.ndarray  # (P,) per matched (session, event) pair: its column,
     event_g: np.ndarray  # (P,) its session's row,
     event_d: np.ndarray  # (P,) and candidate − baseline (for label swaps within sessions: calibrate)
@@ -139,12 +141,12 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
         [(rows_of(ok_rows, a, m) & ~rows_of(any_rows, baseline, m)).sum() for a, m in columns], dtype=int
     )
 
-    degenerate = np.zeros(K, dtype=bool)
+    lo, hi = np.full(K, np.nan), np.full(K, np.nan)
     if len(pairs):
         rng = pair_g.agg(lo=("value", "min"), hi=("value", "max"), blo=("b", "min"), bhi=("b", "max"))
-        flat = rng[(rng["lo"] == rng["hi"]) & (rng["blo"] == rng["bhi"]) & (rng["lo"] == rng["blo"])]
-        for c in flat.index:
-            degenerate[col_index[(str(c[0]), str(c[1]))]] = True
+        ks = [col_index[(str(a), str(m))] for a, m in rng.index]
+        lo[ks] = np.fmin(rng["lo"].to_numpy(), rng["blo"].to_numpy())
+        hi[ks] = np.fmax(rng["hi"].to_numpy(), rng["bhi"].to_numpy())
     return Paired(
         columns=columns,
         sessions=sessions,
@@ -160,8 +162,51 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
         rows=per_col(per_arm_rows),
         base_errors=np.array([per_arm_errors.get((baseline, m), 0) for _, m in columns], dtype=int),
         base_rows=np.array([per_arm_rows.get((baseline, m), 0) for _, m in columns], dtype=int),
-        degenerate=degenerate,
+        degenerate=lo == hi,
+        lo=lo,
+        hi=hi,
         event_k=pairs["k"].to_numpy(dtype=np.int64),
         event_g=event_g,
         event_d=pairs["d"].to_numpy(dtype=float),
+    )
+
+
+def combine(parts: Sequence[Paired]) -> Paired:
+    """One :class:`Paired` from those of disjoint runs of sessions (in session order) over the
+    same columns: the per-session arrays stack, the counts add, the value ranges widen."""
+    if len(parts) == 1:
+        return parts[0]
+    offsets = np.cumsum([0, *(len(p.sessions) for p in parts[:-1])])
+    lo = np.array(parts[0].lo)
+    hi = np.array(parts[0].hi)
+    for p in parts[1:]:
+        lo, hi = np.fmin(lo, p.lo), np.fmax(hi, p.hi)
+
+    def stack(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in parts])
+
+    def total(name: str) -> np.ndarray:
+        return np.sum([getattr(p, name) for p in parts], axis=0)
+
+    return Paired(
+        columns=parts[0].columns,
+        sessions=stack("sessions"),
+        diff_sum=stack("diff_sum"),
+        count=stack("count"),
+        base_sum=stack("base_sum"),
+        cand_sum=stack("cand_sum"),
+        unmatched=total("unmatched"),
+        unmatched_sessions=total("unmatched_sessions"),
+        lost_sessions=total("lost_sessions"),
+        extra_sessions=total("extra_sessions"),
+        errors=total("errors"),
+        rows=total("rows"),
+        base_errors=total("base_errors"),
+        base_rows=total("base_rows"),
+        degenerate=lo == hi,
+        lo=lo,
+        hi=hi,
+        event_k=stack("event_k"),
+        event_g=np.concatenate([p.event_g + off for p, off in zip(parts, offsets, strict=True)]),
+        event_d=stack("event_d"),
     )

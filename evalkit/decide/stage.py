@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,51 +20,76 @@ import pandas as pd
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.decide import design, stats
+from evalkit.decide.pairing import combine
 from evalkit.decide.rules import Rules, resolve_rules
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
-from evalkit.metrics import read_metrics
+from evalkit.metrics.stream import session_chunks
 
 
 def summarize_metrics(df) -> list[dict]:
     """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-    finite_value = np.isfinite(pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float))
-    ok = df[df["error"].isna().to_numpy() & finite_value]
-    per_session = ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
-    agg = per_session.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
-    errors = (
-        df[df["error"].notna().to_numpy() | ~finite_value].groupby(["arm", "metric"], observed=True).size()
-    )
-    values = df.groupby(["arm", "metric"], observed=True).size()
-    out = []
-    for r in agg.itertuples(index=False):
-        out.append(
-            {
-                "arm": r.arm,
-                "metric": r.metric,
-                "sessions": int(r.count),
-                "mean": float(r.mean),
-                "values": int(values.get((r.arm, r.metric), 0)),
-                "errors": int(errors.get((r.arm, r.metric), 0)),
-            }
+    return scan_table([df]).summary
+
+
+@dataclass
+class TableScan:
+    """What the decide stage needs from the whole table, gathered a run of sessions at a time."""
+
+    present: set[tuple[str, str]]  # (arm, metric) pairs with rows
+    arms: set[str]
+    metrics: list[str]  # sorted
+    zero_one: set[str]  # metrics whose every finite value is 0 or 1
+    summary: list[dict]  # summarize_metrics
+
+
+def scan_table(chunks: Iterable[pd.DataFrame]) -> TableScan:
+    """One pass over frames of whole sessions (each session in one frame): the table's arms,
+    metrics and per-(arm, metric) summary, holding per-session means rather than rows."""
+    per_session, values, errors, not01 = [], [], [], set()
+    present: set[tuple[str, str]] = set()
+    for df in chunks:
+        v = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
+        finite_value = np.isfinite(v)
+        not01.update(df["metric"][finite_value & (v != 0.0) & (v != 1.0)].astype(str).unique())
+        ok = df[df["error"].isna().to_numpy() & finite_value]
+        per_session.append(
+            ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
         )
-    return out
+        bad = df[df["error"].notna().to_numpy() | ~finite_value]
+        errors.append(bad.groupby(["arm", "metric"], observed=True).size())
+        counts = df.groupby(["arm", "metric"], observed=True).size()
+        values.append(counts)
+        present.update((str(a), str(m)) for a, m in counts.index)
+    summary = []
+    if per_session:
+        sessions = pd.concat(per_session, ignore_index=True)
+        agg = sessions.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
+        n_values = pd.concat(values).groupby(level=[0, 1], observed=True).sum()
+        bad_counts = [e for e in errors if len(e)]
+        n_errors = pd.concat(bad_counts).groupby(level=[0, 1], observed=True).sum() if bad_counts else {}
+        for r in agg.itertuples(index=False):
+            summary.append(
+                {
+                    "arm": r.arm,
+                    "metric": r.metric,
+                    "sessions": int(r.count),
+                    "mean": float(r.mean),
+                    "values": int(n_values.get((r.arm, r.metric), 0)),
+                    "errors": int(n_errors.get((r.arm, r.metric), 0)),
+                }
+            )
+    metrics = sorted({m for _, m in present})
+    return TableScan(present, {a for a, _ in present}, metrics, set(metrics) - not01, summary)
 
 
 # --------------------------------------------------------------------------- the stage
 
 
-def candidate_arms(df: pd.DataFrame, rules: Rules, configured: list[str] | None) -> list[str]:
+def candidate_arms(in_table: set[str], rules: Rules, configured: list[str] | None) -> list[str]:
     """Candidates to judge: the configured arms (even without rows: then untested) and any others in the table."""
-    seen = list(dict.fromkeys([*(configured or []), *sorted(df["arm"].astype(str).unique())]))
+    seen = list(dict.fromkeys([*(configured or []), *sorted(in_table)]))
     return [a for a in seen if a not in (rules.baseline, rules.aa)]
-
-
-def zero_one_metrics(df: pd.DataFrame) -> set[str]:
-    """Metrics whose every finite value is 0 or 1 (shares of sessions or events): their means lie in [0, 1]."""
-    v = pd.to_numeric(df["value"], errors="coerce")
-    ok = ~np.isfinite(v) | v.isin((0.0, 1.0))
-    return set(ok.groupby(df["metric"]).all().loc[lambda s: s].index)
 
 
 def decide(
@@ -77,12 +103,21 @@ def decide(
     ``prompt_only(arm)`` says whether an arm changes only text a model reads while the run's backend
     is an offline stand-in: such an arm identical to the baseline is untested for that reason.
     """
-    df = df.assign(arm=df["arm"].astype(str), metric=df["metric"].astype(str))
-    pairs = df[["arm", "metric"]].drop_duplicates()
-    present = set(zip(pairs["arm"].tolist(), pairs["metric"].tolist(), strict=True))
-    metrics_in_table = sorted(pairs["metric"].unique())
-    arms_in_table = set(pairs["arm"].unique())
-    cands = candidate_arms(df, rules, arms)
+    return decide_chunks(lambda: [df], rules, arms, prompt_only)
+
+
+def decide_chunks(
+    chunks: Callable[[], Iterable[pd.DataFrame]],
+    rules: Rules,
+    arms: list[str] | None = None,
+    prompt_only: Callable[[str], bool] | None = None,
+    scan: TableScan | None = None,
+) -> dict:
+    """:func:`decide` over a table given as frames of whole sessions: ``chunks()`` starts a pass
+    over them (what the table holds, then the pairing: each holds one frame at a time)."""
+    scan = scan or scan_table(chunks())
+    present, metrics_in_table, arms_in_table = scan.present, scan.metrics, scan.arms
+    cands = candidate_arms(arms_in_table, rules, arms)
     plans: dict[str, tuple] = {}
     columns: list[tuple[str, str]] = []
     for c in cands:
@@ -95,7 +130,7 @@ def decide(
     aa_cols = [(rules.aa, m) for m in metrics_in_table] if rules.aa in arms_in_table else []
     columns += aa_cols
 
-    paired = stats.paired_differences(df, columns, rules.baseline)
+    paired = combine([stats.paired_differences(df, columns, rules.baseline) for df in chunks()])
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
     # The A/A columns (one per metric in the table: their number grows with the corpus) report the
     # estimate and t interval only, so only the candidates' columns keep their sign-flip draws.
@@ -144,7 +179,7 @@ def decide(
     se = design.design_se(est)  # median-unbiased: the MDE a typical run reports keeps its power
     mde = sign * design.mde(se, n, rules.alpha, rules.power, thr_o)
     # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
-    zero_one = zero_one_metrics(df)
+    zero_one = scan.zero_one
     headroom = np.array([np.nan] * K)
     for k, (_c, m) in enumerate(columns):
         if m in zero_one and np.isfinite(base_mean[k]):
@@ -314,13 +349,21 @@ def prompt_only_arms(backend: str | None) -> Callable[[str], bool] | None:
 def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None = None) -> dict:
     """The decide stage: read ``metrics.parquet``, write ``decision.json``."""
     run = Path(run_dir)
-    # Replicates are averaged and the run id and round are not read: ~40% less to hold at ~1M rows.
-    df = read_metrics(run / "metrics.parquet", ["arm", "session", "event", "metric", "value", "error"])
+    path = run / "metrics.parquet"
+    # Replicates are averaged and the run id and round are not read. The table is read a run of
+    # sessions at a time (evalkit.metrics.stream): at ~1M rows, holding it whole and the frames
+    # built from it made this stage the run's memory peak.
+    columns = ["arm", "session", "event", "metric", "value", "error"]
+
+    def chunks():
+        return (t.to_pandas() for t in session_chunks(path, columns))
+
     rules = rules or resolve_rules(exp.section("rules"), exp.root)
     arms = list(exp.section("replay").get("arms", []))
+    scan = scan_table(chunks())
     decision = {
-        "summary": summarize_metrics(df),
-        **decide(df, rules, arms, prompt_only_arms(exp.section("model").get("backend"))),
+        "summary": scan.summary,
+        **decide_chunks(chunks, rules, arms, prompt_only_arms(exp.section("model").get("backend")), scan),
     }
     write_json(run / "decision.json", decision)
     return decision
