@@ -22,11 +22,12 @@ import ast
 import importlib
 import inspect
 import json
-from collections.abc import Callable
-from dataclasses import fields
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from evalkit.corpus.io import write_json
@@ -67,26 +68,61 @@ def _session_means(m: pd.DataFrame) -> pd.DataFrame:
     return ok.groupby(["metric", "arm", "session"], sort=False)["value"].mean().reset_index()
 
 
+@dataclass
+class _Values:
+    """Per metric, its distinct values (rounded) and value count; per (metric, arm, session), the mean."""
+
+    distinct: dict[str, np.ndarray]
+    rows: dict[str, int]
+    session_means: pd.DataFrame
+
+
+def _scan(chunks: Iterable[pd.DataFrame]) -> _Values:
+    """One pass over frames of whole sessions: what the checks need, without holding the rows."""
+    parts: dict[str, list[np.ndarray]] = {}
+    rows: dict[str, int] = {}
+    means = []
+    for m in chunks:
+        ok = m[m["value"].notna()]
+        for name, g in ok.groupby("metric", sort=False, observed=True):
+            parts.setdefault(str(name), []).append(g["value"].round(12).unique())
+            rows[str(name)] = rows.get(str(name), 0) + len(g)
+        means.append(_session_means(m))
+    distinct = {k: pd.unique(np.concatenate(v)) for k, v in sorted(parts.items())}
+    sm = (
+        pd.concat(means, ignore_index=True)
+        if means
+        else pd.DataFrame(columns=["metric", "arm", "session", "value"])
+    )
+    return _Values(distinct, rows, sm)
+
+
 def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
     """Per metric: its distinct value count and the reasons it is unhealthy (empty when healthy)."""
+    return _flags(_scan([m]), cfg)
+
+
+def _flags(v: _Values, cfg: dict) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for name, g in m[m["value"].notna()].groupby("metric", sort=True):
-        values = g["value"].round(12).unique()
+    for name, values in v.distinct.items():
         reasons = []
         if len(values) == 1:
             reasons.append(f"constant: {values[0]:g} for every arm and session")
-        cond = BY_CONSTRUCTION.get(str(name))
+        cond = BY_CONSTRUCTION.get(name)
         if cond and cond[0](cfg):
             reasons.append("constant by construction: " + cond[1])
         if name in INVERTS:
-            reasons.append("can invert under a proxy agent: " + INVERTS[str(name)])
-        out[str(name)] = {"distinct_values": len(values), "rows": len(g), "unhealthy": reasons}
+            reasons.append("can invert under a proxy agent: " + INVERTS[name])
+        out[name] = {"distinct_values": len(values), "rows": v.rows[name], "unhealthy": reasons}
     return out
 
 
 def identical_to_baseline(m: pd.DataFrame, baseline: str = "baseline") -> dict[str, list[str]]:
     """Per arm: the metrics whose per-session mean equals the baseline's in every shared session."""
-    sm = _session_means(m)
+    return _identical(_session_means(m), baseline)
+
+
+def _identical(sm: pd.DataFrame, baseline: str) -> dict[str, list[str]]:
     base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"]
     out: dict[str, list[str]] = {}
     for arm, g in sm[sm["arm"] != baseline].groupby("arm", sort=True):
@@ -183,14 +219,16 @@ def verdict_notes(
 
 def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     """Compute the run's metric health and write ``health.json``; returns what was written."""
-    from evalkit.metrics import read_metrics
+    from evalkit.metrics.stream import session_chunks
 
     run_dir = Path(run_dir)
-    m = read_metrics(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])  # all it reads
+    # A run of sessions at a time (all it reads): per-session means, not rows, are kept.
+    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
+    scanned = _scan(t.to_pandas() for t in chunks)
     arms = list(cfg.get("replay", {}).get("arms", []))
     baseline = cfg.get("rules", {}).get("baseline", "baseline")
-    flags = metric_flags(m, cfg)
-    identical = identical_to_baseline(m, baseline)
+    flags = _flags(scanned, cfg)
+    identical = _identical(scanned.session_means, baseline)
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
