@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.events import events_path
-from evalkit.metrics import load_metrics
+from evalkit.metrics.sessions import SESSION_COLUMNS, session_table
 
 # The per-event fields the report uses.
 EVENT_FIELDS = [
@@ -30,6 +30,9 @@ EVENT_FIELDS = [
     "replicate",
     "request_key",  # the summarizer call in the run's call cache (cadence: seconds and dollars)
 ]
+
+# Metrics a section summarizes by a median of events, not a mean: kept event by event.
+EVENT_METRICS = ("turns_between",)
 
 # Files the model layer may leave with call/cache counts; the first one found is used.
 MODEL_STATS_FILES = [
@@ -52,8 +55,11 @@ class ReportData:
     timings: dict[str, Any]
     model_stats: dict[str, Any]
     events: pd.DataFrame  # EVENT_FIELDS + summary_chars, summary_failed, over_limit, line
+    # One row per (arm, metric, session) (evalkit.metrics.sessions): value is the session mean.
     metrics: pd.DataFrame
     missing: list[str] = field(default_factory=list)
+    # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
+    event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -148,15 +154,15 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     if not (run / "events").is_dir():
         missing.append("`events/` (compaction events)")
     events = read_event_table(run / "events")
-    metrics = pd.DataFrame(columns=["arm", "session", "event", "round", "metric", "value", "error"])
+    metrics = pd.DataFrame(columns=SESSION_COLUMNS)
+    event_values = pd.DataFrame(columns=["arm", "session", "metric", "value"])
     if (run / "metrics.parquet").exists():
         try:
-            metrics = load_metrics(run / "metrics.parquet")
+            metrics, event_values = session_table(run / "metrics.parquet", EVENT_METRICS)
         except (OSError, ValueError) as e:
             missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
     else:
         missing.append("`metrics.parquet` (the metrics table)")
-    for col in ("arm", "session", "metric", "error"):
-        if col not in metrics:
-            metrics[col] = pd.Series([None] * len(metrics), dtype="object")
-    return ReportData(run, run_config, manifest, decision, timings, model_stats, events, metrics, missing)
+    return ReportData(
+        run, run_config, manifest, decision, timings, model_stats, events, metrics, missing, event_values
+    )

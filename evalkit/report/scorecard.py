@@ -369,20 +369,26 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
     if not len(m) or "loop" not in set(m["metric"].unique()):
         return ["No `cadence` probe rows in this run."]
 
-    def mean_of(metric: str, arm: str, agg: str = "mean") -> float:
-        v = m[(m["arm"] == arm) & (m["metric"] == metric)]["value"]
-        return float(getattr(v, agg)()) if len(v) else math.nan
+    def mean_of(metric: str, arm: str) -> float:
+        """The mean over the arm's events (the session rows carry each session's sum and count)."""
+        v = m[(m["arm"] == arm) & (m["metric"] == metric)]
+        return float(v["sum"].sum() / v["n"].sum()) if v["n"].sum() else math.nan
+
+    def median_of(metric: str, arm: str) -> float:
+        ev = data.event_values
+        v = ev[(ev["arm"] == arm) & (ev["metric"] == metric)]["value"] if len(ev) else ev
+        return float(v.median()) if len(v) else math.nan
 
     prices = bool((data.config.get("model") or {}).get("prices"))
     costs = summarizer_costs(_cache_path(data), data.events, prices) if len(data.events) else {}
     rows, looping = [], []
     for arm in data.arms:
-        n = int(((m["arm"] == arm) & (m["metric"] == "loop")).sum())
+        n = int(m[(m["arm"] == arm) & (m["metric"] == "loop")]["n"].sum())
         if not n:
             continue
         share = mean_of("loop", arm)
         per100k = mean_of("compactions_per_100k", arm)
-        turns = mean_of("turns_between", arm, "median")
+        turns = median_of("turns_between", arm)
         freed = mean_of("context_freed", arm)
         if share > LOOP_SHARE:
             looping.append(

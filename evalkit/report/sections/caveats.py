@@ -65,8 +65,11 @@ def caveats(data: ReportData) -> list[str]:
         )
     if not data.metrics.empty:
         un = data.metrics[(data.metrics["metric"] == "unanswerable_share") & data.metrics["error"].isna()]
-        if len(un) and un["value"].mean() > 0:
-            per = un.groupby("arm", observed=True)["value"].mean()
+        if (
+            len(un) and un["sum"].sum() > 0
+        ):  # a mean over continuation calls, from each session's sum and count
+            g = un.groupby("arm", observed=True)[["sum", "n"]].sum()
+            per = g["sum"] / g["n"]
             out.append(
                 "**Unanswerable continuation calls**: "
                 + ", ".join(f"{code(a)} {100 * x:.0f}%" for a, x in per.items())
