@@ -26,6 +26,20 @@ def _libc():
         return None
 
 
+def use_system_allocator() -> None:
+    """Have Arrow allocate from glibc's malloc instead of its bundled mimalloc (this process and
+    the workers it forks after the call).
+
+    mimalloc keeps a heap per thread and holds freed segments, so a stage that reads a metrics
+    file a row group at a time kept its high-water mark: walking a 243,000-row file (200 sessions,
+    30 row groups) a run of sessions at a time raised RSS by 92 MB under mimalloc and by 43 MB
+    under glibc (the rows a run holds are ~12 MB in Arrow). glibc's free pages also go back with
+    :func:`release_freed`."""
+    import pyarrow as pa
+
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
 def release_freed() -> None:
     """Give the pages Arrow's pool and glibc's malloc hold free back to the OS (no-op elsewhere)."""
     if "pyarrow" in sys.modules:

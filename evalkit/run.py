@@ -20,7 +20,7 @@ from pathlib import Path
 from evalkit import completion
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
-from evalkit.memory import release_freed
+from evalkit.memory import release_freed, use_system_allocator
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
 from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
@@ -280,6 +280,7 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
 
 
 def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
+    use_system_allocator()  # before any stage allocates (evalkit.memory)
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
