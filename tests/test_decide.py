@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -256,9 +257,7 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     chunks = list(session_chunks(tmp_path / "m.parquet", cols, rows=200))
     assert len(chunks) >= 5 and sum(c.num_rows for c in chunks) == len(df)
     frames = [c.to_pandas() for c in chunks]
-    assert all(
-        not set(a["session"]) & set(b["session"]) for a, b in zip(frames, frames[1:])
-    )  # whole sessions
+    assert all(not set(a["session"]) & set(b["session"]) for a, b in itertools.pairwise(frames))
     whole = decide(df, rules, list(ARMS))
     scan = scan_table(frames)
     parts = decide_chunks(lambda: frames, rules, list(ARMS), None, scan)
