@@ -11,7 +11,7 @@ import pytest
 from evalkit.config import load_experiment
 from evalkit.plan import build_plan
 from evalkit.replay import replay_corpus
-from evalkit.replay.compactor import PREFIX_SYSTEM, SYSTEM_PROMPT
+from evalkit.replay.prompt import PREFIX_SYSTEM, SYSTEM_PROMPT
 from evalkit.replay.requests import resolve_request
 from evalkit.session import session_from_dict
 

@@ -18,7 +18,7 @@ from evalkit.models.completion import is_refusal
 from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
-from evalkit.replay.compactor import cut_keep_recent
+from evalkit.replay.cut import cut_keep_recent
 
 from .conftest import ROOT
 from .hardening import cache_keys, evalkit_cmd, tiny_corpus

@@ -10,7 +10,7 @@ from evalkit.events import Invariants
 from evalkit.facts import TallyFact, compute_facts
 from evalkit.probes import PROBES, SessionView, Suite, score_events
 from evalkit.probes.tallymatch import found_in, mentions
-from evalkit.replay.compactor import TEMPLATE as _HEADINGS
+from evalkit.replay.prompt import TEMPLATE as _HEADINGS
 from tests.probe_helpers import Builder, event, run_probe
 
 TEMPLATE = "\n".join(_HEADINGS)

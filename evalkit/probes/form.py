@@ -31,7 +31,7 @@ def template_headings(request: dict | None, template: str = "") -> list[str]:
         found = [h.strip() for h in _HEADING.findall(system)]
         if found:
             return found
-    from evalkit.replay.compactor import TEMPLATE
+    from evalkit.replay.prompt import TEMPLATE
 
     return list(TEMPLATE)
 

@@ -1,8 +1,9 @@
 """Replay: walk sessions through a context window under each arm's compactor, emitting events."""
 
 from evalkit.replay.candidates import ARMS, check_arm, policy_for
-from evalkit.replay.compactor import Job, Outcome, Pass, Policy
+from evalkit.replay.compactor import Policy
 from evalkit.replay.engine import SessionCache, replay_corpus, replay_session, replay_session_arms
+from evalkit.replay.job import Job, Outcome, Pass
 from evalkit.replay.requests import resolve_request
 from evalkit.replay.settings import ReplaySettings
 

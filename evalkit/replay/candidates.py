@@ -15,17 +15,11 @@ from functools import reduce
 
 from evalkit.events import mask_outputs
 from evalkit.registry import Registry
-from evalkit.replay.compactor import (
-    CARRY_FILES_META,
-    SUMMARY_META,
-    TEMPLATE,
-    Outcome,
-    Pass,
-    Policy,
-    is_made,
-    snap_to_assistant,
-    stub_if_empty,
-)
+from evalkit.replay.compactor import Policy
+from evalkit.replay.cut import snap_to_assistant
+from evalkit.replay.job import CARRY_FILES_META, SUMMARY_META, Outcome, Pass, is_made
+from evalkit.replay.prompt import TEMPLATE
+from evalkit.replay.source import stub_if_empty
 from evalkit.replay.validator import repair
 from evalkit.session import message_chars
 from evalkit.tokens import get_counter

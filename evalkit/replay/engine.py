@@ -21,7 +21,9 @@ from evalkit.models import Backend, ChatResponse, make_client
 from evalkit.models.transcript import clear_caches
 from evalkit.progress import log, track
 from evalkit.replay.candidates import check_arm, policy_for
-from evalkit.replay.compactor import (
+from evalkit.replay.compactor import compact
+from evalkit.replay.external import CompactorError
+from evalkit.replay.job import (
     CARRY_FILES_META,
     FILES_META,
     SUMMARY_META,
@@ -29,10 +31,8 @@ from evalkit.replay.compactor import (
     USERS_META,
     Job,
     Outcome,
-    compact,
     is_made,
 )
-from evalkit.replay.external import CompactorError
 from evalkit.replay.render import RenderCache
 from evalkit.replay.requests import request_record
 from evalkit.replay.settings import ReplaySettings
