@@ -11,7 +11,7 @@ scorer errors (NaN, an error text, or a non-finite value such as ±inf) per arm.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,12 @@ class Paired:
     event_k: np.ndarray  # (P,) per matched (session, event) pair: its column,
     event_g: np.ndarray  # (P,) its session's row,
     event_d: np.ndarray  # (P,) and candidate − baseline (for label swaps within sessions: calibrate)
+
+    def column_totals(self) -> Paired:
+        """The same comparison without its per-session arrays (each left with no rows): what
+        remains is one number per column. For a caller that has taken what it needs from them."""
+        none = np.zeros((0, len(self.columns)))
+        return replace(self, diff_sum=none, count=none, base_sum=none, cand_sum=none)
 
 
 def _by_key(series: pd.Series) -> dict:

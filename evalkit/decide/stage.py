@@ -131,16 +131,23 @@ def decide_chunks(
     columns += aa_cols
 
     paired = combine([stats.paired_differences(df, columns, rules.baseline) for df in chunks()])
+    # Each (sessions × columns) array is reduced to what is read below and dropped before the next
+    # is built: the A/A columns (one per metric in the table) grow with the corpus, so at 800
+    # sessions each array is tens of MB.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bx, by = stats.estimand_matrices(paired.base_sum, paired.count, rules.estimand)
+        base_mean = bx.sum(0) / by.sum(0)
+        del bx
+        cx, _ = stats.estimand_matrices(paired.cand_sum, paired.count, rules.estimand)
+        cand_mean = cx.sum(0) / by.sum(0)
+        del cx, by
+    diff_zero = np.all(paired.diff_sum == 0, axis=0)
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
-    # The A/A columns (one per metric in the table: their number grows with the corpus) report the
-    # estimate and t interval only, so only the candidates' columns keep their sign-flip draws.
+    paired = paired.column_totals()
+    # The A/A columns report the estimate and t interval only, so only the candidates' columns
+    # keep their sign-flip draws.
     n_cand = len(columns) - len(aa_cols)  # the A/A columns come last
     est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed, flips=np.arange(n_cand))
-    bx, by = stats.estimand_matrices(paired.base_sum, paired.count, rules.estimand)
-    cx, _ = stats.estimand_matrices(paired.cand_sum, paired.count, rules.estimand)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        base_mean = bx.sum(0) / by.sum(0)
-        cand_mean = cx.sum(0) / by.sum(0)
 
     # Orient every column so that "greater" means better, then test all columns at once.
     K = len(columns)
@@ -267,7 +274,7 @@ def decide_chunks(
         k = k_of[col]
         if est.n_sessions[k] == 0:
             continue
-        zero = bool(np.all(paired.diff_sum[:, k] == 0))
+        zero = bool(diff_zero[k])
         noise[col[1]] = {
             "aa_estimate": float(est.estimate[k]),
             "ci": list(est.ci[k]),
