@@ -188,31 +188,14 @@ def combine(parts: Sequence[Paired]) -> Paired:
     for p in parts[1:]:
         lo, hi = np.fmin(lo, p.lo), np.fmax(hi, p.hi)
 
-    def stack(name: str) -> np.ndarray:
-        return np.concatenate([getattr(p, name) for p in parts])
-
-    def total(name: str) -> np.ndarray:
-        return np.sum([getattr(p, name) for p in parts], axis=0)
-
+    stacked = ("sessions", "diff_sum", "count", "base_sum", "cand_sum", "event_k", "event_d")
+    added = ("unmatched", "unmatched_sessions", "lost_sessions", "extra_sessions", "errors", "rows")
     return Paired(
         columns=parts[0].columns,
-        sessions=stack("sessions"),
-        diff_sum=stack("diff_sum"),
-        count=stack("count"),
-        base_sum=stack("base_sum"),
-        cand_sum=stack("cand_sum"),
-        unmatched=total("unmatched"),
-        unmatched_sessions=total("unmatched_sessions"),
-        lost_sessions=total("lost_sessions"),
-        extra_sessions=total("extra_sessions"),
-        errors=total("errors"),
-        rows=total("rows"),
-        base_errors=total("base_errors"),
-        base_rows=total("base_rows"),
+        **{n: np.concatenate([getattr(p, n) for p in parts]) for n in stacked},
+        **{n: np.sum([getattr(p, n) for p in parts], axis=0) for n in (*added, "base_errors", "base_rows")},
         degenerate=lo == hi,
         lo=lo,
         hi=hi,
-        event_k=stack("event_k"),
         event_g=np.concatenate([p.event_g + off for p, off in zip(parts, offsets, strict=True)]),
-        event_d=stack("event_d"),
     )
