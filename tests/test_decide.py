@@ -247,7 +247,7 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
 
     from evalkit.decide.stage import decide_chunks, finite, scan_table
     from evalkit.metrics import write_metrics
-    from evalkit.metrics.stream import session_chunks
+    from evalkit.metrics.stream import file_pairs, session_chunks
 
     df = table(arms=ARMS)
     df.loc[df.index[::37], ["value", "error"]] = [math.nan, "scorer failed"]  # errors count the same way
@@ -259,10 +259,10 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     frames = [c.to_pandas() for c in chunks]
     assert all(not set(a["session"]) & set(b["session"]) for a, b in itertools.pairwise(frames))
     whole = decide(df, rules, list(ARMS))
-    scan = scan_table(frames)
-    parts = decide_chunks(lambda: frames, rules, list(ARMS), None, scan)
+    parts, scan = decide_chunks(frames, file_pairs(tmp_path / "m.parquet"), rules, list(ARMS))
     assert json.dumps(finite(parts), sort_keys=True) == json.dumps(finite(whole), sort_keys=True)
-    one = scan_table([df]).summary
-    assert [{**r, "mean": None} for r in scan.summary] == [{**r, "mean": None} for r in one]
-    assert np.allclose([r["mean"] for r in scan.summary], [r["mean"] for r in one], rtol=1e-12)
+    assert scan_table(frames).summary() == scan.summary()
+    chunked, one = scan.summary(), scan_table([df]).summary()
+    assert [{**r, "mean": None} for r in chunked] == [{**r, "mean": None} for r in one]
+    assert np.allclose([r["mean"] for r in chunked], [r["mean"] for r in one], rtol=1e-12)
     assert any(r["errors"] for r in one)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,63 +23,78 @@ from evalkit.decide.pairing import combine
 from evalkit.decide.rules import Rules, resolve_rules
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
-from evalkit.metrics.stream import session_chunks
+from evalkit.metrics.stream import file_pairs, session_chunks
 
 
 def summarize_metrics(df) -> list[dict]:
     """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-    return scan_table([df]).summary
+    return scan_table([df]).summary()
 
 
-@dataclass
 class TableScan:
-    """What the decide stage needs from the whole table, gathered a run of sessions at a time."""
+    """What the decide stage needs from every row, gathered a frame of whole sessions at a time
+    (each session in one frame): per-session means and counts, not rows."""
 
-    present: set[tuple[str, str]]  # (arm, metric) pairs with rows
-    arms: set[str]
-    metrics: list[str]  # sorted
-    zero_one: set[str]  # metrics whose every finite value is 0 or 1
-    summary: list[dict]  # summarize_metrics
+    def __init__(self) -> None:
+        self._per_session: list[pd.DataFrame] = []
+        self._values: list[pd.Series] = []
+        self._errors: list[pd.Series] = []
+        self._metrics: set[str] = set()
+        self._not01: set[str] = set()
 
-
-def scan_table(chunks: Iterable[pd.DataFrame]) -> TableScan:
-    """One pass over frames of whole sessions (each session in one frame): the table's arms,
-    metrics and per-(arm, metric) summary, holding per-session means rather than rows."""
-    per_session, values, errors, not01 = [], [], [], set()
-    present: set[tuple[str, str]] = set()
-    for df in chunks:
+    def add(self, df: pd.DataFrame) -> None:
+        """Take in one frame."""
         v = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
         finite_value = np.isfinite(v)
-        not01.update(df["metric"][finite_value & (v != 0.0) & (v != 1.0)].astype(str).unique())
+        self._not01.update(df["metric"][finite_value & (v != 0.0) & (v != 1.0)].astype(str).unique())
+        self._metrics.update(df["metric"].astype(str).unique())
         ok = df[df["error"].isna().to_numpy() & finite_value]
-        per_session.append(
+        self._per_session.append(
             ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
         )
         bad = df[df["error"].notna().to_numpy() | ~finite_value]
-        errors.append(bad.groupby(["arm", "metric"], observed=True).size())
-        counts = df.groupby(["arm", "metric"], observed=True).size()
-        values.append(counts)
-        present.update((str(a), str(m)) for a, m in counts.index)
-    summary = []
-    if per_session:
-        sessions = pd.concat(per_session, ignore_index=True)
+        self._errors.append(bad.groupby(["arm", "metric"], observed=True).size())
+        self._values.append(df.groupby(["arm", "metric"], observed=True).size())
+
+    @property
+    def zero_one(self) -> set[str]:
+        """Metrics whose every finite value is 0 or 1 (shares of sessions or events): their means lie in [0, 1]."""
+        return self._metrics - self._not01
+
+    def summary(self) -> list[dict]:
+        """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
+        if not self._per_session:
+            return []
+        sessions = pd.concat(self._per_session, ignore_index=True)
         agg = sessions.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
-        n_values = pd.concat(values).groupby(level=[0, 1], observed=True).sum()
-        bad_counts = [e for e in errors if len(e)]
-        n_errors = pd.concat(bad_counts).groupby(level=[0, 1], observed=True).sum() if bad_counts else {}
-        for r in agg.itertuples(index=False):
-            summary.append(
-                {
-                    "arm": r.arm,
-                    "metric": r.metric,
-                    "sessions": int(r.count),
-                    "mean": float(r.mean),
-                    "values": int(n_values.get((r.arm, r.metric), 0)),
-                    "errors": int(n_errors.get((r.arm, r.metric), 0)),
-                }
-            )
-    metrics = sorted({m for _, m in present})
-    return TableScan(present, {a for a, _ in present}, metrics, set(metrics) - not01, summary)
+        n_values = pd.concat(self._values).groupby(level=[0, 1], observed=True).sum()
+        bad = [e for e in self._errors if len(e)]
+        n_errors = pd.concat(bad).groupby(level=[0, 1], observed=True).sum() if bad else {}
+        return [
+            {
+                "arm": r.arm,
+                "metric": r.metric,
+                "sessions": int(r.count),
+                "mean": float(r.mean),
+                "values": int(n_values.get((r.arm, r.metric), 0)),
+                "errors": int(n_errors.get((r.arm, r.metric), 0)),
+            }
+            for r in agg.itertuples(index=False)
+        ]
+
+
+def scan_table(frames: Iterable[pd.DataFrame]) -> TableScan:
+    """A :class:`TableScan` of every frame."""
+    scan = TableScan()
+    for df in frames:
+        scan.add(df)
+    return scan
+
+
+def pairs_of(df: pd.DataFrame) -> set[tuple[str, str]]:
+    """The (arm, metric) pairs that have rows in a frame."""
+    pairs = df[["arm", "metric"]].drop_duplicates()
+    return set(zip(pairs["arm"].astype(str), pairs["metric"].astype(str), strict=True))
 
 
 # --------------------------------------------------------------------------- the stage
@@ -103,20 +117,21 @@ def decide(
     ``prompt_only(arm)`` says whether an arm changes only text a model reads while the run's backend
     is an offline stand-in: such an arm identical to the baseline is untested for that reason.
     """
-    return decide_chunks(lambda: [df], rules, arms, prompt_only)
+    return decide_chunks([df], pairs_of(df), rules, arms, prompt_only)[0]
 
 
 def decide_chunks(
-    chunks: Callable[[], Iterable[pd.DataFrame]],
+    frames: Iterable[pd.DataFrame],
+    present: set[tuple[str, str]],
     rules: Rules,
     arms: list[str] | None = None,
     prompt_only: Callable[[str], bool] | None = None,
-    scan: TableScan | None = None,
-) -> dict:
-    """:func:`decide` over a table given as frames of whole sessions: ``chunks()`` starts a pass
-    over them (what the table holds, then the pairing: each holds one frame at a time)."""
-    scan = scan or scan_table(chunks())
-    present, metrics_in_table, arms_in_table = scan.present, scan.metrics, scan.arms
+) -> tuple[dict, TableScan]:
+    """:func:`decide` over a table given as frames of whole sessions, in one pass holding one
+    frame at a time; ``present`` is the table's (arm, metric) pairs (they choose the columns
+    before the pass). Returns the decision and the scan (its summary)."""
+    metrics_in_table = sorted({m for _, m in present})
+    arms_in_table = {a for a, _ in present}
     cands = candidate_arms(arms_in_table, rules, arms)
     plans: dict[str, tuple] = {}
     columns: list[tuple[str, str]] = []
@@ -130,7 +145,11 @@ def decide_chunks(
     aa_cols = [(rules.aa, m) for m in metrics_in_table] if rules.aa in arms_in_table else []
     columns += aa_cols
 
-    paired = combine([stats.paired_differences(df, columns, rules.baseline) for df in chunks()])
+    scan, parts = TableScan(), []
+    for df in frames:
+        scan.add(df)
+        parts.append(stats.paired_differences(df, columns, rules.baseline))
+    paired = combine(parts)
     # Each (sessions × columns) array is reduced to what is read below and dropped before the next
     # is built: the A/A columns (one per metric in the table) grow with the corpus, so at 800
     # sessions each array is tens of MB.
@@ -302,7 +321,7 @@ def decide_chunks(
         "noise_note": noise_note(noise, rules.aa),
         "verdicts": {c: verdicts[c].to_json() for c in cands},
     }
-    return finite(decision)
+    return finite(decision), scan
 
 
 def noise_note(noise: dict, aa: str) -> str:
@@ -361,16 +380,11 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     # sessions at a time (evalkit.metrics.stream): at ~1M rows, holding it whole and the frames
     # built from it made this stage the run's memory peak.
     columns = ["arm", "session", "event", "metric", "value", "error"]
-
-    def chunks():
-        return (t.to_pandas() for t in session_chunks(path, columns))
-
     rules = rules or resolve_rules(exp.section("rules"), exp.root)
     arms = list(exp.section("replay").get("arms", []))
-    scan = scan_table(chunks())
-    decision = {
-        "summary": scan.summary,
-        **decide_chunks(chunks, rules, arms, prompt_only_arms(exp.section("model").get("backend")), scan),
-    }
+    frames = (t.to_pandas() for t in session_chunks(path, columns))
+    prompt_only = prompt_only_arms(exp.section("model").get("backend"))
+    decided, scan = decide_chunks(frames, file_pairs(path), rules, arms, prompt_only)
+    decision = {"summary": scan.summary(), **decided}
     write_json(run / "decision.json", decision)
     return decision

@@ -168,11 +168,21 @@ def _runs(t: pa.Table, columns: tuple[str, ...]) -> list[tuple[int, int]]:
     return list(itertools.pairwise(cuts))
 
 
-# Rows a reader holds at once when it walks a metrics file session by session (session_chunks).
-# What the decide stage builds from a chunk is ~1 KB a row, so this bounds its memory; smaller
+# Rows a reader holds at once when it walks a metrics file session by session (session_chunks):
+# what the decide stage builds from a chunk grows with it, so this bounds its memory. Smaller
 # chunks cost time (each pairs its own frame): on the default run (16 arms, 388,000 rows) the
 # decide stage took 5.9 s at 100,000 rows a chunk and 10.0 s at 25,000.
 CHUNK_ROWS = 50_000
+
+
+def file_pairs(path: str | os.PathLike) -> set[tuple[str, str]]:
+    """The (arm, metric) pairs with rows in a metrics file (two columns read a row group at a time)."""
+    pf = pq.ParquetFile(path)
+    out: set[tuple[str, str]] = set()
+    for i in range(pf.num_row_groups):
+        t = pf.read_row_group(i, columns=["arm", "metric"]).group_by(["arm", "metric"]).aggregate([])
+        out.update(zip(t["arm"].to_pylist(), t["metric"].to_pylist(), strict=True))
+    return out
 
 
 def file_sessions(path: str | os.PathLike) -> dict[str, int]:
