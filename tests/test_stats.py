@@ -296,26 +296,28 @@ def test_reported_mde_uses_the_median_unbiased_se():
     assert design.mde(se, n, alpha, power, delta)[0] > delta + k * est.se[0] + 0.004
 
 
-def test_flips_subset_keeps_the_draws_of_the_whole_matrix():
-    """``estimate(..., flips=...)`` (decide keeps draws for candidate columns only, not for the A/A
-    column of every metric) gives those columns the bits of the full computation: same sign
-    vectors (B set by every column's balance), same p-values and sign-flip interval; the other
-    columns keep estimate, SE and t interval and have no sign-flip p-value."""
+def test_point_estimates_from_present_cells_match_the_dense_matrix():
+    """The A/A noise floor is computed from the present cells only (no G × K matrix): estimate, SE,
+    t interval, sessions and differing sessions agree with :func:`stats.estimate` on the dense
+    matrix, including a one-session column (no SE), a constant column (SE exactly 0) and an
+    absent one."""
     sums, n = simulate(7, effect=0.2, experiments=9, sessions=30)
     X, Y = stats.estimand_matrices(sums, n, "session_mean")
-    Y[12:, 5] = 0.0  # a column with 12 sessions present: exact, B rounded up to a multiple of 2^12
-    X[12:, 5] = 0.0
-    full = stats.estimate(X, Y, 0.025, 1000, 3)
-    keep = np.array([0, 3])
-    part = stats.estimate(X, Y, 0.025, 1000, 3, flips=keep)
-    assert part.FX.shape == (full.FX.shape[0], 2) and full.FX.shape[0] == 4096
-    assert np.array_equal(part.FX, full.FX[:, keep]) and np.array_equal(part.FY, full.FY[:, keep])
-    for side, thr in (("greater", 0.0), ("less", 0.1)):
-        p_full, p_part = stats.p_value(full, thr, side), stats.p_value(part, thr, side)
-        assert np.array_equal(p_part[keep], p_full[keep])
-        assert np.isnan(np.delete(p_part, keep)).all()
-    assert np.array_equal(part.ci_sign_flip[keep], full.ci_sign_flip[keep])
-    assert np.isnan(np.delete(part.ci_sign_flip, keep, axis=0)).all()
-    assert np.array_equal(part.ci, full.ci) and np.array_equal(part.se, full.se, equal_nan=True)
-    signs = np.where(np.arange(9) % 2, -1.0, 1.0)
-    assert np.array_equal(part.oriented(signs).FX, full.oriented(signs).FX[:, keep])
+    X[1:, 5], Y[1:, 5] = 0.0, 0.0  # one session present
+    X[:, 6] = np.where(Y[:, 6] > 0, 0.25, 0.0)  # every present session differs by the same amount
+    X[:, 7], Y[:, 7] = 0.0, 0.0  # absent
+    dense = stats.estimate(X, Y, 0.025, 200, 3)
+    present = Y > 0
+    _g, col = np.nonzero(present)
+    sparse = stats.point_estimates(col, X[present], Y[present], X.shape[1], 0.025)
+    np.testing.assert_allclose(sparse.estimate, dense.estimate, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(sparse.se, dense.se, rtol=1e-12, equal_nan=True)
+    np.testing.assert_allclose(sparse.ci, dense.ci, rtol=1e-12, equal_nan=True)
+    assert np.array_equal(sparse.n_sessions, dense.n_sessions)
+    assert np.array_equal(sparse.differing, dense.differing)
+    assert sparse.n_sessions[5] == 1 and np.isnan(sparse.se[5])
+    assert sparse.se[6] == 0.0 and sparse.estimate[6] == 0.25
+    assert sparse.n_sessions[7] == 0 and np.isnan(sparse.estimate[7])
+    assert (sparse.se[:5] > 0).all()
+
+

@@ -42,6 +42,11 @@ class Paired:
     event_g: np.ndarray  # (P,) its session's row,
     event_d: np.ndarray  # (P,) and candidate − baseline (for label swaps within sessions: calibrate)
 
+    def without_events(self) -> Paired:
+        """The same comparison without its per-event arrays (for callers that do not swap labels)."""
+        none = np.zeros(0)
+        return replace(self, event_k=none.astype(np.int64), event_g=none.astype(np.int64), event_d=none)
+
     def column_totals(self) -> Paired:
         """The same comparison without its per-session arrays (each left with no rows): what
         remains is one number per column. For a caller that has taken what it needs from them."""

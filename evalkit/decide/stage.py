@@ -36,7 +36,7 @@ class TableScan:
     (each session in one frame): per-session means and counts, not rows."""
 
     def __init__(self) -> None:
-        self._per_session: list[pd.DataFrame] = []
+        self._session_means: list[pd.DataFrame] = []
         self._values: list[pd.Series] = []
         self._errors: list[pd.Series] = []
         self._metrics: set[str] = set()
@@ -49,9 +49,10 @@ class TableScan:
         self._not01.update(df["metric"][finite_value & (v != 0.0) & (v != 1.0)].astype(str).unique())
         self._metrics.update(df["metric"].astype(str).unique())
         ok = df[df["error"].isna().to_numpy() & finite_value]
-        self._per_session.append(
-            ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean().reset_index()
-        )
+        means = ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean()
+        # Per (arm, metric): sessions and the sum of their means. A frame holds whole sessions, so
+        # these add across frames; keeping them instead of the session means keeps memory flat.
+        self._session_means.append(means.groupby(level=[0, 1], observed=True).agg(["count", "sum"]))
         bad = df[df["error"].notna().to_numpy() | ~finite_value]
         self._errors.append(bad.groupby(["arm", "metric"], observed=True).size())
         self._values.append(df.groupby(["arm", "metric"], observed=True).size())
@@ -63,10 +64,11 @@ class TableScan:
 
     def summary(self) -> list[dict]:
         """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-        if not self._per_session:
+        if not self._session_means:
             return []
-        sessions = pd.concat(self._per_session, ignore_index=True)
-        agg = sessions.groupby(["arm", "metric"], observed=True)["value"].agg(["count", "mean"]).reset_index()
+        agg = pd.concat(self._session_means).groupby(level=[0, 1], observed=True).sum()
+        agg = agg[agg["count"] > 0].assign(mean=lambda a: a["sum"] / a["count"])
+        agg = agg.rename_axis(["arm", "metric"]).reset_index()
         n_values = pd.concat(self._values).groupby(level=[0, 1], observed=True).sum()
         bad = [e for e in self._errors if len(e)]
         n_errors = pd.concat(bad).groupby(level=[0, 1], observed=True).sum() if bad else {}
@@ -143,16 +145,13 @@ def decide_chunks(
         plans[c] = (rule, rule.success, rule.guardrails)
         columns += [(c, m) for m in (*rule.success, *rule.guardrails)]
     aa_cols = [(rules.aa, m) for m in metrics_in_table] if rules.aa in arms_in_table else []
-    columns += aa_cols
 
-    scan, parts = TableScan(), []
+    scan, parts, noise_cells = TableScan(), [], NoiseCells(aa_cols, rules)
     for df in frames:
         scan.add(df)
-        parts.append(stats.paired_differences(df, columns, rules.baseline))
+        parts.append(stats.paired_differences(df, columns, rules.baseline).without_events())
+        noise_cells.add(df)
     paired = combine(parts)
-    # Each (sessions × columns) array is reduced to what is read below and dropped before the next
-    # is built: the A/A columns (one per metric in the table) grow with the corpus, so at 800
-    # sessions each array is tens of MB.
     with np.errstate(invalid="ignore", divide="ignore"):
         bx, by = stats.estimand_matrices(paired.base_sum, paired.count, rules.estimand)
         base_mean = bx.sum(0) / by.sum(0)
@@ -160,13 +159,9 @@ def decide_chunks(
         cx, _ = stats.estimand_matrices(paired.cand_sum, paired.count, rules.estimand)
         cand_mean = cx.sum(0) / by.sum(0)
         del cx, by
-    diff_zero = np.all(paired.diff_sum == 0, axis=0)
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
     paired = paired.column_totals()
-    # The A/A columns report the estimate and t interval only, so only the candidates' columns
-    # keep their sign-flip draws.
-    n_cand = len(columns) - len(aa_cols)  # the A/A columns come last
-    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed, flips=np.arange(n_cand))
+    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed)
 
     # Orient every column so that "greater" means better, then test all columns at once.
     K = len(columns)
@@ -289,16 +284,15 @@ def decide_chunks(
         verdicts[c] = judge(c, results, success, guards, rules)
 
     noise: dict[str, dict] = {}
-    for col in aa_cols:
-        k = k_of[col]
-        if est.n_sessions[k] == 0:
+    floor = noise_cells.point()
+    for k, (_aa, m) in enumerate(aa_cols):
+        if floor.n_sessions[k] == 0:
             continue
-        zero = bool(diff_zero[k])
-        noise[col[1]] = {
-            "aa_estimate": float(est.estimate[k]),
-            "ci": list(est.ci[k]),
-            "n_sessions": int(est.n_sessions[k]),
-            "exactly_zero": zero,
+        noise[m] = {
+            "aa_estimate": float(floor.estimate[k]),
+            "ci": list(floor.ci[k]),
+            "n_sessions": int(floor.n_sessions[k]),
+            "exactly_zero": bool(floor.differing[k] == 0),
         }
     decision = {
         "stats": {
@@ -322,6 +316,36 @@ def decide_chunks(
         "verdicts": {c: verdicts[c].to_json() for c in cands},
     }
     return finite(decision), scan
+
+
+class NoiseCells:
+    """The A/A arm against the baseline, one column per metric in the table, kept as the present
+    (session, column) cells only (:func:`evalkit.decide.stats.point_estimates`).
+
+    The noise floor reports each column's estimate and t interval and takes no sign-flip draws, so
+    it needs no dense (sessions × metrics) matrix: with one metric per question, that matrix grows
+    with the square of the corpus. Frames come in session order, each session in one frame."""
+
+    def __init__(self, columns: list[tuple[str, str]], rules: Rules) -> None:
+        self.columns, self.rules = columns, rules
+        self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, df: pd.DataFrame) -> None:
+        """Take in one frame's cells."""
+        if not self.columns:
+            return
+        part = stats.paired_differences(df, self.columns, self.rules.baseline)
+        X, Y = stats.estimand_matrices(part.diff_sum, part.count, self.rules.estimand)
+        present = Y > 0
+        _g, col = np.nonzero(present)  # row-major: each column's cells in session order
+        self._cells.append((col, X[present], Y[present]))
+
+    def point(self) -> stats.Point:
+        """Estimate, SE, t interval and sessions of every column."""
+        col, x, y = (
+            np.concatenate([c[i] for c in self._cells]) if self._cells else np.zeros(0) for i in range(3)
+        )
+        return stats.point_estimates(col.astype(np.int64), x, y, len(self.columns), self.rules.alpha)
 
 
 def noise_note(noise: dict, aa: str) -> str:

@@ -84,15 +84,10 @@ def _pattern_bits(rows: int, k: int) -> np.ndarray:
 
 
 def flip_sums(
-    X: np.ndarray, Y: np.ndarray, resamples: int, seed: int, keep: np.ndarray | None = None
+    X: np.ndarray, Y: np.ndarray, resamples: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(FX, FY, exact): Σ over the swapped sessions of X and of Y per sign vector (B × K), and per column
     whether its reference set is balanced (p = #/B, exact where it matters; else (1 + #)/(1 + B)).
-
-    ``keep`` (column indices; default every column) selects the columns whose sums are returned
-    (B × len(keep)): B, the draws and the balancing are still those of the whole matrix and the
-    product is still taken over every column, so a kept column's sums are the same bits either way,
-    while memory no longer grows with the columns left out (B·K·8 bytes: 120 MB at K = 1,200).
 
     One random draw is shared by every comparison (one matrix product). A column with at most
     :data:`EXACT_MAX` sessions present, or with at most that many differing from zero, gets those
@@ -102,39 +97,37 @@ def flip_sums(
     from the same rows agrees with the exact p-value.
     """
     G, K = X.shape
-    cols = np.arange(K) if keep is None else np.asarray(keep, dtype=int)
     present = Y > 0
     n, nz = present.sum(axis=0), (present & (X != 0)).sum(axis=0)
     exact = (n <= EXACT_MAX) | (nz <= EXACT_MAX)
     kmax = int(max(np.where(n <= EXACT_MAX, n, np.where(exact, nz, 0)).max(initial=0), 0))
     B = -(-resamples // (1 << kmax)) * (1 << kmax) if exact.any() else resamples
     if G == 0 or K == 0:
-        return np.zeros((B, len(cols))), np.zeros((B, len(cols))), exact
+        return np.zeros((B, K)), np.zeros((B, K)), exact
     rng = np.random.default_rng(seed)
     Yu, y_of = np.unique(Y, axis=1, return_inverse=True)
-    y_of = np.asarray(y_of).ravel()[cols]
+    y_of = np.asarray(y_of).ravel()
     balanced = {
-        j: np.flatnonzero(present[:, k] if n[k] <= EXACT_MAX else present[:, k] & (X[:, k] != 0))
-        for j, k in enumerate(cols)
-        if exact[k]
+        k: np.flatnonzero(present[:, k] if n[k] <= EXACT_MAX else present[:, k] & (X[:, k] != 0))
+        for k in np.flatnonzero(exact)
     }
     kept = np.unique(np.concatenate([np.arange(0), *balanced.values()])).astype(int)
     at = np.full(G, -1)
     at[kept] = np.arange(len(kept))
-    FX, FY, Fk = np.empty((B, len(cols))), np.empty((B, len(cols))), np.empty((B, len(kept)))
+    FX, FY, Fk = np.empty((B, K)), np.empty((B, K)), np.empty((B, len(kept)))
     for start in range(0, B, CHUNK):
         b = min(CHUNK, B - start)
         F = flip_draws(rng, G, b)
-        FX[start : start + b] = F @ X if keep is None else (F @ X)[:, cols]
+        FX[start : start + b] = F @ X
         FY[start : start + b] = (F @ Yu)[:, y_of]
         Fk[start : start + b] = F[:, kept]  # the random bits the balanced patterns replace
-    for j, rows in balanced.items():
+    for k, rows in balanced.items():
         P = _pattern_bits(B, len(rows)) - Fk[:, at[rows]]
-        FX[:, j] += P @ X[rows, cols[j]]
-        FY[:, j] += P @ Y[rows, cols[j]]
+        FX[:, k] += P @ X[rows, k]
+        FY[:, k] += P @ Y[rows, k]
     # Sums that cancel exactly (+1/3 +1/3 +1/3 −1) leave rounding residue: call it zero, with the same
     # tolerance p_value uses for ties, so the interval and the p-value count the same draws at zero.
-    tie = (0.5e-9 * (np.abs(X).sum(axis=0) + 1e-300))[cols]
+    tie = 0.5e-9 * (np.abs(X).sum(axis=0) + 1e-300)
     FX[np.abs(FX) <= tie] = 0.0
     return FX, FY, exact
 
@@ -151,10 +144,9 @@ class Estimates:
     differing: np.ndarray  # sessions whose difference is not zero
     X: np.ndarray  # (G, K) as passed in, oriented by :meth:`oriented`
     Y: np.ndarray  # (G, K)
-    FX: np.ndarray  # (B, K') Σ X over the swapped sessions of each sign vector, for the K' flipped columns
-    FY: np.ndarray  # (B, K')
+    FX: np.ndarray  # (B, K) Σ X over the swapped sessions of each sign vector
+    FY: np.ndarray  # (B, K)
     exact: np.ndarray  # (K,) balanced reference set: p = #/B (see flip_sums)
-    flipped: np.ndarray  # (K',) the columns FX and FY hold; the others have no sign-flip p-value or interval
 
     def oriented(self, sign: np.ndarray) -> Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
@@ -162,56 +154,83 @@ class Estimates:
         ci = np.sort(self.ci * s[:, None], axis=1)
         flip = np.sort(self.ci_sign_flip * s[:, None], axis=1)
         return replace(
-            self,
-            estimate=self.estimate * s,
-            ci=ci,
-            ci_sign_flip=flip,
-            X=self.X * s,
-            FX=self.FX * s[self.flipped],
+            self, estimate=self.estimate * s, ci=ci, ci_sign_flip=flip, X=self.X * s, FX=self.FX * s
         )
 
 
 def _scale_floor(X: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Rounding residue of each column, relative to its own values: SEs below it are exactly zero."""
-    return 1e-12 * np.sqrt(present.sum(axis=0)) * np.abs(np.where(present, X, 0.0)).max(axis=0, initial=0.0)
+    return _floor(present.sum(axis=0), np.abs(np.where(present, X, 0.0)).max(axis=0, initial=0.0))
+
+
+def _floor(n: np.ndarray, largest: np.ndarray) -> np.ndarray:
+    return 1e-12 * np.sqrt(n) * largest
+
+
+@dataclass
+class Point:
+    """Per column: the estimate, its clustered SE and t interval (the decision interval), sessions
+    present and sessions whose difference is not zero. What a column needs without sign-flip draws."""
+
+    estimate: np.ndarray
+    se: np.ndarray  # NaN when fewer than 2 sessions
+    ci: np.ndarray  # (K, 2) at level 1 − 2α
+    n_sessions: np.ndarray
+    differing: np.ndarray
+
+
+def point_estimates(col: np.ndarray, x: np.ndarray, y: np.ndarray, K: int, alpha: float) -> Point:
+    """:class:`Point` of K columns given as their present cells only: the column of each cell and its
+    X and Y (Y > 0), each column's cells in session order.
+
+    A sparse matrix in these three arrays costs its cells, not G·K: the A/A arm has a column for
+    every metric in the table, and most metrics (one per question) are present in one session.
+    Sums run cell by cell in session order, as a column sum of the dense matrix does, so the
+    numbers are the same bits as :func:`estimate`'s on the dense matrix.
+    """
+    col = np.asarray(col, dtype=np.int64)
+    n = np.bincount(col, minlength=K)
+    sx, sy = np.bincount(col, x, K), np.bincount(col, y, K)
+    largest = np.zeros(K)
+    np.maximum.at(largest, col, np.abs(x))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(sy > 0, sx / np.where(sy > 0, sy, 1), np.nan)
+        # Linearised (cluster-robust) SE of a ratio: residuals u_g = X_g − θ·Y_g summed within session.
+        u = x - np.nan_to_num(theta)[col] * y
+        ss = np.sqrt(np.bincount(col, u**2, K))
+        se = np.sqrt(n / np.maximum(n - 1, 1)) * ss / np.where(sy > 0, sy, 1)
+    # Constant differences leave only rounding residue in the SE; call it what it is: zero. The cut
+    # is relative to the column's own magnitude, so metrics in tiny units keep their real SE.
+    se = np.where(ss <= _floor(n, largest), 0.0, se)
+    se = np.where(n >= 2, se, np.nan)
+    t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
+    ci = np.stack([theta - t * se, theta + t * se], axis=1)
+    return Point(theta, se, ci, n, np.bincount(col, x != 0, K).astype(n.dtype))
 
 
 def estimate(
-    X: np.ndarray,
-    Y: np.ndarray,
-    alpha: float,
-    resamples: int,
-    seed: int,
-    interval: bool = True,
-    flips: np.ndarray | None = None,
+    X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
 ) -> Estimates:
     """Estimate, SE, the t interval (the decision interval) and the inverted sign-flip interval of every
     column at level 1 − 2α.
 
-    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values.
-    ``flips`` (column indices; default all) limits the sign-flip draws, p-values and interval to
-    those columns, with the same values as without it (:func:`flip_sums`); the other columns get
-    the estimate, SE and t interval only."""
+    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
     present = Y > 0
-    n = present.sum(axis=0)
-    sx, sy = X.sum(axis=0), Y.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        theta = np.where(sy > 0, sx / np.where(sy > 0, sy, 1), np.nan)
-        # Linearised (cluster-robust) SE of a ratio: residuals u_g = X_g − θ·Y_g summed within session.
-        u = np.where(present, X - np.nan_to_num(theta) * Y, 0.0)
-        ss = np.sqrt((u**2).sum(axis=0))
-        se = np.sqrt(n / np.maximum(n - 1, 1)) * ss / np.where(sy > 0, sy, 1)
-    # Constant differences leave only rounding residue in the SE; call it what it is: zero. The cut
-    # is relative to the column's own magnitude, so metrics in tiny units keep their real SE.
-    se = np.where(ss <= _scale_floor(X, present), 0.0, se)
-    se = np.where(n >= 2, se, np.nan)
-    differing = (present & (X != 0)).sum(axis=0)
-    FX, FY, exact = flip_sums(X, Y, resamples, seed, flips)
-    t = sps.t.ppf(1 - alpha, np.maximum(n - 1, 1))
-    ci_t = np.stack([theta - t * se, theta + t * se], axis=1)
-    flipped = np.arange(X.shape[1]) if flips is None else np.asarray(flips, dtype=int)
+    _g, col = np.nonzero(present)  # row-major: each column's cells in session order
+    pt = point_estimates(col, X[present], Y[present], X.shape[1], alpha)
+    FX, FY, exact = flip_sums(X, Y, resamples, seed)
     est = Estimates(
-        theta, se, ci_t, np.full((X.shape[1], 2), np.nan), n, differing, X, Y, FX, FY, exact, flipped
+        pt.estimate,
+        pt.se,
+        pt.ci,
+        np.full((X.shape[1], 2), np.nan),
+        pt.n_sessions,
+        pt.differing,
+        X,
+        Y,
+        FX,
+        FY,
+        exact,
     )
     if interval:
         est.ci_sign_flip = randomization_interval(est, alpha)
@@ -231,24 +250,23 @@ def randomization_interval(est: Estimates, alpha: float) -> np.ndarray:
     :func:`p_value` uses) is ≥ α; so its bound is the c-th smallest r (and likewise above).
     A draw that swaps no present session (FY = 0) ties with the observed value at every δ.
     """
-    B, Kf = est.FX.shape
+    B, K = est.FX.shape
     with np.errstate(invalid="ignore", divide="ignore"):
         r = est.FX / est.FY
     none = est.FY <= 0
     counts = np.arange(B + 1)
     need = np.array([int(np.argmax(_p_of_count(counts, B, e) >= alpha)) for e in (False, True)])[
-        est.exact[est.flipped].astype(int)
+        est.exact.astype(int)
     ]
     if B:
         low = np.sort(np.where(none, -np.inf, r), axis=0)
         high = np.sort(np.where(none, np.inf, r), axis=0)[::-1]
-        cols = np.arange(Kf)
+        cols = np.arange(K)
         lo = np.where(need > 0, low[np.maximum(need - 1, 0), cols], -np.inf)
         hi = np.where(need > 0, high[np.maximum(need - 1, 0), cols], np.inf)
     else:
-        lo = hi = np.full(Kf, np.nan)
-    ci = np.full((est.X.shape[1], 2), np.nan)
-    ci[est.flipped] = np.stack([lo, hi], axis=1)
+        lo = hi = np.full(K, np.nan)
+    ci = np.stack([lo, hi], axis=1)
     ci = np.where(np.isfinite(ci), ci, np.nan)
     return np.where((est.n_sessions > 0)[:, None], ci, np.nan)
 
@@ -269,16 +287,15 @@ def sign_flip_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.
     Z = np.where(est.Y > 0, est.X - d * est.Y, 0.0) * sgn  # oriented so that large T is evidence
     T = Z.sum(axis=0)
     tol = 1e-9 * (np.abs(Z).sum(axis=0) + 1e-300)
-    B, f = est.FX.shape[0], est.flipped
+    B = est.FX.shape[0]
     # T_s − T = −2·sgn·(FX − δ·FY): the draw is at least as extreme as the observation when ≥ −tol.
-    beyond = (-2 * sgn * (est.FX - d[f] * est.FY) >= -tol[f]).sum(axis=0)
-    p = _p_of_count(beyond, B, est.exact[f])
+    beyond = (-2 * sgn * (est.FX - d * est.FY) >= -tol).sum(axis=0)
+    p = _p_of_count(beyond, B, est.exact)
     with np.errstate(invalid="ignore", divide="ignore"):
-        hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)[f]
+        hoeff = np.where(T > 0, np.exp(-(T**2) / (2 * (Z**2).sum(axis=0))), 1.0)
     # No draw as extreme (a random set, or a balanced one whose other sessions are random, at δ ≠ 0).
-    out = np.full(K, np.nan)
-    out[f] = np.clip(np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p), 0.0, 1.0)
-    return np.where(est.n_sessions > 0, out, np.nan)
+    p = np.where(beyond == 0, np.minimum(1 / (1 + B), hoeff), p)
+    return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
 
 
 def interval_t_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
