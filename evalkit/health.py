@@ -65,41 +65,49 @@ INVERTS: dict[str, str] = {}
 
 def _session_means(m: pd.DataFrame) -> pd.DataFrame:
     ok = m[m["value"].notna()]
-    return ok.groupby(["metric", "arm", "session"], sort=False)["value"].mean().reset_index()
+    return ok.groupby(["metric", "arm", "session"], sort=False, observed=True)["value"].mean().reset_index()
+
+
+def _same_as_baseline(sm: pd.DataFrame, baseline: str) -> pd.Series:
+    """Per (arm, metric) of the non-baseline arms: whether every session mean equals the
+    baseline's in the sessions both have (pairs with no shared session are absent)."""
+    base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"].rename("base")
+    cand = sm[sm["arm"] != baseline].join(base, on=["metric", "session"], how="inner")
+    same = (cand["value"] - cand["base"]).abs().le(1e-12)
+    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str)]).all()
 
 
 @dataclass
 class _Values:
-    """Per metric, its distinct values (rounded) and value count; per (metric, arm, session), the mean."""
+    """Per metric, its distinct values (rounded) and value count; per (arm, metric), whether every
+    session mean equals the baseline's."""
 
     distinct: dict[str, np.ndarray]
     rows: dict[str, int]
-    session_means: pd.DataFrame
+    same: pd.Series
 
 
-def _scan(chunks: Iterable[pd.DataFrame]) -> _Values:
-    """One pass over frames of whole sessions: what the checks need, without holding the rows."""
+def _scan(chunks: Iterable[pd.DataFrame], baseline: str) -> _Values:
+    """One pass over frames of whole sessions (each session in one frame): what the checks need,
+    without holding the rows or the session means."""
     parts: dict[str, list[np.ndarray]] = {}
     rows: dict[str, int] = {}
-    means = []
+    same = []
     for m in chunks:
         ok = m[m["value"].notna()]
         for name, g in ok.groupby("metric", sort=False, observed=True):
             parts.setdefault(str(name), []).append(g["value"].round(12).unique())
             rows[str(name)] = rows.get(str(name), 0) + len(g)
-        means.append(_session_means(m))
+        same.append(_same_as_baseline(_session_means(m), baseline))
     distinct = {k: pd.unique(np.concatenate(v)) for k, v in sorted(parts.items())}
-    sm = (
-        pd.concat(means, ignore_index=True)
-        if means
-        else pd.DataFrame(columns=["metric", "arm", "session", "value"])
-    )
-    return _Values(distinct, rows, sm)
+    same = [s for s in same if len(s)]
+    joined = pd.concat(same).groupby(level=[0, 1]).all() if same else pd.Series(dtype=bool)
+    return _Values(distinct, rows, joined)
 
 
 def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
     """Per metric: its distinct value count and the reasons it is unhealthy (empty when healthy)."""
-    return _flags(_scan([m]), cfg)
+    return _flags(_scan([m], "baseline"), cfg)
 
 
 def _flags(v: _Values, cfg: dict) -> dict[str, dict[str, Any]]:
@@ -119,22 +127,14 @@ def _flags(v: _Values, cfg: dict) -> dict[str, dict[str, Any]]:
 
 def identical_to_baseline(m: pd.DataFrame, baseline: str = "baseline") -> dict[str, list[str]]:
     """Per arm: the metrics whose per-session mean equals the baseline's in every shared session."""
-    return _identical(_session_means(m), baseline)
+    return _identical(_same_as_baseline(_session_means(m), baseline))
 
 
-def _identical(sm: pd.DataFrame, baseline: str) -> dict[str, list[str]]:
-    base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"]
+def _identical(same: pd.Series) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
-    for arm, g in sm[sm["arm"] != baseline].groupby("arm", sort=True):
-        joined = (
-            g.set_index(["metric", "session"])["value"].to_frame("arm").join(base.rename("base"), how="inner")
-        )
-        if joined.empty:
-            continue
-        same = (joined["arm"] - joined["base"]).abs().le(1e-12).groupby(level="metric").all()
-        names = sorted(str(k) for k, v in same.items() if v)
-        if names:
-            out[str(arm)] = names
+    for (arm, metric), v in same.sort_index().items():
+        if v:
+            out.setdefault(str(arm), []).append(str(metric))
     return out
 
 
@@ -224,11 +224,11 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     run_dir = Path(run_dir)
     # A run of sessions at a time (all it reads): per-session means, not rows, are kept.
     chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
-    scanned = _scan(t.to_pandas() for t in chunks)
     arms = list(cfg.get("replay", {}).get("arms", []))
     baseline = cfg.get("rules", {}).get("baseline", "baseline")
+    scanned = _scan((t.to_pandas() for t in chunks), baseline)
     flags = _flags(scanned, cfg)
-    identical = _identical(scanned.session_means, baseline)
+    identical = _identical(scanned.same)
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
