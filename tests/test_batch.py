@@ -14,7 +14,7 @@ import pytest
 from evalkit.config import load_experiment
 from evalkit.models.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.models.client import build_client
-from evalkit.models.fakeserver import answered, settled_log
+from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.replay.frontier import walk
 from evalkit.run import run_experiment

@@ -13,9 +13,9 @@ from evalkit.cli import main
 from evalkit.config import load_experiment
 from evalkit.metrics import read_metrics
 from evalkit.models.budget import Budget, BudgetExceeded
-from evalkit.models.fakeserver import answered, settled_log
 from evalkit.models.prices import Price
 from evalkit.models.request import ChatRequest
+from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.run import run_experiment
 

@@ -17,7 +17,8 @@ from evalkit.models import ChatRequest
 from evalkit.models.cache import CallCache
 from evalkit.models.client import CacheMiss, build_client
 from evalkit.models.extractive import LABEL, summarize
-from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, FaultPlan, answered, read_log, settled_log
+from evalkit.models.faults import FAULTS, REFUSAL_TEXT, FaultPlan
+from evalkit.models.serverlog import answered, read_log, settled_log
 from evalkit.replay.prompt import SYSTEM_PROMPT
 
 REQ = ChatRequest(model="fake-model", messages=({"role": "user", "content": "Summarize: pytest 3 passed"},))

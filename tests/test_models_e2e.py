@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from evalkit.models.completion import is_refusal
-from evalkit.models.fakeserver import FAULTS, REFUSAL_TEXT, answered, read_log, settled_log
+from evalkit.models.faults import FAULTS, REFUSAL_TEXT
+from evalkit.models.serverlog import answered, read_log, settled_log
 from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.cut import cut_keep_recent

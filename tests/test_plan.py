@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalkit.config import load_experiment
-from evalkit.models.fakeserver import answered, settled_log
+from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.usage import read_ledger
 from evalkit.plan import build_plan, render_plan, write_plan
 from evalkit.run import run_experiment

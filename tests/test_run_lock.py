@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from evalkit.models.fakeserver import answered, settled_log
+from evalkit.models.serverlog import answered, settled_log
 
 from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 

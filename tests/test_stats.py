@@ -319,5 +319,3 @@ def test_point_estimates_from_present_cells_match_the_dense_matrix():
     assert sparse.se[6] == 0.0 and sparse.estimate[6] == 0.25
     assert sparse.n_sessions[7] == 0 and np.isnan(sparse.estimate[7])
     assert (sparse.se[:5] > 0).all()
-
-

@@ -123,7 +123,7 @@ def _duplicates(d: Path) -> list[Figure]:
     import json
 
     from evalkit.corpus import build_corpus
-    from evalkit.models.fakeserver import answered, read_log
+    from evalkit.models.serverlog import answered, read_log
     from evalkit.replay import ARMS, replay_corpus
 
     arms = ARMS.names()

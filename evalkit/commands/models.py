@@ -122,7 +122,8 @@ def _fake_args(p):
 )
 @arguments(_fake_args)
 def cmd_fake_server(args) -> int:
-    from evalkit.models.fakeserver import FakeServer, FaultPlan, load_script
+    from evalkit.models.fakeserver import FakeServer
+    from evalkit.models.faults import FaultPlan, load_script
 
     rates = {}
     for spec in args.fault:
