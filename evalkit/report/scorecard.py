@@ -3,8 +3,8 @@
 Reported the way the field now reports compaction (hermes-agent's compaction eval): each arm's
 exam score next to the tokens it kept after compaction, the uncompacted ceiling as the 100%
 reference, per-question paired win/loss/tie counts against the baseline, and the exam's noise
-(the A/A arm's spread, and the binomial error of a k-question exam). Plus the cadence and cost
-per compaction from the ``cadence`` probe, with arms flagged as looping.
+(the A/A arm's spread, and the binomial error of a k-question exam). The cadence and cost per
+compaction are in :mod:`evalkit.report.cadence`.
 
 Scores are shares in 0..1 shown as %: the generated exam (``judge_offline_overall`` or
 ``judge_overall``, 0–5, divided by 5), the probe-bank exam (``exam_offline`` / ``exam``) and
@@ -14,7 +14,6 @@ Scores are shares in 0..1 shown as %: the generated exam (``judge_offline_overal
 from __future__ import annotations
 
 import math
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +40,6 @@ QUESTION_PREFIXES = [
     ("bank exam", ("exam_q:", "exam_offline_q:")),
     ("identifier exam", ("identifier_q:",)),
 ]
-LOOP_SHARE = 0.5  # an arm whose compactions mostly loop is flagged
 
 
 def _ok(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -321,117 +319,3 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
             "",
         ]
     return out
-
-
-def summarizer_costs(cache: Path, events: pd.DataFrame, prices: bool) -> dict[str, tuple[str, str]]:
-    """Per arm, seconds and dollars per compaction of its summarizer calls, as the run's call
-    cache recorded them (``latency_s``, ``cost_usd``) for the calls its events name by
-    ``request_key``. Dollars only with a price table (``prices``) and for priced calls: otherwise
-    "n/a (no prices)", never 0."""
-    keys = events.dropna(subset=["request_key"]) if "request_key" in events else events.iloc[0:0]
-    recorded: dict[str, tuple[float | None, float | None]] = {}
-    if cache.is_file() and len(keys):
-        with sqlite3.connect(f"file:{cache}?mode=ro", uri=True) as c:
-            q = "SELECT key, latency_s, cost_usd FROM calls WHERE purpose = 'summarize'"
-            recorded = {k: (s, d) for k, s, d in c.execute(q)}
-    out = {}
-    for arm in events["arm"].unique():
-        mine = keys[keys["arm"] == arm]["request_key"]
-        if not len(mine):
-            out[arm] = ("– (no call)", "– (no call)")
-            continue
-        rows = [recorded[k] for k in mine if k in recorded]
-        if not rows:
-            out[arm] = ("n/a (not recorded)", "n/a (not recorded)" if prices else "n/a (no prices)")
-            continue
-        secs = [s for s, _ in rows if s is not None]
-        usd = [d for _, d in rows if d is not None]
-        out[arm] = (
-            f"{sum(secs) / len(secs):.2f}" if secs else "n/a (not recorded)",
-            (
-                f"${sum(usd) / len(usd):.4f}"
-                + (f" ({len(rows) - len(usd)} unpriced)" if len(usd) < len(rows) else "")
-            )
-            if usd and prices
-            else "n/a (no prices)",
-        )
-    return out
-
-
-def _cache_path(data: ReportData) -> Path:
-    shared = (data.config.get("model") or {}).get("cache_path") or ""
-    return Path(shared) if shared else Path(data.run_dir) / "model-calls.sqlite"
-
-
-def section_cadence(data: ReportData, out: Path) -> list[str]:
-    """Per arm: compactions per 100k tokens, turns between, context freed, loops, summarizer cost."""
-    m = _ok(data.metrics)
-    if not len(m) or "loop" not in set(m["metric"].unique()):
-        return ["No `cadence` probe rows in this run."]
-
-    def mean_of(metric: str, arm: str) -> float:
-        """The mean over the arm's events (the session rows carry each session's sum and count)."""
-        v = m[(m["arm"] == arm) & (m["metric"] == metric)]
-        return float(v["sum"].sum() / v["n"].sum()) if v["n"].sum() else math.nan
-
-    def median_of(metric: str, arm: str) -> float:
-        ev = data.event_values
-        v = ev[(ev["arm"] == arm) & (ev["metric"] == metric)]["value"] if len(ev) else ev
-        return float(v.median()) if len(v) else math.nan
-
-    prices = bool((data.config.get("model") or {}).get("prices"))
-    costs = summarizer_costs(_cache_path(data), data.events, prices) if len(data.events) else {}
-    rows, looping = [], []
-    for arm in data.arms:
-        n = int(m[(m["arm"] == arm) & (m["metric"] == "loop")]["n"].sum())
-        if not n:
-            continue
-        share = mean_of("loop", arm)
-        per100k = mean_of("compactions_per_100k", arm)
-        turns = median_of("turns_between", arm)
-        freed = mean_of("context_freed", arm)
-        if share > LOOP_SHARE:
-            looping.append(
-                f"`{arm}`: {100 * share:.0f}% of its {n} compactions loop; {per100k:.1f} compactions per 100k "
-                f"tokens of work, median {turns:.0f} turn(s) apart, each freeing {100 * freed:.1f}% of the context"
-            )
-        secs, usd = costs.get(arm, ("n/a (not recorded)", "n/a (not recorded)"))
-        rows.append(
-            [
-                code(arm) + (" **LOOPING**" if share > LOOP_SHARE else ""),
-                str(n),
-                f"{per100k:.2f}",
-                f"{turns:.0f}",
-                f"{100 * freed:.1f}%",
-                f"{100 * share:.0f}%",
-                f"{mean_of('summarizer_calls', arm):.2f}",
-                f"{mean_of('summarizer_input_tokens', arm):,.0f}",
-                f"{mean_of('summarizer_output_tokens', arm):,.0f}",
-                secs,
-                usd,
-            ]
-        )
-    header = [
-        "arm",
-        "compactions",
-        "per 100k tokens",
-        "median turns between",
-        "context freed",
-        "loop",
-        "summarizer calls",
-        "input tokens",
-        "output tokens",
-        "seconds",
-        "dollars",
-    ]
-    return [
-        "How often each arm compacts and what a cycle frees and costs. The summarizer columns are per "
-        "compaction: calls, tokens (chars/4 of the request and the summary), and the seconds and dollars "
-        "the run's call cache recorded for each compaction's call (a call answered once and reused by "
-        "another arm or run counts for each; dollars need a `[model.prices]` table; an offline stand-in "
-        "records no calls). A compaction *loops* when it comes within a few turns of the previous one "
-        "or frees little of the context (the `cadence` probe's `min_turns` / `min_freed`).",
-        "",
-        *(["**Looping:** " + "; ".join(looping) + ".", ""] if looping else []),
-        table(header, rows),
-    ]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evalkit.report import scorecard as _scorecard
+from evalkit.report.cadence import section_cadence
 from evalkit.report.calibration import section_calibration
 from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData
@@ -65,7 +66,7 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
     ("Scorecard: exam score vs tokens kept", _scorecard.section_scorecard),
-    ("Cadence and cost per compaction", _scorecard.section_cadence),
+    ("Cadence and cost per compaction", section_cadence),
     ("Noise floor", section_noise),
     ("Cost: planned vs actual", section_cost),
     ("Caveats", section_caveats),
