@@ -245,7 +245,8 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     statistics and verdicts are the same bits as deciding the whole table at once."""
     import json
 
-    from evalkit.decide.stage import decide_chunks, finite, scan_table
+    from evalkit.decide.scan import scan_table
+    from evalkit.decide.stage import decide_chunks, finite
     from evalkit.metrics import write_metrics
     from evalkit.metrics.stream import file_pairs, session_chunks
 

@@ -19,85 +19,13 @@ import pandas as pd
 from evalkit.config import Experiment
 from evalkit.corpus import write_json
 from evalkit.decide import design, stats
+from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine
 from evalkit.decide.rules import Rules, resolve_rules
+from evalkit.decide.scan import TableScan, pairs_of
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
 from evalkit.metrics.stream import file_pairs, session_chunks
-
-
-def summarize_metrics(df) -> list[dict]:
-    """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-    return scan_table([df]).summary()
-
-
-class TableScan:
-    """What the decide stage needs from every row, gathered a frame of whole sessions at a time
-    (each session in one frame): per-session means and counts, not rows."""
-
-    def __init__(self) -> None:
-        self._session_means: list[pd.DataFrame] = []
-        self._values: list[pd.Series] = []
-        self._errors: list[pd.Series] = []
-        self._metrics: set[str] = set()
-        self._not01: set[str] = set()
-
-    def add(self, df: pd.DataFrame) -> None:
-        """Take in one frame."""
-        v = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
-        finite_value = np.isfinite(v)
-        self._not01.update(df["metric"][finite_value & (v != 0.0) & (v != 1.0)].astype(str).unique())
-        self._metrics.update(df["metric"].astype(str).unique())
-        ok = df[df["error"].isna().to_numpy() & finite_value]
-        means = ok.groupby(["arm", "metric", "session"], observed=True)["value"].mean()
-        # Per (arm, metric): sessions and the sum of their means. A frame holds whole sessions, so
-        # these add across frames; keeping them instead of the session means keeps memory flat.
-        self._session_means.append(means.groupby(level=[0, 1], observed=True).agg(["count", "sum"]))
-        bad = df[df["error"].notna().to_numpy() | ~finite_value]
-        self._errors.append(bad.groupby(["arm", "metric"], observed=True).size())
-        self._values.append(df.groupby(["arm", "metric"], observed=True).size())
-
-    @property
-    def zero_one(self) -> set[str]:
-        """Metrics whose every finite value is 0 or 1 (shares of sessions or events): their means lie in [0, 1]."""
-        return self._metrics - self._not01
-
-    def summary(self) -> list[dict]:
-        """Per (arm, metric): sessions, values, errors, and the mean of per-session means."""
-        if not self._session_means:
-            return []
-        agg = pd.concat(self._session_means).groupby(level=[0, 1], observed=True).sum()
-        agg = agg[agg["count"] > 0].assign(mean=lambda a: a["sum"] / a["count"])
-        agg = agg.rename_axis(["arm", "metric"]).reset_index()
-        n_values = pd.concat(self._values).groupby(level=[0, 1], observed=True).sum()
-        bad = [e for e in self._errors if len(e)]
-        n_errors = pd.concat(bad).groupby(level=[0, 1], observed=True).sum() if bad else {}
-        return [
-            {
-                "arm": r.arm,
-                "metric": r.metric,
-                "sessions": int(r.count),
-                "mean": float(r.mean),
-                "values": int(n_values.get((r.arm, r.metric), 0)),
-                "errors": int(n_errors.get((r.arm, r.metric), 0)),
-            }
-            for r in agg.itertuples(index=False)
-        ]
-
-
-def scan_table(frames: Iterable[pd.DataFrame]) -> TableScan:
-    """A :class:`TableScan` of every frame."""
-    scan = TableScan()
-    for df in frames:
-        scan.add(df)
-    return scan
-
-
-def pairs_of(df: pd.DataFrame) -> set[tuple[str, str]]:
-    """The (arm, metric) pairs that have rows in a frame."""
-    pairs = df[["arm", "metric"]].drop_duplicates()
-    return set(zip(pairs["arm"].astype(str), pairs["metric"].astype(str), strict=True))
-
 
 # --------------------------------------------------------------------------- the stage
 
@@ -283,17 +211,7 @@ def decide_chunks(
     for c, (results, success, guards) in pending.items():
         verdicts[c] = judge(c, results, success, guards, rules)
 
-    noise: dict[str, dict] = {}
-    floor = noise_cells.point()
-    for k, (_aa, m) in enumerate(aa_cols):
-        if floor.n_sessions[k] == 0:
-            continue
-        noise[m] = {
-            "aa_estimate": float(floor.estimate[k]),
-            "ci": list(floor.ci[k]),
-            "n_sessions": int(floor.n_sessions[k]),
-            "exactly_zero": bool(floor.differing[k] == 0),
-        }
+    noise = noise_cells.floor()
     decision = {
         "stats": {
             "method": stats.METHOD,
@@ -316,50 +234,6 @@ def decide_chunks(
         "verdicts": {c: verdicts[c].to_json() for c in cands},
     }
     return finite(decision), scan
-
-
-class NoiseCells:
-    """The A/A arm against the baseline, one column per metric in the table, kept as the present
-    (session, column) cells only (:func:`evalkit.decide.stats.point_estimates`).
-
-    The noise floor reports each column's estimate and t interval and takes no sign-flip draws, so
-    it needs no dense (sessions × metrics) matrix: with one metric per question, that matrix grows
-    with the square of the corpus. Frames come in session order, each session in one frame."""
-
-    def __init__(self, columns: list[tuple[str, str]], rules: Rules) -> None:
-        self.columns, self.rules = columns, rules
-        self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, df: pd.DataFrame) -> None:
-        """Take in one frame's cells."""
-        if not self.columns:
-            return
-        part = stats.paired_differences(df, self.columns, self.rules.baseline)
-        X, Y = stats.estimand_matrices(part.diff_sum, part.count, self.rules.estimand)
-        present = Y > 0
-        _g, col = np.nonzero(present)  # row-major: each column's cells in session order
-        self._cells.append((col, X[present], Y[present]))
-
-    def point(self) -> stats.Point:
-        """Estimate, SE, t interval and sessions of every column."""
-        col, x, y = (
-            np.concatenate([c[i] for c in self._cells]) if self._cells else np.zeros(0) for i in range(3)
-        )
-        return stats.point_estimates(col.astype(np.int64), x, y, len(self.columns), self.rules.alpha)
-
-
-def noise_note(noise: dict, aa: str) -> str:
-    if not noise:
-        return f"no A/A arm ({aa}) in this run: the noise floor was not measured"
-    if all(v["exactly_zero"] for v in noise.values()):
-        return (
-            f"A/A arm ({aa}) equals the baseline exactly on every metric: the backend is deterministic, "
-            "so the noise floor is exactly zero"
-        )
-    moved = sorted(m for m, v in noise.items() if not v["exactly_zero"])
-    return (
-        f"A/A arm ({aa}) differs from the baseline on {', '.join(moved)}: replicate noise, see each interval"
-    )
 
 
 def finite(obj):
