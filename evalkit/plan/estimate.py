@@ -217,7 +217,8 @@ def _judge_requests(
     """(arm, answer request, judge request) per question the judge probe would ask."""
     from evalkit.facts import compute_facts
     from evalkit.probes.base import ProbeInput, SessionView
-    from evalkit.probes.judge import answer_request, judge_request, select_questions
+    from evalkit.probes.judge import select_questions
+    from evalkit.probes.judge_model import answer_request, judge_request
 
     views = {s.id: SessionView(s, compute_facts(s)) for s in sessions}
     for arm, evs in events.items():

@@ -240,7 +240,7 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     """Per event, every bank question of this session that is current. The grade is a share in
     0..1; ``exam_offline`` / ``exam`` is the mean over the asked questions, ``*_<kind>`` per kind,
     and ``*_q:<bank>/<id>`` the question's own grade. A failed model call is an error row."""
-    from evalkit.probes.judge import DIMENSIONS, _use_model, model_grade
+    from evalkit.probes.judge_model import DIMENSIONS, model_grade, use_model
 
     ctx = inp.view.extras.get("ctx")
     qs = [
@@ -250,12 +250,12 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     ]
     if not qs:
         return []
-    use_model, model = _use_model(inp, backend)
-    prefix = "exam" if use_model else "exam_offline"
+    asks_model, model = use_model(inp, backend)
+    prefix = "exam" if asks_model else "exam_offline"
     grades: dict[str, float | None] = {}
     errors: dict[str, str] = {}
     for q in qs:
-        if use_model:
+        if asks_model:
             try:
                 g = model_grade(q, inp, model, replicates)
             except Exception as e:  # a failed call is an error row, never a zero grade
