@@ -185,8 +185,8 @@ def point_estimates(col: np.ndarray, x: np.ndarray, y: np.ndarray, K: int, alpha
 
     A sparse matrix in these three arrays costs its cells, not G·K: the A/A arm has a column for
     every metric in the table, and most metrics (one per question) are present in one session.
-    Sums run cell by cell in session order, as a column sum of the dense matrix does, so the
-    numbers are the same bits as :func:`estimate`'s on the dense matrix.
+    :func:`estimate` reduces a dense matrix's present cells through this same function (sums in
+    session order), so a column gets the same numbers from either form.
     """
     col = np.asarray(col, dtype=np.int64)
     n = np.bincount(col, minlength=K)
