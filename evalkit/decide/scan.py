@@ -17,7 +17,7 @@ def summarize_metrics(df) -> list[dict]:
 
 class TableScan:
     """What the decide stage needs from every row, gathered a frame of whole sessions at a time
-    (each session in one frame): per-session means and counts, not rows."""
+    (each session in one frame): per (arm, metric) counts and sums of session means, not rows."""
 
     def __init__(self) -> None:
         self._session_means: list[pd.DataFrame] = []
