@@ -296,26 +296,44 @@ def test_reported_mde_uses_the_median_unbiased_se():
     assert design.mde(se, n, alpha, power, delta)[0] > delta + k * est.se[0] + 0.004
 
 
-def test_point_estimates_from_present_cells_match_the_dense_matrix():
-    """The A/A noise floor is computed from the present cells only (no G × K matrix): estimate, SE,
-    t interval, sessions and differing sessions agree with :func:`stats.estimate` on the dense
-    matrix, including a one-session column (no SE), a constant column (SE exactly 0) and an
-    absent one."""
+def test_point_estimates_from_present_cells_match_the_ratio_formulas():
+    """The A/A noise floor is computed from the present cells only (no G × K matrix). Estimate,
+    clustered SE, t interval, sessions and differing sessions agree with the formulas written out
+    column by column (θ = ΣX/ΣY; u = X − θY; SE = √(n/(n−1))·√Σu²/ΣY; θ ± t_{1−α, n−1}·SE), with
+    the cells given column by column (the dense :func:`stats.estimate` passes them session by
+    session), under both estimands, including a one-session column (no SE), a constant column
+    (SE exactly 0) and an absent one."""
     sums, n = simulate(7, effect=0.2, experiments=9, sessions=30)
-    X, Y = stats.estimand_matrices(sums, n, "session_mean")
-    X[1:, 5], Y[1:, 5] = 0.0, 0.0  # one session present
-    X[:, 6] = np.where(Y[:, 6] > 0, 0.25, 0.0)  # every present session differs by the same amount
-    X[:, 7], Y[:, 7] = 0.0, 0.0  # absent
-    dense = stats.estimate(X, Y, 0.025, 200, 3)
-    present = Y > 0
-    _g, col = np.nonzero(present)
-    sparse = stats.point_estimates(col, X[present], Y[present], X.shape[1], 0.025)
-    np.testing.assert_allclose(sparse.estimate, dense.estimate, rtol=1e-12, equal_nan=True)
-    np.testing.assert_allclose(sparse.se, dense.se, rtol=1e-12, equal_nan=True)
-    np.testing.assert_allclose(sparse.ci, dense.ci, rtol=1e-12, equal_nan=True)
-    assert np.array_equal(sparse.n_sessions, dense.n_sessions)
-    assert np.array_equal(sparse.differing, dense.differing)
-    assert sparse.n_sessions[5] == 1 and np.isnan(sparse.se[5])
-    assert sparse.se[6] == 0.0 and sparse.estimate[6] == 0.25
-    assert sparse.n_sessions[7] == 0 and np.isnan(sparse.estimate[7])
-    assert (sparse.se[:5] > 0).all()
+    alpha = 0.025
+    for estimand in ("session_mean", "pooled"):
+        X, Y = stats.estimand_matrices(sums, n, estimand)
+        X[1:, 5], Y[1:, 5] = 0.0, 0.0  # one session present
+        X[:, 6] = 0.25 * Y[:, 6]  # every present session differs by the same amount per unit
+        X[:, 7], Y[:, 7] = 0.0, 0.0  # absent
+        col, g = np.nonzero((Y > 0).T)  # column-major: each column's cells in session order
+        got = stats.point_estimates(col, X[g, col], Y[g, col], X.shape[1], alpha)
+        dense = stats.estimate(X, Y, alpha, 200, 3)
+        for k in range(X.shape[1]):
+            on = Y[:, k] > 0
+            x, y = X[on, k], Y[on, k]
+            assert got.n_sessions[k] == dense.n_sessions[k] == on.sum()
+            assert got.differing[k] == dense.differing[k] == (x != 0).sum()
+            if not on.any():
+                assert np.isnan(got.estimate[k]) and np.isnan(dense.estimate[k])
+                continue
+            theta = x.sum() / y.sum()
+            assert got.estimate[k] == pytest.approx(theta, rel=1e-12)
+            assert dense.estimate[k] == pytest.approx(theta, rel=1e-12)
+            if on.sum() < 2:
+                assert np.isnan(got.se[k]) and np.isnan(dense.se[k])
+                continue
+            m = on.sum()
+            se = np.sqrt(m / (m - 1)) * np.sqrt(((x - theta * y) ** 2).sum()) / y.sum()
+            half = sps.t.ppf(1 - alpha, m - 1) * se
+            for est in (got, dense):
+                assert est.se[k] == pytest.approx(se, rel=1e-9, abs=1e-15)
+                assert est.ci[k] == pytest.approx([theta - half, theta + half], rel=1e-9, abs=1e-15)
+        assert got.n_sessions[5] == 1 and np.isnan(got.se[5])
+        assert got.se[6] == 0.0 and got.estimate[6] == pytest.approx(0.25)
+        assert got.n_sessions[7] == 0
+        assert (got.se[:5] > 0).all()
