@@ -223,6 +223,13 @@ def test_replay_backend_answers_from_cache_and_fails_clearly_on_a_miss(fake_serv
     assert again.text == first.text and again.cached
     with pytest.raises(CacheMiss, match="no cached answer"):
         replay(replace(REQ, replicate=5))
+    # In a map, a miss raises once every request has its outcome, or takes its place when asked.
+    pair = [replace(REQ, replicate=5), REQ]
+    with pytest.raises(CacheMiss):
+        replay.map(pair)
+    for conc in (1, 4):
+        missed, hit = replay.map(pair, concurrency=conc, return_exceptions=True)
+        assert isinstance(missed, CacheMiss) and hit.text == first.text and hit.cached
 
 
 def test_api_key_comes_from_the_environment_only(fake_server, tmp_path):
