@@ -122,6 +122,39 @@ def test_model_judge_goes_through_make_client_with_six_dimensions():
     assert view.extras["judgements"][0]["rationale"].startswith("answer")
 
 
+def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a_failed_question(fake_server):
+    """Real HTTP: the event's answer calls all reach the server before its first judge call (two
+    rounds through ``client.map``, not a call at a time), and a question whose answer is refused
+    is left out with its reason while the other questions are graded."""
+    from evalkit.models.faults import Rule
+    from evalkit.models.serverlog import read_log
+
+    s = judge_session()
+    qs = select_questions(ProbeInput(event(s, 11, 10, FULL), SessionView(s, compute_facts(s))), per_kind=1)
+    refused = next(q for q in qs if q["kind"] == "decision")
+    grades = json.dumps({**dict.fromkeys(DIMENSIONS, 4), "rationale": "fine"})
+    srv = fake_server(
+        script=[
+            Rule(reply="I'm sorry, but I can't help with that.", match=f"Question: {refused['text']}"),
+            Rule(reply=grades, match="expected_facts"),
+            Rule(reply="an answer from the context"),
+        ]
+    )
+    view = SessionView(s, compute_facts(s))
+    model = {"backend": "openai", "model": "m", "base_url": srv.url, "max_retries": 0, "cache": "off"}
+    view.extras["ctx"] = ScoreContext("", model)
+    got = {v.metric: (v.value, v.error) for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)}
+
+    assert got["judge_overall"] == (4.0, None)  # the three graded questions; the refused one is left out
+    assert "judge_decision" not in got and got["judge_recall"][0] == 4.0
+    assert sorted(j["kind"] for j in view.extras["judgements"]) == ["artifact", "continuation", "recall"]
+    log = [e for e in read_log(srv.log_path) if e.get("key")]
+    answers = [e["ts"] for e in log if e["purpose"] == "answer"]
+    judges = [e["ts"] for e in log if e["purpose"] == "judge"]
+    assert (len(answers), len(judges)) == (4 * 2, 3 * 2)  # 4 questions x 2 replicates; 3 judged
+    assert max(answers) < min(judges)
+
+
 def test_suite_files_validate_names_and_parameters(tmp_path):
     default = load_suite(ROOT / "probes" / "default.toml")
     assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 17

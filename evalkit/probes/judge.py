@@ -31,7 +31,7 @@ from evalkit.facts import Facts
 from evalkit.models import offline_judge
 from evalkit.probes import tallymatch
 from evalkit.probes.base import ProbeInput, ProbeValue, probe
-from evalkit.probes.judge_model import DIMENSIONS, model_grade, use_model
+from evalkit.probes.judge_model import DIMENSIONS, model_grades, use_model
 from evalkit.session import Session
 
 KINDS = ("recall", "artifact", "continuation", "decision")
@@ -265,11 +265,9 @@ def judge(
     log = inp.view.extras.setdefault("judgements", [])
     overall: list[float] = []
     errors: list[str] = []
-    for q in qs:
-        try:
-            g = model_grade(q, inp, model, replicates)
-        except Exception as e:  # a failed call is an error row, never a zero grade
-            errors.append(f"{q['id']}: {type(e).__name__}: {e}")
+    for q, g in zip(qs, model_grades(qs, inp, model, replicates), strict=True):
+        if isinstance(g, Exception):  # a failed call is an error row, never a zero grade
+            errors.append(f"{q['id']}: {type(g).__name__}: {g}")
             continue
         ov = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS)
         overall.append(ov)

@@ -96,28 +96,54 @@ def judge_request(q: dict[str, Any], answer: str, model: str, replicate: int = 0
     )
 
 
-def model_grade(q: dict[str, Any], inp: ProbeInput, model: dict, replicates: int) -> dict[str, Any]:
-    """Ask the answering model and the judge ``replicates`` times; mean grades per dimension."""
+def model_grades(
+    qs: list[dict[str, Any]], inp: ProbeInput, model: dict, replicates: int
+) -> list[dict[str, Any] | Exception]:
+    """Ask the answering model and the judge ``replicates`` times per question: per question, the
+    mean grades per dimension, or why it could not be graded (a failed call, an unparseable
+    verdict).
+
+    All the event's answers go out at once (``client.map``, up to ``[model] concurrency`` in
+    flight), then all the judge calls: at a real endpoint's seconds of latency, two rounds of
+    calls instead of two calls per question and replicate, one after another."""
     client = _client(inp)
     name = model.get("model", "")
-    grades: list[dict[str, Any]] = []
-    for r in range(max(1, replicates)):
-        answer = client(answer_request(q, inp, name, r))
-        if not answer.ok:
-            raise RuntimeError(f"answer call failed: {answer.error}")
-        ask = judge_request(q, answer.text or "", name, r)
-        verdict = client(ask)
+    reps = range(max(1, replicates))
+    pairs = [(i, r) for i in range(len(qs)) for r in reps]
+    failed: dict[int, Exception] = {}
+    answers = client.map([answer_request(qs[i], inp, name, r) for i, r in pairs], return_exceptions=True)
+    for (i, _), a in zip(pairs, answers, strict=True):
+        if i not in failed and isinstance(a, Exception):
+            failed[i] = a
+        elif i not in failed and not a.ok:
+            failed[i] = RuntimeError(f"answer call failed: {a.error}")
+    asked = [(i, r, a) for (i, r), a in zip(pairs, answers, strict=True) if i not in failed]
+    asks = [judge_request(qs[i], a.text or "", name, r) for i, r, a in asked]
+    verdicts = client.map(asks, return_exceptions=True)
+    grades: dict[int, list[dict[str, Any]]] = {}
+    for (i, _, answer), ask, verdict in zip(asked, asks, verdicts, strict=True):
+        if i in failed:
+            continue
+        if isinstance(verdict, Exception):
+            failed[i] = verdict
+            continue
         if not verdict.ok:
-            raise RuntimeError(f"judge call failed: {verdict.error}")
+            failed[i] = RuntimeError(f"judge call failed: {verdict.error}")
+            continue
         try:
             g = parse_grades(verdict.text or "")
-        except ValueError:
+        except ValueError as e:
             if hasattr(client, "forget"):
                 client.forget(ask)  # an unparseable verdict is not replayed by the next run
-            raise
+            failed[i] = e
+            continue
         g["answer"] = answer.text
-        grades.append(g)
-    mean = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}
+        grades.setdefault(i, []).append(g)
+    return [failed[i] if i in failed else _mean_grades(grades[i]) for i in range(len(qs))]
+
+
+def _mean_grades(grades: list[dict[str, Any]]) -> dict[str, Any]:
+    mean: dict[str, Any] = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}
     mean["rationale"] = " | ".join(g["rationale"] for g in grades)
     mean["answers"] = [g["answer"] for g in grades]
     return mean
