@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+
 from evalkit.config import load_experiment
 from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.usage import read_ledger
@@ -88,6 +90,15 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
         planned_judge.input_tokens,
         tok_judge,
     )
+    # The judge's wall time counts round trips: per event, its answers at once, then its grades.
+    # (The echo is no verdict, so each judged event has one judge_overall row, an error row.)
+    metrics = pd.read_parquet(run / "metrics.parquet")
+    judged = int((metrics["metric"] == "judge_overall").sum())
+    assert judged > 0 and abs(planned_judge.trips - 2 * judged) <= 0.1 * 2 * judged, (
+        planned_judge.trips,
+        judged,
+    )
+    assert plan.wall_s["judge"] == planned_judge.trips * plan.assumptions["latency_s"]
     # Every planned call was sent once: the server answered exactly the calls the cache holds.
     assert len(sent) == n_summ + n_judge
     assert plan.totals().cost_usd > 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -44,10 +45,12 @@ class Line:
     cached_prefix_tokens: float = 0  # leading tokens an earlier request sent (provider cache hits)
     output_tokens: float = 0
     rounds: int = 0  # the most summarizer rounds of one session (they are sequential)
+    # The judge's round trips, one after another: per event, its answers at once, then its grades.
+    trips: int = 0
     cost_usd: float | None = None
 
     def scaled(self, k: float) -> Line:
-        counts = ("requests", "shared_calls", "in_cache")
+        counts = ("requests", "shared_calls", "in_cache", "trips")
         tokens = ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens")
         d = asdict(self)
         for f in counts:
@@ -73,7 +76,7 @@ class Plan:
         t = Line("all", stage or "all")
         for ln in self.lines:
             if stage is None or ln.stage == stage:
-                for f in ("requests", "shared_calls", "in_cache"):
+                for f in ("requests", "shared_calls", "in_cache", "trips"):
                     setattr(t, f, getattr(t, f) + getattr(ln, f))
                 for f in ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens"):
                     setattr(t, f, getattr(t, f) + getattr(ln, f))
@@ -214,7 +217,7 @@ def _judge_params(exp: Experiment) -> dict | None:
 def _judge_requests(
     sessions: list[Session], events, model: str, per_kind: int, reps: int, answer_chars: int
 ) -> Iterator:
-    """(arm, answer request, judge request) per question the judge probe would ask."""
+    """(arm, event number, answer request, judge request) per question the judge probe would ask."""
     from evalkit.facts import compute_facts
     from evalkit.probes.base import ProbeInput, SessionView
     from evalkit.probes.judge import select_questions
@@ -222,13 +225,13 @@ def _judge_requests(
 
     views = {s.id: SessionView(s, compute_facts(s)) for s in sessions}
     for arm, evs in events.items():
-        for ev in evs:
+        for i, ev in enumerate(evs):
             inp = ProbeInput(ev, views[ev.session])
             for q in select_questions(inp, per_kind):
                 for r in range(reps):
                     # The judge grades an answer of the assumed length, distinct per answer.
                     ans = answer_request(q, inp, model, r)
-                    yield arm, ans, judge_request(q, ans.key().ljust(answer_chars), model, r)
+                    yield arm, i, ans, judge_request(q, ans.key().ljust(answer_chars), model, r)
 
 
 def build_plan(
@@ -286,11 +289,16 @@ def build_plan(
     if judge is not None and not _offline(model):
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
         answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
-        for arm, ans, jud in _judge_requests(
+        asked: Counter = Counter()
+        for arm, i, ans, jud in _judge_requests(
             sessions, result.events, name, per_kind, reps, answer * chars_per_token
         ):
+            asked[arm, i] += 1
             ledger.add(arm, "judge", ans, answer)
             ledger.add(arm, "judge", jud, JUDGE_MAX)
+        conc = max(1, int(model.get("concurrency", 16)))
+        for (arm, _), k in asked.items():
+            ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
         notes.append(
             f"judge: an answer and a grade per question; answers assumed {answer} tokens"
             + (" (max_tokens, an upper bound)" if answer_tokens is None else "")
@@ -371,9 +379,11 @@ def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
 
 
 def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
-    """Seconds per stage at the effective concurrency. Replay and scoring run one call at a time
-    per worker process (a session's rounds are sequential), so their concurrency is the number
-    of workers, not ``[model] concurrency``; a model agent runs in one process, one call at a time."""
+    """Seconds per stage at the effective concurrency. The replay runs one call at a time per worker
+    process (a session's rounds are sequential), so its concurrency is the number of workers, not
+    ``[model] concurrency``. Scoring with a model runs in one process, event after event, each
+    event's answers at once and then its grades (up to ``[model] concurrency``): its round trips.
+    A model agent runs in one process, one call at a time."""
     a = plan.assumptions
     out = {}
     for stage in STAGES:
@@ -384,12 +394,10 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
         if a["batch"] and stage == "summarizer":
             out[stage] = float("nan")  # a provider batch finishes within its window (up to 24 h)
             continue
-        conc = {
-            "summarizer": min(a["replay_workers"], a["concurrency"]),
-            "judge": a["replay_workers"],
-            "agent": 1,
-        }
-        eff = max(1, conc[stage])
+        if stage == "judge":
+            out[stage] = max(t.trips, math.ceil(n / max(1, a["concurrency"]))) * latency_s
+            continue
+        eff = max(1, min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else 1)
         out[stage] = max(math.ceil(n / eff), t.rounds) * latency_s
     return out
 

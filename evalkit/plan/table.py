@@ -87,7 +87,8 @@ def render_plan(plan: Plan) -> str:
         + f"{a['latency_s']:g} s per call: "
         + ", ".join(f"{s} {_hms(t)}" for s, t in plan.wall_s.items())
         + f" (summarizer: {min(a['replay_workers'], a['concurrency'])} at once = replay workers, "
-        "a session's rounds being sequential; judge: one per scoring worker; agent: one at a time)",
+        "a session's rounds being sequential; judge: an event's answers at once, then its grades, "
+        "event after event; agent: one at a time)",
         "",
         *(f"note: {n}" for n in plan.notes),
     ]
