@@ -127,7 +127,7 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     rounds through ``client.map``, not a call at a time), and a question whose answer is refused
     is left out with its reason while the other questions are graded."""
     from evalkit.models.faults import Rule
-    from evalkit.models.serverlog import read_log
+    from evalkit.models.serverlog import settled_log
 
     s = judge_session()
     qs = select_questions(ProbeInput(event(s, 11, 10, FULL), SessionView(s, compute_facts(s))), per_kind=1)
@@ -143,12 +143,14 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     view = SessionView(s, compute_facts(s))
     model = {"backend": "openai", "model": "m", "base_url": srv.url, "max_retries": 0, "cache": "off"}
     view.extras["ctx"] = ScoreContext("", model)
-    got = {v.metric: (v.value, v.error) for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)}
+    got = {
+        v.metric: (v.value, v.error) for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)
+    }
 
     assert got["judge_overall"] == (4.0, None)  # the three graded questions; the refused one is left out
     assert "judge_decision" not in got and got["judge_recall"][0] == 4.0
     assert sorted(j["kind"] for j in view.extras["judgements"]) == ["artifact", "continuation", "recall"]
-    log = [e for e in read_log(srv.log_path) if e.get("key")]
+    log = [e for e in settled_log(srv.log_path) if e.get("key")]  # a line is written after its answer
     answers = [e["ts"] for e in log if e["purpose"] == "answer"]
     judges = [e["ts"] for e in log if e["purpose"] == "judge"]
     assert (len(answers), len(judges)) == (4 * 2, 3 * 2)  # 4 questions x 2 replicates; 3 judged
