@@ -91,6 +91,8 @@ def _scripted(settings):
 
     def call(req):
         CALLS.append(req.purpose)
+        if req.purpose == "answer" and req.messages[-1]["content"].endswith("Question: FAIL me"):
+            return ChatResponse(None, "scripted", req.model, error="scripted failure")
         if req.purpose == "answer":
             ctx = req.messages[-1]["content"]
             ok = "test run" in ctx.rsplit("Question:", 1)[1] and "9 passed, 2 failed" in ctx
@@ -155,6 +157,38 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     judges = [e["ts"] for e in log if e["purpose"] == "judge"]
     assert (len(answers), len(judges)) == (4 * 2, 3 * 2)  # 4 questions x 2 replicates; 3 judged
     assert max(answers) < min(judges)
+
+
+def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_error_row():
+    """The probe-bank exam's model path (scripted answers and grades through make_client): the
+    question whose answer states the tally is graded 1.0, the other 0.2, and a question whose
+    answer call fails is an error row of its own, never a zero."""
+    from evalkit.probes.banks import bank
+
+    s = judge_session()
+    qs = [
+        {
+            "id": f"b/{i}",
+            "kind": k,
+            "text": t,
+            "expected": ["x"],
+            "tally": None,
+            "source": 0,
+            "until": None,
+            "cues": [],
+        }
+        for i, (k, t) in enumerate(
+            [("recall", "What was the last test run?"), ("artifact", "Which file?"), ("decision", "FAIL me")]
+        )
+    ]
+    view = SessionView(s, compute_facts(s))
+    view.extras["ctx"] = ScoreContext("", {"backend": "scripted-judge", "model": "m"}, {s.id: qs})
+    CALLS.clear()
+    got = {v.metric: (v.value, v.error) for v in bank(ProbeInput(event(s, 11, 10, FULL), view))}
+    assert got["exam_q:b/0"] == (1.0, None) and got["exam_q:b/1"] == (pytest.approx(0.2), None)
+    assert got["exam_q:b/2"][0] is None and "answer call failed: scripted failure" in got["exam_q:b/2"][1]
+    assert got["exam"] == (pytest.approx(0.6), None)
+    assert CALLS.count("answer") == 3 and CALLS.count("judge") == 2
 
 
 def test_suite_files_validate_names_and_parameters(tmp_path):

@@ -240,7 +240,7 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     """Per event, every bank question of this session that is current. The grade is a share in
     0..1; ``exam_offline`` / ``exam`` is the mean over the asked questions, ``*_<kind>`` per kind,
     and ``*_q:<bank>/<id>`` the question's own grade. A failed model call is an error row."""
-    from evalkit.probes.judge_model import DIMENSIONS, model_grade, use_model
+    from evalkit.probes.judge_model import DIMENSIONS, model_grades, use_model
 
     ctx = inp.view.extras.get("ctx")
     qs = [
@@ -254,15 +254,14 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     prefix = "exam" if asks_model else "exam_offline"
     grades: dict[str, float | None] = {}
     errors: dict[str, str] = {}
-    for q in qs:
-        if asks_model:
-            try:
-                g = model_grade(q, inp, model, replicates)
-            except Exception as e:  # a failed call is an error row, never a zero grade
-                errors[q["id"]] = f"{type(e).__name__}: {e}"
-                continue
-            grades[q["id"]] = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS) / 5
-        else:
+    if asks_model:
+        for q, g in zip(qs, model_grades(qs, inp, model, replicates), strict=True):
+            if isinstance(g, Exception):  # a failed call is an error row, never a zero grade
+                errors[q["id"]] = f"{type(g).__name__}: {g}"
+            else:
+                grades[q["id"]] = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS) / 5
+    else:
+        for q in qs:
             hits = expected_found(q, inp.visible_text())
             grades[q["id"]] = sum(hits) / len(hits)
     out = [ProbeValue(f"{prefix}{Q_PREFIX}{qid}", None, err) for qid, err in errors.items()]
