@@ -191,6 +191,60 @@ def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_erro
     assert CALLS.count("answer") == 3 and CALLS.count("judge") == 2
 
 
+def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_call_once(
+    tmp_path, fake_server_process
+):
+    """Scoring with a real model runs in worker processes, as the replay does: two workers give the
+    table one worker gives, and each answer and judge call reaches the server once (the workers
+    share the run's call cache). One process grades an event's answers, then its verdicts, then the
+    next event's: only two at work send an answer while a verdict is on the wire."""
+    import shutil
+
+    import pandas as pd
+
+    from evalkit.models.serverlog import answered, settled_log
+    from evalkit.probes.score import score_run
+
+    latency = 0.1
+    url, log = fake_server_process("--no-bodies", "--latency", str(latency))
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(
+        'name = "sw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 2\n'
+        '[replay]\narms = ["baseline", "head-tail"]\n[continuation]\nenabled = false\n'
+    )
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "offline")]) == 0
+    tables, calls, overlap = {}, {}, {}
+    for workers in (2, 1):
+        run = tmp_path / f"w{workers}"
+        shutil.copytree(tmp_path / "offline", run)
+        (run / "metrics.parquet").unlink()
+        conf = json.loads((run / "config.json").read_text())
+        conf["config"]["model"] = {
+            "backend": "openai",
+            "model": "fake-model",
+            "base_url": url,
+            "max_retries": 2,
+        }
+        (run / "config.json").write_text(json.dumps(conf))
+        before = len(settled_log(log, quiet=0.3))
+        score_run(run, suite=find_suite("probes/default.toml", ROOT), run_id="sw", workers=workers)
+        sent = [
+            e for e in answered(settled_log(log, quiet=0.3)[before:]) if e["purpose"] in ("answer", "judge")
+        ]
+        keys = [e["key"] for e in sent]
+        assert keys and len(keys) == len(set(keys)), (workers, len(keys), len(set(keys)))
+        calls[workers] = sorted(keys)
+        verdicts = [e["ts"] for e in sent if e["purpose"] == "judge"]
+        overlap[workers] = any(
+            t < e["ts"] < t + latency for e in sent if e["purpose"] == "answer" for t in verdicts
+        )
+        tables[workers] = pd.read_parquet(run / "metrics.parquet")
+    assert calls[2] == calls[1]
+    assert overlap == {2: True, 1: False}
+    pd.testing.assert_frame_equal(tables[2], tables[1])
+    assert tables[2]["metric"].eq("judge_overall").any()
+
+
 def test_suite_files_validate_names_and_parameters(tmp_path):
     default = load_suite(ROOT / "probes" / "default.toml")
     assert "judge" in default.names() and "tally_present" in default.names() and len(default.names()) == 17

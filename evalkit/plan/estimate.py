@@ -45,7 +45,8 @@ class Line:
     cached_prefix_tokens: float = 0  # leading tokens an earlier request sent (provider cache hits)
     output_tokens: float = 0
     rounds: int = 0  # the most summarizer rounds of one session (they are sequential)
-    # The judge's round trips, one after another: per event, its answers at once, then its grades.
+    # The judge's round trips: per event, its answers at once, then its grades (events one after
+    # another within a scoring process).
     trips: int = 0
     cost_usd: float | None = None
 
@@ -333,6 +334,7 @@ def build_plan(
             "latency_s": latency_s,
             "concurrency": int(model.get("concurrency", 16)),
             "replay_workers": int(replay.get("workers") or 0) or os.cpu_count() or 1,
+            "score_workers": os.cpu_count() or 1,  # the run's scoring stage: one process per core
             "batch": batch,
             "prices": (model.get("prices") or {}).get(name),
         },
@@ -381,9 +383,9 @@ def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
 def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
     """Seconds per stage at the effective concurrency. The replay runs one call at a time per worker
     process (a session's rounds are sequential), so its concurrency is the number of workers, not
-    ``[model] concurrency``. Scoring with a model runs in one process, event after event, each
-    event's answers at once and then its grades (up to ``[model] concurrency``): its round trips.
-    A model agent runs in one process, one call at a time."""
+    ``[model] concurrency``. Scoring runs a process per core, each event after event, an event's
+    answers at once and then its grades (up to ``[model] concurrency``): its round trips, shared
+    among the processes. A model agent runs in one process, one call at a time."""
     a = plan.assumptions
     out = {}
     for stage in STAGES:
@@ -395,7 +397,9 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
             out[stage] = float("nan")  # a provider batch finishes within its window (up to 24 h)
             continue
         if stage == "judge":
-            out[stage] = max(t.trips, math.ceil(n / max(1, a["concurrency"]))) * latency_s
+            procs = max(1, a.get("score_workers", 1))
+            trips = math.ceil(t.trips / procs)
+            out[stage] = max(trips, math.ceil(n / (max(1, a["concurrency"]) * procs))) * latency_s
             continue
         eff = max(1, min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else 1)
         out[stage] = max(math.ceil(n / eff), t.rounds) * latency_s

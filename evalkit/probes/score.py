@@ -198,9 +198,10 @@ def score_run(
     rows = ArmSpill(run / "metrics.spill")  # on disk as they come: the stage holds one session's rows
     new_questions = _Spill(q_path.with_name(QUESTIONS + ".new"))  # session → its line, spilled to disk
     judgements = _Spill(run / "judgements.jsonl.tmp")
+    # With a real model too: each worker's client shares the run's call cache (an identical call in
+    # flight in another process is waited for, not sent twice) and its spending ledger, as the
+    # replay's workers do.
     n_workers = workers or os.cpu_count() or 1
-    if any(PROBES.entry(n).info.get("uses_model") for n in the_suite.names()) and not _offline(ctx.model):
-        n_workers = 1  # real model calls go through one client (its cache and single-flight)
     pool = worker_pool(n_workers) if n_workers > 1 and len(jobs) > 1 else None
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
@@ -233,15 +234,6 @@ def score_run(
     rows.remove()
     stats.rows = rows.num_rows
     return rows.num_rows
-
-
-def _offline(model: dict) -> bool:
-    from evalkit.models import is_offline_standin
-
-    try:
-        return is_offline_standin(model.get("backend", "extractive"))
-    except KeyError:
-        return False
 
 
 def _model_section(run: Path) -> dict:
