@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 
@@ -104,3 +105,40 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     }
     conts = m[m.metric == "calls_used"].groupby("arm").size()
     assert conts["baseline"] == len(run.events("baseline"))
+
+
+def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_server_process):
+    """The model agent runs in worker processes as the proxy agents do: two workers give one
+    worker's rows and send each agent call once; only with two is a call sent while another is
+    on the wire (one agent sends one call at a time)."""
+    import pandas as pd
+
+    from evalkit.models.serverlog import answered, settled_log
+
+    latency = 0.1
+    url, log = fake_server_process("--no-bodies", "--latency", str(latency))
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(
+        'name = "cw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 4\n'
+        '[replay]\narms = ["baseline"]\n[continuation]\nenabled = false\n'
+    )
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "offline")]) == 0
+    model = {"backend": "openai", "model": "fake-model", "base_url": url, "max_retries": 2}
+    tables, calls, overlap = {}, {}, {}
+    for workers in (2, 1):
+        run = tmp_path / f"w{workers}"
+        shutil.copytree(tmp_path / "offline", run)
+        before = len(settled_log(log, quiet=0.3))
+        section = {"agent": "openai", "max_calls": 2, "workers": workers}
+        manifest = run_continuation(run, ["baseline"], section, model, "cw")
+        assert manifest["workers"] == workers and manifest["counts"]["continuations"] > 1
+        sent = [e for e in answered(settled_log(log, quiet=0.3)[before:]) if e["purpose"] == "agent"]
+        keys = [e["key"] for e in sent]
+        assert keys and len(keys) == len(set(keys)), (workers, len(keys), len(set(keys)))
+        calls[workers] = sorted(keys)
+        ts = sorted(e["ts"] for e in sent)
+        overlap[workers] = any(b - a < latency for a, b in itertools.pairwise(ts))
+        tables[workers] = pd.read_parquet(run / "continuation" / "metrics.parquet")
+    assert calls[2] == calls[1]
+    assert overlap == {2: True, 1: False}
+    pd.testing.assert_frame_equal(tables[2], tables[1])

@@ -133,3 +133,25 @@ def test_plan_creates_nothing_in_the_run_folder(tmp_path):
     run = tmp_path / "never"
     assert build_plan(exp, run).totals("summarizer").requests > 0
     assert not run.exists()
+
+
+def test_wall_time_shares_judge_round_trips_and_agent_calls_among_their_processes():
+    from evalkit.plan.estimate import Line, Plan, wall_time
+
+    lines = [
+        Line("a", "summarizer", requests=12, rounds=5),
+        Line("a", "judge", requests=40, trips=7),
+        Line("b", "judge", requests=40, trips=3),
+        Line("a", "agent", requests=9),
+    ]
+    assumptions = {
+        "batch": False,
+        "concurrency": 16,
+        "replay_workers": 4,
+        "score_workers": 2,
+        "agent_workers": 3,
+    }
+    wall = wall_time(Plan("x", "openai", "m", 1, 1, lines, assumptions), 20.0)
+    # summarizer: 12 calls over 4 workers, but 5 rounds one after another; judge: 10 round trips
+    # over 2 processes; agent: 9 calls over 3 processes.
+    assert wall == {"summarizer": 100.0, "judge": 100.0, "agent": 60.0}

@@ -191,7 +191,9 @@ def run_continuation(
     # In id order, so each arm's rows reach the spill below already in the metrics file's order.
     sessions = sorted((sid, spans[0]) for sid, spans in index_jsonl(corpus, "id").items())
     workers = int(s["workers"] or 0) or os.cpu_count() or 1
-    parallel = is_proxy(name) and client is None and workers > 1
+    # A model agent too: each worker builds its own client on the run's call cache and spending
+    # ledger (as the replay's workers do), so sessions continue side by side, not one at a time.
+    parallel = client is None and workers > 1
     if parallel:
         pool = worker_pool(workers)
         jobs = (

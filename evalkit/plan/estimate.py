@@ -335,6 +335,7 @@ def build_plan(
             "concurrency": int(model.get("concurrency", 16)),
             "replay_workers": int(replay.get("workers") or 0) or os.cpu_count() or 1,
             "score_workers": os.cpu_count() or 1,  # the run's scoring stage: one process per core
+            "agent_workers": int(cont.get("workers") or 0) or os.cpu_count() or 1,
             "batch": batch,
             "prices": (model.get("prices") or {}).get(name),
         },
@@ -385,7 +386,8 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
     process (a session's rounds are sequential), so its concurrency is the number of workers, not
     ``[model] concurrency``. Scoring runs a process per core, each event after event, an event's
     answers at once and then its grades (up to ``[model] concurrency``): its round trips, shared
-    among the processes. A model agent runs in one process, one call at a time."""
+    among the processes. A model agent sends one call at a time, in each of ``[continuation]
+    workers`` processes."""
     a = plan.assumptions
     out = {}
     for stage in STAGES:
@@ -401,8 +403,11 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
             trips = math.ceil(t.trips / procs)
             out[stage] = max(trips, math.ceil(n / (max(1, a["concurrency"]) * procs))) * latency_s
             continue
-        eff = max(1, min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else 1)
-        out[stage] = max(math.ceil(n / eff), t.rounds) * latency_s
+        if stage == "summarizer":
+            eff = min(a["replay_workers"], a["concurrency"])
+        else:
+            eff = a.get("agent_workers", 1)
+        out[stage] = max(math.ceil(n / max(1, eff)), t.rounds) * latency_s
     return out
 
 
