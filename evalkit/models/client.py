@@ -239,9 +239,10 @@ class ModelClient:
     def _map_submitted(self, reqs: list[ChatRequest], n: int) -> list[ChatResponse]:
         """``map`` for a backend with its own event loop (:meth:`Backend.submit`): this thread runs
         the cache, single-flight, budget and accounting steps of every request, the loop holds up
-        to ``n`` of them on the wire. Each request's answer or exception, in input order. No thread per request in flight: at 256 in flight, 256
-        threads handing requests to one loop cost ~0.5 ms of CPU per request more (GIL handoffs).
-        A claim held by another process is waited for here, holding up the next requests."""
+        to ``n`` of them on the wire; each request's answer or exception, in input order. No
+        thread per request in flight: at 256 in flight, 256 threads handing requests to one loop
+        cost ~0.5 ms of CPU per request more (GIL handoffs). A claim held by another process is
+        waited for here, holding up the next requests."""
         out: list = [None] * len(reqs)
         done: SimpleQueue = SimpleQueue()
         todo = iter(enumerate(reqs))
