@@ -25,6 +25,7 @@ OUTCOMES = ("sent", "failed", "cache_hit", "shared", "miss")
 def record(run_dir: str | os.PathLike, **entry: Any) -> None:
     """Append one call's line to the run's ledger."""
     entry["invocation"] = os.environ.get(INVOCATION_ENV, "")
+    entry["pid"] = os.getpid()  # which process of the run made the call (stages run worker pools)
     line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
     fd = os.open(Path(run_dir) / LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
