@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pandas as pd
@@ -32,7 +33,7 @@ def _metrics(run) -> pd.DataFrame:
 def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     exp_a = load_experiment(
-        write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=1, window=120_000)
+        write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=2, window=120_000)
     )
     run_experiment(exp_a, tmp_path / "a" / "run")
     n = len(answered(settled_log(log_a)))
@@ -43,7 +44,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
         tmp_path / "b",
         url_b,
         arms=("baseline", "head-tail"),
-        sessions=1,
+        sessions=2,  # two sessions: scoring runs in worker processes, and the stop reaches them
         window=120_000,
         max_calls=n // 2 + 2,
     )
@@ -56,6 +57,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     assert 0 < len(first) <= n // 2 + 2  # stopped before crossing
     record = incomplete(run_b)
     assert record["reason"] == "budget" and record["calls_answered"] == len(first)
+    assert re.search(r"the next (answer|judge) call would cross it", record["detail"])  # stopped in scoring
     # The gate fails an incomplete run unless told otherwise.
     assert main(["gate", str(run_b)]) == 1
     run_experiment(exp_b, run_b, resume=True)
