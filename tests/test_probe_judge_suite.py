@@ -151,6 +151,11 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
 
     assert got["judge_overall"] == (4.0, None)  # the three graded questions; the refused one is left out
     assert "judge_decision" not in got and got["judge_recall"][0] == 4.0
+    per_q = {m: v for m, v in got.items() if m.startswith("judge_q:")}  # and kept as its error row
+    assert len(per_q) == 4 and per_q.pop(f"judge_q:{refused['id']}")[1].startswith(
+        "RuntimeError: answer call"
+    )
+    assert set(per_q.values()) == {(4.0, None)}
     assert sorted(j["kind"] for j in view.extras["judgements"]) == ["artifact", "continuation", "recall"]
     log = [e for e in settled_log(srv.log_path) if e.get("key")]  # a line is written after its answer
     answers = [e["ts"] for e in log if e["purpose"] == "answer"]

@@ -18,8 +18,9 @@ Two graders, never mixed in one metric name:
 - model (a real backend): the answering model sees only the post-compaction context and the
   question (``purpose="answer"``); the judge sees question, answer and expected facts
   (``purpose="judge"``) and scores 0–5 on six dimensions with a rationale; overall = their
-  mean. Metrics ``judge_<dimension>``, ``judge_overall``, ``judge_<kind>``; rationales go to
-  ``judgements.jsonl`` in the run folder.
+  mean. Metrics ``judge_<dimension>``, ``judge_overall``, ``judge_<kind>``, and per question
+  ``judge_q:<id>`` (its overall grade, or an error row when a call for it failed: the means are
+  over the graded questions); rationales go to ``judgements.jsonl`` in the run folder.
 """
 
 from __future__ import annotations
@@ -265,11 +266,14 @@ def judge(
     log = inp.view.extras.setdefault("judgements", [])
     overall: list[float] = []
     errors: list[str] = []
+    per_q = []  # each question's own grade, or why it has none (the scorecard's paired counts)
     for q, g in zip(qs, model_grades(qs, inp, model, replicates), strict=True):
         if isinstance(g, Exception):  # a failed call is an error row, never a zero grade
             errors.append(f"{q['id']}: {type(g).__name__}: {g}")
+            per_q.append(ProbeValue(f"judge_q:{q['id']}", None, f"{type(g).__name__}: {g}"))
             continue
         ov = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS)
+        per_q.append(ProbeValue(f"judge_q:{q['id']}", ov))
         overall.append(ov)
         by_kind.setdefault(q["kind"], []).append(ov)
         for d in DIMENSIONS:
@@ -288,7 +292,7 @@ def judge(
             }
         )
     if not overall:
-        return [ProbeValue("judge_overall", None, "; ".join(errors))]
-    out = [ProbeValue("judge_overall", sum(overall) / len(overall), None)]
+        return [ProbeValue("judge_overall", None, "; ".join(errors)), *per_q]
+    out = [ProbeValue("judge_overall", sum(overall) / len(overall), None), *per_q]
     out += [ProbeValue(f"judge_{d}", sum(v) / len(v)) for d, v in dims.items()]
     return out + [ProbeValue(f"judge_{k}", sum(v) / len(v)) for k, v in by_kind.items()]
