@@ -334,8 +334,10 @@ def build_plan(
             "latency_s": latency_s,
             "concurrency": int(model.get("concurrency", 16)),
             "replay_workers": int(replay.get("workers") or 0) or os.cpu_count() or 1,
-            "score_workers": os.cpu_count() or 1,  # the run's scoring stage: one process per core
-            "agent_workers": int(cont.get("workers") or 0) or os.cpu_count() or 1,
+            # Processes of the scoring stage (one per core) and the continuation stage; each takes
+            # whole sessions, so no more of them work than there are sessions.
+            "score_workers": max(1, min(os.cpu_count() or 1, total)),
+            "agent_workers": max(1, min(int(cont.get("workers") or 0) or os.cpu_count() or 1, total)),
             "batch": batch,
             "prices": (model.get("prices") or {}).get(name),
         },
