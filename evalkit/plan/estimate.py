@@ -401,14 +401,11 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
             out[stage] = float("nan")  # a provider batch finishes within its window (up to 24 h)
             continue
         if stage == "judge":
-            procs = max(1, a.get("score_workers", 1))
+            procs = a["score_workers"]
             trips = math.ceil(t.trips / procs)
             out[stage] = max(trips, math.ceil(n / (max(1, a["concurrency"]) * procs))) * latency_s
             continue
-        if stage == "summarizer":
-            eff = min(a["replay_workers"], a["concurrency"])
-        else:
-            eff = a.get("agent_workers", 1)
+        eff = min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else a["agent_workers"]
         out[stage] = max(math.ceil(n / max(1, eff)), t.rounds) * latency_s
     return out
 

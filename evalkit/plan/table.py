@@ -88,8 +88,8 @@ def render_plan(plan: Plan) -> str:
         + ", ".join(f"{s} {_hms(t)}" for s, t in plan.wall_s.items())
         + f" (summarizer: {min(a['replay_workers'], a['concurrency'])} at once = replay workers, "
         "a session's rounds being sequential; judge: an event's answers at once, then its grades, "
-        f"event after event in each of {a.get('score_workers', 1)} scoring processes; "
-        f"agent: one call at a time in each of {a.get('agent_workers', 1)} processes)",
+        f"event after event in each of {a['score_workers']} scoring processes; "
+        f"agent: one call at a time in each of {a['agent_workers']} processes)",
         "",
         *(f"note: {n}" for n in plan.notes),
     ]
