@@ -79,7 +79,7 @@ class ArmSpill:
         """The rows in canonical order, a batch (one session of one arm) at a time."""
         self.close()
         for arm in sorted(self._files):
-            with pa.memory_map(str(self._files[arm])) as source:
+            with pa.OSFile(str(self._files[arm])) as source:
                 reader = pa.ipc.open_file(source)
                 if arm in self._unsorted:
                     yield sort_rows(reader.read_all())
