@@ -196,6 +196,44 @@ def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_erro
     assert CALLS.count("answer") == 3 and CALLS.count("judge") == 2
 
 
+def _half_broken_judge(settings):
+    """A judge backend whose first replicate's verdict is a failed call and second unparseable."""
+
+    def call(req):
+        if req.purpose == "answer":
+            return ChatResponse("an answer", "scripted", req.model)
+        if req.replicate == 0:
+            return ChatResponse(None, "scripted", req.model, error="scripted judge failure")
+        return ChatResponse("no grades here", "scripted", req.model)
+
+    return call
+
+
+if "half-broken-judge" not in BACKENDS:
+    BACKENDS.add("half-broken-judge", _half_broken_judge, "test backend: a failed, an unparseable verdict")
+
+
+def test_an_unparseable_verdict_is_forgotten_even_after_another_replicate_failed(tmp_path):
+    """Every verdict of an event is sent before any is read, so the unparseable one of replicate 1
+    is dropped from the call cache (the next run asks again) although replicate 0 already failed
+    the question; the question is an error with the first failure's reason."""
+    from evalkit.probes.judge_model import _client, judge_request, model_grades
+
+    s = judge_session()
+    view = SessionView(s, compute_facts(s))
+    model = {"backend": "half-broken-judge", "model": "m", "cache_path": str(tmp_path / "calls.sqlite")}
+    view.extras["ctx"] = ScoreContext("", model)
+    inp = ProbeInput(event(s, 11, 10, FULL), view)
+    q = select_questions(inp, per_kind=1)[0]
+    (got,) = model_grades([q], inp, model, replicates=2)
+    assert isinstance(got, RuntimeError) and "scripted judge failure" in str(got)
+    client = _client(inp)
+    unparseable = judge_request(q, "an answer", "m", 1)
+    assert client.cache.get(client.key(unparseable)) is None
+    failed_call = judge_request(q, "an answer", "m", 0)
+    assert client.cache.get(client.key(failed_call)) is None  # a failed call is never cached
+
+
 def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_call_once(
     tmp_path, fake_server_process
 ):

@@ -113,29 +113,29 @@ def model_grades(
     failed: dict[int, Exception] = {}
     answers = client.map([answer_request(qs[i], inp, name, r) for i, r in pairs], return_exceptions=True)
     for (i, _), a in zip(pairs, answers, strict=True):
-        if i not in failed and isinstance(a, Exception):
-            failed[i] = a
-        elif i not in failed and not a.ok:
-            failed[i] = RuntimeError(f"answer call failed: {a.error}")
+        if isinstance(a, Exception):
+            failed.setdefault(i, a)
+        elif not a.ok:
+            failed.setdefault(i, RuntimeError(f"answer call failed: {a.error}"))
     asked = [(i, r, a) for (i, r), a in zip(pairs, answers, strict=True) if i not in failed]
     asks = [judge_request(qs[i], a.text or "", name, r) for i, r, a in asked]
     verdicts = client.map(asks, return_exceptions=True)
     grades: dict[int, list[dict[str, Any]]] = {}
     for (i, _, answer), ask, verdict in zip(asked, asks, verdicts, strict=True):
-        if i in failed:
-            continue
         if isinstance(verdict, Exception):
-            failed[i] = verdict
+            failed.setdefault(i, verdict)
             continue
         if not verdict.ok:
-            failed[i] = RuntimeError(f"judge call failed: {verdict.error}")
+            failed.setdefault(i, RuntimeError(f"judge call failed: {verdict.error}"))
             continue
         try:
             g = parse_grades(verdict.text or "")
         except ValueError as e:
+            # Every verdict was sent, so each unparseable one is forgotten (not replayed by the
+            # next run), even when another replicate of its question failed first.
             if hasattr(client, "forget"):
-                client.forget(ask)  # an unparseable verdict is not replayed by the next run
-            failed[i] = e
+                client.forget(ask)
+            failed.setdefault(i, e)
             continue
         g["answer"] = answer.text
         grades.setdefault(i, []).append(g)
