@@ -1,0 +1,64 @@
+"""Compile, once, the bytecode of every installed module evalkit imports (``make`` runs it after
+installing).
+
+Some machines set ``PYTHONDONTWRITEBYTECODE``. Python then never caches the bytecode it compiles,
+and every process compiles each module it imports again: ~1,000 modules of pandas, scipy,
+matplotlib, pyarrow and the openai SDK, ~5 s of CPU per process. The test suite starts hundreds of
+processes (``evalkit`` subprocesses, fake servers, workers), so this was ~2.5 of its 9.5 minutes.
+Bytecode written ahead is read as usual: the variable only stops Python from writing it.
+
+Only the environment's installed packages are compiled (the interpreter's own library ships
+compiled; evalkit's sources are left as the user keeps them). Without the variable, Python caches
+on first import by itself, and this does nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import py_compile
+import sys
+import sysconfig
+from concurrent.futures import ProcessPoolExecutor
+from importlib.util import cache_from_source
+from multiprocessing import get_context
+
+
+def imported_files() -> list[str]:
+    """The installed packages' source files that importing every evalkit module loads."""
+    import evalkit
+
+    for m in pkgutil.walk_packages(evalkit.__path__, "evalkit."):
+        if m.name.endswith(".__main__"):
+            continue
+        try:
+            importlib.import_module(m.name)
+        except ImportError:  # an optional extra that is not installed (ray)
+            continue
+    roots = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
+    files = {getattr(mod, "__file__", None) for mod in list(sys.modules.values())}
+    return sorted(f for f in files if f and f.endswith(".py") and f.startswith(roots))
+
+
+def _compile(path: str) -> bool:
+    try:
+        py_compile.compile(path, cfile=cache_from_source(path), doraise=True, quiet=2)
+    except (OSError, py_compile.PyCompileError):
+        return False
+    return True
+
+
+def main() -> int:
+    if not sys.flags.dont_write_bytecode:
+        print("evalkit.bytecode: Python caches bytecode on first import here; nothing to do")
+        return 0
+    files = imported_files()
+    # Spawned, not forked: this process has every library imported (and their threads).
+    with ProcessPoolExecutor(mp_context=get_context("spawn")) as pool:
+        done = sum(pool.map(_compile, files, chunksize=32))
+    print(f"evalkit.bytecode: compiled {done} of {len(files)} installed modules evalkit imports")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
