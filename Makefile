@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e '.[dev]'
-	$(PY) -m evalkit.bytecode
+	$(PY) -m evalkit.bytecode ray pytest xdist hypothesis  # and what the tests and Ray's workers import
 	@touch $(VENV)/.installed $@
 
 eval: $(VENV)/.installed

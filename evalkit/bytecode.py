@@ -23,17 +23,20 @@ from concurrent.futures import ProcessPoolExecutor
 from importlib.util import cache_from_source
 from multiprocessing import get_context
 
+# Imported inside the functions that use them (a command that needs none of them starts faster).
+LAZY = ("openai", "aiohttp", "datasets", "tqdm")
 
-def imported_files() -> list[str]:
-    """The installed packages' source files that importing every evalkit module loads."""
+
+def imported_files(extra: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The installed packages' source files that importing every evalkit module loads, with
+    :data:`LAZY` and the ``extra`` modules (such as ``ray``), each skipped when not installed."""
     import evalkit
 
-    for m in pkgutil.walk_packages(evalkit.__path__, "evalkit."):
-        if m.name.endswith(".__main__"):
-            continue
+    names = [m.name for m in pkgutil.walk_packages(evalkit.__path__, "evalkit.")]
+    for name in [n for n in names if not n.endswith(".__main__")] + [*LAZY, *extra]:
         try:
-            importlib.import_module(m.name)
-        except ImportError:  # an optional extra that is not installed (ray)
+            importlib.import_module(name)
+        except ImportError:  # an optional extra that is not installed
             continue
     roots = tuple({sysconfig.get_paths()[k] for k in ("purelib", "platlib")})
     files = {getattr(mod, "__file__", None) for mod in list(sys.modules.values())}
@@ -42,17 +45,18 @@ def imported_files() -> list[str]:
 
 def _compile(path: str) -> bool:
     try:
-        py_compile.compile(path, cfile=cache_from_source(path), doraise=True, quiet=2)
+        py_compile.compile(path, cfile=cache_from_source(path), doraise=True)
     except (OSError, py_compile.PyCompileError):
         return False
     return True
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    """``python -m evalkit.bytecode [MODULE ...]``: MODULEs are imported too (see :func:`imported_files`)."""
     if not sys.flags.dont_write_bytecode:
         print("evalkit.bytecode: Python caches bytecode on first import here; nothing to do")
         return 0
-    files = imported_files()
+    files = imported_files(sys.argv[1:] if argv is None else argv)
     # Spawned, not forked: this process has every library imported (and their threads).
     with ProcessPoolExecutor(mp_context=get_context("spawn")) as pool:
         done = sum(pool.map(_compile, files, chunksize=32))
