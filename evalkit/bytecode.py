@@ -4,7 +4,8 @@ installing).
 Some machines set ``PYTHONDONTWRITEBYTECODE``. Python then never caches the bytecode it compiles,
 and every process compiles each module it imports again: ~1,000 modules of pandas, scipy,
 matplotlib, pyarrow and the openai SDK, ~5 s of CPU per process. The test suite starts hundreds of
-processes (``evalkit`` subprocesses, fake servers, workers), so this was ~2.5 of its 9.5 minutes.
+processes (``evalkit`` subprocesses, fake servers, workers): on 2 cores it took 601 s before this
+step and 414-461 s after (docs/scale.md).
 Bytecode written ahead is read as usual: the variable only stops Python from writing it.
 
 Only the environment's installed packages are compiled (the interpreter's own library ships
