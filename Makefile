@@ -18,14 +18,15 @@ $(PY):
 
 # Stamps make re-installs happen only when pyproject.toml changes. pip compiles nothing: the venv
 # is ~680 MB of packages and compiling all of it took 21 s of CPU. Python caches what a process
-# imports on first import, except where PYTHONDONTWRITEBYTECODE is set: then every process compiled
-# ~1,000 modules again (~5 s), so evalkit.bytecode compiles those ahead, once (it does nothing
-# where the variable is not set).
+# imports on first import, except where PYTHONDONTWRITEBYTECODE is set: then every process compiles
+# ~1,000 modules again (~5 s). The tests start hundreds of processes, so the dev install compiles
+# what they import ahead, once (evalkit.bytecode; it does nothing where the variable is not set).
+# `make eval` alone does not: its one process (workers are forked) would save ~5 s and the step
+# costs 9-17 s.
 PIP_INSTALL = $(PY) -m pip install --quiet --no-compile
 
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e .
-	$(PY) -m evalkit.bytecode
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)

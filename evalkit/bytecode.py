@@ -1,5 +1,5 @@
-"""Compile, once, the bytecode of every installed module evalkit imports (``make`` runs it after
-installing).
+"""Compile, once, the bytecode of every installed module evalkit imports (``make test`` runs it
+after installing the dev extras).
 
 Some machines set ``PYTHONDONTWRITEBYTECODE``. Python then never caches the bytecode it compiles,
 and every process compiles each module it imports again: ~1,000 modules of pandas, scipy,
