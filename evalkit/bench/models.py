@@ -159,9 +159,9 @@ def _streams(url: str, conc: int, latency: float, log: Path) -> Streams:
     return Streams(conc, latency, short[0], long[0], short[1] + long[1], arrivals)
 
 
-def _bare_stream(url: str, conc: int, latency: float, waves: int = SHORT) -> tuple[float, float]:
+def _bare_stream(url: str, conc: int, latency: float) -> tuple[float, float]:
     """The whole-stream ratio and CPU ms per request of a bare aiohttp client (no SDK, no evalkit
-    client) sending the same requests as :func:`_streams` on a warm pool: the ceiling this machine
+    client) sending a :data:`SHORT`-wave stream like :func:`_streams` on a warm pool: the ceiling this machine
     sets on the whole-stream figure, with the fake server on the same cores."""
     import asyncio
     import json
@@ -186,11 +186,11 @@ def _bare_stream(url: str, conc: int, latency: float, waves: int = SHORT) -> tup
 
             await asyncio.gather(*(one(i) for i in range(conc)))  # warm the pool
             t, cpu = time.perf_counter(), time.process_time()
-            await asyncio.gather(*(one(i) for i in range(conc, (1 + waves) * conc)))
+            await asyncio.gather(*(one(i) for i in range(conc, (1 + SHORT) * conc)))
             return time.perf_counter() - t, time.process_time() - cpu
 
     wall, cpu = asyncio.run(go())
-    return waves * latency / wall, cpu / (waves * conc) * 1e3
+    return SHORT * latency / wall, cpu / (SHORT * conc) * 1e3
 
 
 @benchmark(
