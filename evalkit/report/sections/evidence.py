@@ -44,7 +44,7 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
     # A metric with values under both arms (an external arm has no carry or judge metrics),
     # preferring one on which some session differs: that is what the evidence shows.
     m = data.metrics[data.metrics["arm"].isin([cand, data.baseline]) & data.metrics["value"].notna()]
-    arms_per = m.groupby("metric")["arm"].nunique()
+    arms_per = m.groupby("metric", observed=True)["arm"].nunique()
     both = sorted(arms_per[arms_per == len({cand, data.baseline})].index)
     for metric in both:
         means = session_means(m, metric)
