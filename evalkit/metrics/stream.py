@@ -205,7 +205,9 @@ def session_chunks(
     a session's arms side by side holds one chunk, not the table. Only the row groups whose session
     range (their statistics) meets a chunk's are read, so a chunk costs its own rows plus at most
     two row groups per arm."""
-    pf = pq.ParquetFile(path)
+    # Mapped and decoded on one thread: read into buffers by a thread pool, each chunk's row
+    # groups left the driver's heap higher (health's peak on the default run: +139 MB, +97 so).
+    pf = pq.ParquetFile(path, memory_map=True)
     sessions = file_sessions(path)
     schema = _schema_of(columns)
     if not sessions:
@@ -214,7 +216,8 @@ def session_chunks(
     ranges = _session_ranges(pf)
     for lo, hi in _runs_of_sessions(sessions, rows or CHUNK_ROWS):
         groups = [g for g, r in enumerate(ranges) if r is None or not (r[1] < lo or r[0] > hi)]
-        t = pf.read_row_groups(groups, columns=sorted({*(columns or COLUMNS), "session"}))
+        cols = sorted({*(columns or COLUMNS), "session"})
+        t = pf.read_row_groups(groups, columns=cols, use_threads=False)
         sid = t.column("session")
         t = t.filter(pc.and_(pc.greater_equal(sid, lo), pc.less_equal(sid, hi)))
         yield t.select(columns or COLUMNS).cast(schema)
