@@ -217,9 +217,14 @@ def session_chunks(
     for lo, hi in _runs_of_sessions(sessions, rows or CHUNK_ROWS):
         groups = [g for g, r in enumerate(ranges) if r is None or not (r[1] < lo or r[0] > hi)]
         cols = sorted({*(columns or COLUMNS), "session"})
-        t = pf.read_row_groups(groups, columns=cols, use_threads=False)
-        sid = t.column("session")
-        t = t.filter(pc.and_(pc.greater_equal(sid, lo), pc.less_equal(sid, hi)))
+        # A row group at a time, filtered as it comes: a group spanning every session (an arm
+        # with few rows) is read for every chunk, and whole it was most of the chunk.
+        parts = []
+        for g in groups:
+            t = pf.read_row_group(g, columns=cols, use_threads=False)
+            sid = t.column("session")
+            parts.append(t.filter(pc.and_(pc.greater_equal(sid, lo), pc.less_equal(sid, hi))))
+        t = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table().select(cols)
         yield t.select(columns or COLUMNS).cast(schema)
 
 
