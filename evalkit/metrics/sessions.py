@@ -74,7 +74,7 @@ class _Codes:
         d = pc.dictionary_encode(column).combine_chunks()
         lookup = np.fromiter(
             (self.index.setdefault(v, len(self.index)) for v in d.dictionary.to_pylist()),
-            dtype=np.int64,
+            dtype=np.int32,
             count=len(d.dictionary),
         )
         return lookup[d.indices.to_numpy(zero_copy_only=False)]
@@ -83,8 +83,8 @@ class _Codes:
         """The strings in sorted order, and each code's rank in it."""
         names = list(self.index)
         order = sorted(range(len(names)), key=names.__getitem__)
-        rank = np.empty(len(names), dtype=np.int64)
-        rank[order] = np.arange(len(names))
+        rank = np.empty(len(names), dtype=np.int32)
+        rank[order] = np.arange(len(names), dtype=np.int32)
         return [names[i] for i in order], rank
 
 
@@ -169,7 +169,8 @@ def session_table(
         )
         part = {c: codes[c].encode(g.column(c)) for c in KEYS}
         for src, dst in _AGGREGATES.items():
-            part[dst] = g.column(src).to_numpy(zero_copy_only=False)
+            v = g.column(src).to_numpy(zero_copy_only=False)
+            part[dst] = v if dst == "sum" else v.astype(np.int32)  # a session's row counts fit
         parts.append(part)
         if event_metrics:
             keep = pc.and_(pc.is_in(t.column("metric"), pa.array(event_metrics)), pc.is_valid(t.column("v")))
