@@ -10,6 +10,10 @@ and the config, this stage flags:
   session (the arm did not change what this metric sees; noted for its success metrics);
 - **can invert under a proxy agent**: more information can score worse (:data:`INVERTS`).
 
+An exam's per-question metrics are checked as one family (``identifier_q:*``): each question is
+asked in one session, so one by one they are "constant", and listed one by one they made the
+check's output grow with the corpus.
+
 It also lists the arms whose code imports the ground truth or the probes (``shares_code``), and,
 for every candidate, the metrics its verdict rests on (its success metrics and guardrails) that
 are unhealthy, with a note. Everything goes to ``health.json`` in the run folder; the decide
@@ -31,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.corpus.io import write_json
+from evalkit.metrics import question_family
 
 HEALTH_FILE = "health.json"
 GROUND_TRUTH = ("evalkit.facts", "evalkit.probes")
@@ -63,6 +68,13 @@ BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
 INVERTS: dict[str, str] = {}
 
 
+def health_key(metric: str) -> str:
+    """The name a metric is checked under: a per-question metric as its exam's family
+    (``identifier_q:*``), whose questions, each asked in one session, are constant one by one."""
+    family = question_family(metric)
+    return metric if family is None else f"{family}:*"
+
+
 def _session_means(m: pd.DataFrame) -> pd.DataFrame:
     ok = m[m["value"].notna()]
     return ok.groupby(["metric", "arm", "session"], sort=False, observed=True)["value"].mean().reset_index()
@@ -74,7 +86,7 @@ def _same_as_baseline(sm: pd.DataFrame, baseline: str) -> pd.Series:
     base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"].rename("base")
     cand = sm[sm["arm"] != baseline].join(base, on=["metric", "session"], how="inner")
     same = (cand["value"] - cand["base"]).abs().le(1e-12)
-    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str)]).all()
+    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str).map(health_key)]).all()
 
 
 @dataclass
@@ -96,8 +108,9 @@ def _scan(chunks: Iterable[pd.DataFrame], baseline: str) -> _Values:
     for m in chunks:
         ok = m[m["value"].notna()]
         for name, g in ok.groupby("metric", sort=False, observed=True):
-            parts.setdefault(str(name), []).append(g["value"].round(12).unique())
-            rows[str(name)] = rows.get(str(name), 0) + len(g)
+            key = health_key(str(name))
+            parts.setdefault(key, []).append(g["value"].round(12).unique())
+            rows[key] = rows.get(key, 0) + len(g)
         same.append(_same_as_baseline(_session_means(m), baseline))
     distinct = {k: pd.unique(np.concatenate(v)) for k, v in sorted(parts.items())}
     same = [s for s in same if len(s)]

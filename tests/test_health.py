@@ -108,3 +108,36 @@ def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_p
     b = on_disk["verdicts"]["b"]
     assert b["reason"].startswith("inconclusive: flat +0 [metric health: success metric flat: constant")
     assert "success metric lost_chars: identical to the baseline in every session" in b["health_notes"]
+
+
+def _row(arm: str, session: str, metric: str, value: float) -> dict:
+    return {
+        "run": "r",
+        "arm": arm,
+        "session": session,
+        "event": 0,
+        "round": 1,
+        "replicate": 0,
+        "metric": metric,
+        "value": value,
+        "error": None,
+    }
+
+
+def test_an_exams_questions_are_checked_as_one_family():
+    # Each question is asked in one session and graded 1 there under every arm: one by one,
+    # every question is "constant", yet the family's grades vary (s1's question is missed).
+    rows = []
+    for s in range(3):
+        for arm in ("baseline", "a"):
+            rows.append(_row(arm, f"s{s}", f"identifier_q:symbol:{s:04x}", 0.0 if s == 1 else 1.0))
+            rows.append(_row(arm, f"s{s}", "identifier_exam", 0.0 if s == 1 else 1.0))
+        rows.append(_row("b", f"s{s}", f"identifier_q:symbol:{s:04x}", 1.0))
+        rows.append(_row("b", f"s{s}", f"judge_offline_q:{s}", 3.0))
+    flags = metric_flags(pd.DataFrame(rows), CFG)
+    assert not any(k.startswith("identifier_q:symbol") for k in flags)
+    assert flags["identifier_q:*"] == {"distinct_values": 2, "rows": 9, "unhealthy": []}
+    # a family whose every grade is the same is as constant as any metric
+    assert flags["judge_offline_q:*"]["unhealthy"] == ["constant: 3 for every arm and session"]
+    ident = identical_to_baseline(pd.DataFrame(rows))
+    assert "identifier_q:*" in ident["a"] and "identifier_q:*" not in ident.get("b", [])

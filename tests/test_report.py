@@ -15,7 +15,7 @@ from matplotlib.image import imread
 
 from evalkit.cli import main
 from evalkit.decide import decide, parse_rules, summarize_metrics
-from evalkit.metrics import read_metrics, write_metrics
+from evalkit.metrics import question_family, read_metrics, write_metrics
 from evalkit.report import write_report
 from evalkit.report.escape import escape_inline, excerpt, redact
 from evalkit.report.lint import check_file, check_markdown
@@ -161,7 +161,14 @@ def run_dir(tmp_path_factory) -> Path:
                 "output_tokens": 2100,
                 "cost_usd": 0.0,
                 "by_backend_model": [
-                    {"backend": "openai", "model": "m", "calls": 12, "input_tokens": 34000, "output_tokens": 2100, "cost_usd": 0.0}
+                    {
+                        "backend": "openai",
+                        "model": "m",
+                        "calls": 12,
+                        "input_tokens": 34000,
+                        "output_tokens": 2100,
+                        "cost_usd": 0.0,
+                    }
                 ],
                 "cache_file": str(run / "model-calls.sqlite"),
             }
@@ -198,8 +205,12 @@ def test_every_section_in_order_with_its_content(run_dir, report):
     assert "fig-effects-constraints_kept.png" in e and "fig-effects-tally_present.png" in e
     lean = json.loads((run_dir / "decision.json").read_text())["verdicts"]["lean"]["metrics"]["tally_present"]
     means = f"{lean['baseline_mean']:.3f} → {lean['candidate_mean']:.3f}"
-    assert f"| `tally_present` | `lean` | success, higher is better | {means} | +0.200 [+0.200, +0.200] |" in e
-    assert "| 0.062 | 0.125 | 0.050 | 0.050 |" in e  # raw p (2^-4, exact), Holm p over 2 tests, threshold, MDE
+    assert (
+        f"| `tally_present` | `lean` | success, higher is better | {means} | +0.200 [+0.200, +0.200] |" in e
+    )
+    assert (
+        "| 0.062 | 0.125 | 0.050 | 0.050 |" in e
+    )  # raw p (2^-4, exact), Holm p over 2 tests, threshold, MDE
     assert "| refail_30 | compound | 0 | n/a | 4 |" in e  # all errors: no mean, never 0
     c = sec["Compounding and size"]
     row = next(ln for ln in c.splitlines() if ln.startswith("| `compound` |"))
@@ -227,6 +238,35 @@ def test_every_section_in_order_with_its_content(run_dir, report):
         "`ghost`",
     ):
         assert needle in cav, needle
+
+
+def test_per_question_metrics_are_listed_as_their_exams_not_one_by_one(run_dir, report):
+    md = report.read_text()
+    sec = dict(zip(SECTION_TITLES, re.split(r"^## .*$", md, flags=re.M)[1:], strict=True))
+    names = set(read_metrics(run_dir / "metrics.parquet")["metric"])
+    questions = {f: {m for m in names if m.startswith(f + ":")} for f in ("identifier_q", "judge_offline_q")}
+    assert all(questions.values())  # the default probes ask both exams on this corpus
+    for title in ("Metric health", "Effects", "Noise floor"):
+        assert not any(q in sec[title] for qs in questions.values() for q in qs), title
+    e = sec["Effects"]
+    for f, qs in questions.items():
+        assert (
+            f"| `{f}:*` | higher is better | one row per question of an exam ({len(qs):,} in this run)" in e
+        )
+    listed = ", ".join(f"`{f}:*` ({len(qs):,})" for f, qs in sorted(questions.items()))
+    assert f"Per-question metrics are not listed here: {listed}." in e
+    assert "Per-question metrics are not listed in the noise floor: `identifier_q:*` (" in sec["Noise floor"]
+    # the scorecard still pairs them question by question
+    assert "per-question paired win/loss/tie" in sec["Scorecard: exam score vs tokens kept"]
+    # the caveats count an exam's errors together
+    from evalkit.report.data import load_report_data
+    from evalkit.report.sections.common import metric_errors
+
+    table = read_metrics(run_dir / "metrics.parquet")
+    folded = metric_errors(load_report_data(run_dir), fold_questions=True)
+    ids = table[(table["arm"] == "baseline") & table["metric"].isin(questions["identifier_q"])]
+    assert folded[("baseline", "identifier_q:*")] == (int(ids["error"].notna().sum()), len(ids))
+    assert all(m.endswith(":*") for _, m in folded if question_family(m))
 
 
 def test_figures_open_at_github_width_and_are_not_blank(report):

@@ -22,6 +22,18 @@ COLUMNS = ["run", "arm", "session", "event", "round", "replicate", "metric", "va
 SESSION_LEVEL = -1
 
 
+def question_family(metric: str) -> str | None:
+    """The exam a per-question metric belongs to, None for any other metric.
+
+    An exam writes one row per question besides its score (``identifier_q:symbol:e9c9…``,
+    ``judge_offline_q:<id>``, ``exam_q:<bank>/<id>``): the scorecard pairs them arm against arm.
+    Their names are unique to a session, so anything listed per metric name (health checks,
+    tables of means) grows with the corpus unless it takes them as one family: ``identifier_q``.
+    """
+    head, sep, _ = metric.partition(":")
+    return head if sep and head.endswith("_q") else None
+
+
 @dataclass(frozen=True, slots=True)
 class MetricRow:
     """One value of one metric (or the error that prevented it)."""

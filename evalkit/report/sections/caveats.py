@@ -38,7 +38,8 @@ def caveats(data: ReportData) -> list[str]:
             f"**Low n**: {n} sessions (< {LOW_N}); intervals are wide and the sign-flip test can only "
             f"reject when nearly every session agrees (its smallest p-value is 2^-n)."
         )
-    errs = [(k, v) for k, v in sorted(metric_errors(data).items(), key=lambda x: (x[0][1], x[0][0])) if v[0]]
+    counted = metric_errors(data, fold_questions=True)
+    errs = [(k, v) for k, v in sorted(counted.items(), key=lambda x: (x[0][1], x[0][0])) if v[0]]
     if errs:
         listed = ", ".join(f"{code(m)} on {code(a)}: {e} of {n}" for (a, m), (e, n) in errs)
         out.append(

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.metrics import question_family
 from evalkit.models import is_offline_standin
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
@@ -62,17 +63,48 @@ def as_float(x: Any) -> float:
         return math.nan
 
 
-def metric_errors(data: ReportData) -> dict[tuple[str, str], tuple[int, int]]:
-    """(arm, metric) -> (errors, values), counted from the metrics table itself."""
+def metric_errors(data: ReportData, fold_questions: bool = False) -> dict[tuple[str, str], tuple[int, int]]:
+    """(arm, metric) -> (errors, values), counted from the metrics table itself; with
+    ``fold_questions``, an exam's per-question metrics are counted together as ``<family>:*``."""
     m = data.metrics
     if m.empty:
         return {}
     g = m.groupby(["arm", "metric"], observed=True)[["errors", "rows"]].sum()
+    out: dict[tuple[str, str], tuple[int, int]] = {}
     # zip, not iterrows: one (arm, metric) per question metric makes this ~13,000 groups
-    return {
-        (str(a), str(k)): (int(e), int(n))
-        for (a, k), e, n in zip(g.index, g["errors"], g["rows"], strict=True)
-    }
+    for (a, k), e, n in zip(g.index, g["errors"], g["rows"], strict=True):
+        family = question_family(str(k)) if fold_questions else None
+        key = (str(a), str(k) if family is None else f"{family}:*")
+        errs, values = out.get(key, (0, 0))
+        out[key] = (errs + int(e), values + int(n))
+    return out
+
+
+def split_questions(metrics) -> tuple[list[str], dict[str, int]]:
+    """The metric names that are not per-question ones, in their order, and per exam family
+    (:func:`evalkit.metrics.question_family`) how many per-question names it has. A table listing
+    every name would grow with the corpus: each question's name is unique to its session."""
+    plain: list[str] = []
+    families: dict[str, int] = {}
+    for m in metrics:
+        family = question_family(str(m))
+        if family is None:
+            plain.append(m)
+        else:
+            families[family] = families.get(family, 0) + 1
+    return plain, families
+
+
+def questions_left_out(families: dict[str, int], what: str) -> list[str]:
+    """A line saying which per-question metrics a table leaves out, or nothing when none."""
+    if not families:
+        return []
+    listed = ", ".join(f"`{f}:*` ({n:,})" for f, n in sorted(families.items()))
+    return [
+        f"Per-question metrics are not listed {what}: {listed}. Each exam's score is, and the "
+        "scorecard pairs its questions arm against arm.",
+        "",
+    ]
 
 
 def probe_info(metrics: list[str] | tuple[str, ...] = ()) -> dict[str, tuple[str, str, str]]:

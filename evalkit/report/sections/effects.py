@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from evalkit.metrics import question_family
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.figures import ForestRow, draw_all, forest_plot
@@ -25,6 +26,8 @@ from evalkit.report.sections.common import (
     metric_direction,
     metric_errors,
     probe_info,
+    questions_left_out,
+    split_questions,
 )
 
 
@@ -161,6 +164,7 @@ def _better(direction: str) -> str:
 
 def _glossary(data: ReportData) -> list[str]:
     present = sorted(set(data.metrics["metric"].astype(str).unique())) if not data.metrics.empty else []
+    present, families = split_questions(present)
     info = probe_info(present)
     rows = [
         [name(m), _better(info[m][0]), escape_inline(info[m][1]), escape_inline(info[m][2])]
@@ -173,6 +177,15 @@ def _glossary(data: ReportData) -> list[str]:
         ]
         for m in present
     ]
+    rows += [
+        [
+            code(f"{f}:*"),
+            "higher is better",
+            f"one row per question of an exam ({n:,} in this run): its grade, where it was asked",
+            "paired arm against arm in the scorecard (win/loss/tie per question)",
+        ]
+        for f, n in sorted(families.items())
+    ]
     if not rows:
         return []
     return ["### What each metric measures", "", table(["metric", "better", "measures", "catches"], rows), ""]
@@ -180,11 +193,14 @@ def _glossary(data: ReportData) -> list[str]:
 
 def _means_table(data: ReportData) -> list[str]:
     summary = list(data.decision.get("summary") or [])
+    kept, families = split_questions(sorted({str(d.get("metric")) for d in summary}))
+    keep = set(kept)
+    summary = [d for d in summary if str(d.get("metric")) in keep]
     have = {(str(d.get("arm")), str(d.get("metric"))) for d in summary}
     # A metric whose every value is an error has no mean and may be absent from the summary;
     # it still belongs in the table, as errors.
     for (arm, metric), (errs, values) in metric_errors(data).items():
-        if (arm, metric) not in have and errs:
+        if (arm, metric) not in have and errs and question_family(metric) is None:
             summary.append(
                 {"arm": arm, "metric": metric, "sessions": 0, "mean": None, "errors": errs, "values": values}
             )
@@ -196,6 +212,7 @@ def _means_table(data: ReportData) -> list[str]:
         "Mean of per-session means; n is the number of sessions with a value; errors are values a scorer "
         "could not compute (left out of the mean, never counted as zero).",
         "",
+        *questions_left_out(families, "here"),
         table(
             ["metric", "arm", "n sessions", "mean", "errors"],
             [

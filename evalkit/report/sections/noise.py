@@ -13,7 +13,7 @@ from evalkit.report.markdown import (
     num,
     table,
 )
-from evalkit.report.sections.common import as_float, confidence
+from evalkit.report.sections.common import as_float, confidence, questions_left_out, split_questions
 
 
 def section_noise(data: ReportData, out: Path) -> list[str]:
@@ -26,7 +26,9 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
             "effects near zero with care."
         ]
     rows = []
-    for metric, d in sorted(nf.items()):
+    listed, families = split_questions(sorted(nf))
+    for metric in listed:
+        d = nf[metric]
         ci = d.get("ci")
         width = (
             as_float(ci[1]) - as_float(ci[0]) if isinstance(ci, list | tuple) and len(ci) == 2 else math.nan
@@ -46,5 +48,6 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
         "indistinguishable from re-running the baseline.",
         "",
         *([f"**{escape_inline(note.rstrip('.'))}.**", ""] if note else []),
+        *questions_left_out(families, "in the noise floor"),
         table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
     ]
