@@ -65,7 +65,7 @@ class _Codes:
 
     The keys are held once each, not once per row: a table of Python strings cost ~130 bytes a
     row and left freed string objects scattered over the heap, so the report's RSS after loading
-    grew by ~4x the table's own size with the corpus."""
+    grew by over three times the table's own size with the corpus (+96 MB for 28 MB at 800 sessions)."""
 
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
