@@ -28,6 +28,20 @@ CFG = {
 }
 
 
+def _row(arm: str, session: str, metric: str, value: float) -> dict:
+    return {
+        "run": "r",
+        "arm": arm,
+        "session": session,
+        "event": 0,
+        "round": 1,
+        "replicate": 0,
+        "metric": metric,
+        "value": value,
+        "error": None,
+    }
+
+
 def _table() -> pd.DataFrame:
     rows = []
     for arm in ("baseline", "a", "b"):
@@ -39,19 +53,7 @@ def _table() -> pd.DataFrame:
                 ("lost_chars", 0.0),
                 ("stops", 1.0 if s else 0.0),
             ):
-                rows.append(
-                    {
-                        "run": "r",
-                        "arm": arm,
-                        "session": f"s{s}",
-                        "event": 0,
-                        "round": 1,
-                        "replicate": 0,
-                        "metric": metric,
-                        "value": value,
-                        "error": None,
-                    }
-                )
+                rows.append(_row(arm, f"s{s}", metric, value))
     return pd.DataFrame(rows)
 
 
@@ -108,20 +110,6 @@ def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_p
     b = on_disk["verdicts"]["b"]
     assert b["reason"].startswith("inconclusive: flat +0 [metric health: success metric flat: constant")
     assert "success metric lost_chars: identical to the baseline in every session" in b["health_notes"]
-
-
-def _row(arm: str, session: str, metric: str, value: float) -> dict:
-    return {
-        "run": "r",
-        "arm": arm,
-        "session": session,
-        "event": 0,
-        "round": 1,
-        "replicate": 0,
-        "metric": metric,
-        "value": value,
-        "error": None,
-    }
 
 
 def test_an_exams_questions_are_checked_as_one_family():
