@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from evalkit.corpus.io import write_json
-from evalkit.metrics import question_family
+from evalkit.metrics import question_key
 
 HEALTH_FILE = "health.json"
 GROUND_TRUTH = ("evalkit.facts", "evalkit.probes")
@@ -68,13 +68,6 @@ BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
 INVERTS: dict[str, str] = {}
 
 
-def health_key(metric: str) -> str:
-    """The name a metric is checked under: a per-question metric as its exam's family
-    (``identifier_q:*``), whose questions, each asked in one session, are constant one by one."""
-    family = question_family(metric)
-    return metric if family is None else f"{family}:*"
-
-
 def _session_means(m: pd.DataFrame) -> pd.DataFrame:
     ok = m[m["value"].notna()]
     return ok.groupby(["metric", "arm", "session"], sort=False, observed=True)["value"].mean().reset_index()
@@ -86,7 +79,7 @@ def _same_as_baseline(sm: pd.DataFrame, baseline: str) -> pd.Series:
     base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"].rename("base")
     cand = sm[sm["arm"] != baseline].join(base, on=["metric", "session"], how="inner")
     same = (cand["value"] - cand["base"]).abs().le(1e-12)
-    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str).map(health_key)]).all()
+    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str).map(question_key)]).all()
 
 
 @dataclass
@@ -108,7 +101,7 @@ def _scan(chunks: Iterable[pd.DataFrame], baseline: str) -> _Values:
     for m in chunks:
         ok = m[m["value"].notna()]
         for name, g in ok.groupby("metric", sort=False, observed=True):
-            key = health_key(str(name))
+            key = question_key(str(name))
             parts.setdefault(key, []).append(g["value"].round(12).unique())
             rows[key] = rows.get(key, 0) + len(g)
         same.append(_same_as_baseline(_session_means(m), baseline))

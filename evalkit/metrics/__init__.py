@@ -34,6 +34,13 @@ def question_family(metric: str) -> str | None:
     return head if sep and head.endswith("_q") else None
 
 
+def question_key(metric: str) -> str:
+    """The name a metric is counted or listed under: a per-question metric as its exam's
+    family, ``<family>:*``; any other metric as itself."""
+    family = question_family(metric)
+    return metric if family is None else f"{family}:*"
+
+
 @dataclass(frozen=True, slots=True)
 class MetricRow:
     """One value of one metric (or the error that prevented it)."""

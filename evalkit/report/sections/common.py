@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from evalkit.metrics import question_family
+from evalkit.metrics import question_family, question_key
 from evalkit.models import is_offline_standin
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
@@ -73,14 +74,13 @@ def metric_errors(data: ReportData, fold_questions: bool = False) -> dict[tuple[
     out: dict[tuple[str, str], tuple[int, int]] = {}
     # zip, not iterrows: one (arm, metric) per question metric makes this ~13,000 groups
     for (a, k), e, n in zip(g.index, g["errors"], g["rows"], strict=True):
-        family = question_family(str(k)) if fold_questions else None
-        key = (str(a), str(k) if family is None else f"{family}:*")
+        key = (str(a), question_key(str(k)) if fold_questions else str(k))
         errs, values = out.get(key, (0, 0))
         out[key] = (errs + int(e), values + int(n))
     return out
 
 
-def split_questions(metrics) -> tuple[list[str], dict[str, int]]:
+def split_questions(metrics: Iterable[str]) -> tuple[list[str], dict[str, int]]:
     """The metric names that are not per-question ones, in their order, and per exam family
     (:func:`evalkit.metrics.question_family`) how many per-question names it has. A table listing
     every name would grow with the corpus: each question's name is unique to its session."""
@@ -99,7 +99,7 @@ def questions_left_out(families: dict[str, int], what: str) -> list[str]:
     """A line saying which per-question metrics a table leaves out, or nothing when none."""
     if not families:
         return []
-    listed = ", ".join(f"`{f}:*` ({n:,})" for f, n in sorted(families.items()))
+    listed = ", ".join(f"`{question_key(f + ':')}` ({n:,})" for f, n in sorted(families.items()))
     return [
         f"Per-question metrics are not listed {what}: {listed}. Each exam's score is, and the "
         "scorecard pairs its questions arm against arm.",

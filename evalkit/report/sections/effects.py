@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from evalkit.metrics import question_family
+from evalkit.metrics import question_family, question_key
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.figures import ForestRow, draw_all, forest_plot
@@ -179,7 +179,7 @@ def _glossary(data: ReportData) -> list[str]:
     ]
     rows += [
         [
-            code(f"{f}:*"),
+            code(question_key(f + ":")),
             "higher is better",
             f"one row per question of an exam ({n:,} in this run): its grade, where it was asked",
             "paired arm against arm in the scorecard (win/loss/tie per question)",
