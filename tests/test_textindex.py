@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from evalkit.facts import compute_facts
 from evalkit.probes import ProbeInput, SessionView
 from evalkit.probes.base import FORMS
@@ -65,3 +67,49 @@ def test_visible_has_matches_searching_the_joined_visible_text():
             for needle in needles:
                 probe = fn(needle) if form != "plain" else needle
                 assert inp.visible_has(probe, form) == (probe in joined), (form, needle, keep_from)
+
+
+def _masked_events(s, rnd):
+    evs = []
+    for n, keep_from in enumerate((12, 20, 26)):
+        ev = event(s, 29, keep_from, "Summary: pytest 3 passed", n=n)
+        ev.new_context = [
+            {**e, "mask": "outputs"} if "ref" in e and rnd.random() < 0.4 else e for e in ev.new_context
+        ]
+        evs.append(ev)
+    return evs
+
+
+def test_a_view_shown_only_its_events_answers_as_a_whole_one_and_renders_no_other_message():
+    s = _session()
+    evs = _masked_events(s, random.Random(3))
+    whole, shown = SessionView(s, compute_facts(s)), SessionView(s, compute_facts(s))
+    shown.show_only(evs)
+    needles = ["pytest", "3 passed", "#42", "FAILED", "ok ok", "main", "x x", "zzz"]
+    for ev in evs:
+        a, b = ProbeInput(ev, whole), ProbeInput(ev, shown)
+        for form, fn in FORMS.items():
+            for needle in needles:
+                probe = fn(needle) if form != "plain" else needle
+                assert a.visible_has(probe, form) == b.visible_has(probe, form), (form, needle)
+            assert a._form_texts(form) == b._form_texts(form)
+    # Messages 1-11 are in no event's context (0 is the system message): never rendered, never found.
+    assert shown.form_texts("plain")[1:12] == [None] * 11
+    assert shown.form_texts("plain", masked=True)[1:12] == [None] * 11
+    assert not any(0 < p < 12 for p in shown.hits("pytest"))
+    assert any(0 < p < 12 for p in whole.hits("pytest"))
+    kept = {
+        s.messages.index(shown.by_id[e["ref"]])
+        for ev in evs
+        for e in ev.new_context
+        if "ref" in e and not e.get("mask")
+    }
+    assert [i for i, t in enumerate(shown.form_texts("plain")) if t is not None] == sorted(kept)
+
+
+def test_show_only_after_the_view_was_read_is_refused():
+    s = _session()
+    view = SessionView(s, compute_facts(s))
+    view.hits("pytest")
+    with pytest.raises(RuntimeError, match="show_only"):
+        view.show_only(_masked_events(s, random.Random(3)))

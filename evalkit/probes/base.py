@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,20 @@ FORMS: dict[str, Callable[[str], str]] = {
 }
 
 
+def context_positions(event: Event, index: dict[str, int], n: int, strict: bool = True) -> list[int | None]:
+    """Per entry of the event's new context, the recorded position it shows: the message's session
+    index, ``n + index`` for its copy with tool outputs masked, None for a message the compaction
+    wrote. An unknown reference raises ``KeyError``, or (``strict`` False) gives None."""
+    out: list[int | None] = []
+    for e in event.new_context:
+        if "ref" not in e:
+            out.append(None)
+            continue
+        i = index[e["ref"]] if strict else index.get(e["ref"])
+        out.append(None if i is None else i + (n if e.get("mask") == "outputs" else 0))
+    return out
+
+
 class SessionView:
     """One session with per-message caches, shared by all of its events under every arm."""
 
@@ -70,19 +84,41 @@ class SessionView:
         self.index: dict[str, int] = {m.id: i for i, m in enumerate(session.messages)}
         self._cache: dict[tuple, Any] = {}
         self.extras: dict[str, Any] = {}  # run-level inputs: the score context, pinned questions
+        self._shown: frozenset[int] | None = None  # None: every position
+
+    def show_only(self, events: Iterable[Event]) -> None:
+        """Render and search only the recorded positions that ``events`` show.
+
+        Scoring knows every event of the session before it probes any: a kept message is asked
+        about only within an event's context, so the session's texts outside every context (a
+        third to two thirds of a long session, mostly tool output) are never read and need not
+        be rendered or searched. Call before the view is read."""
+        if self._cache:
+            raise RuntimeError("show_only() after the view was read: its caches cover every position")
+        index, n = self.index, len(self.session.messages)
+        self._shown = frozenset(
+            p for ev in events for p in context_positions(ev, index, n, strict=False) if p is not None
+        )
 
     # Recorded messages have a position: their index in the session, or ``n + index`` for the
     # copy with tool outputs masked (observation masking), so kept sets and hit sets are ints.
 
-    def form_texts(self, form: str, masked: bool = False) -> list[str]:
+    def form_texts(self, form: str, masked: bool = False) -> list[str | None]:
         """Every recorded message's text in ``form`` (see :data:`FORMS`), by session index; the
-        masked copies' with ``masked``. Rendered once per session, on first use."""
+        masked copies' with ``masked``. Rendered once per session, on first use; None at the
+        positions :meth:`show_only` left out."""
 
-        def build() -> list[str]:
+        def build() -> list[str | None]:
             if form == "plain":
-                msgs = self.session.messages
+                msgs, shown = self.session.messages, self._shown
+                if shown is not None:  # None where no event shows the message (never read)
+                    at = len(msgs) if masked else 0
+                    return [
+                        message_plain_text(self.masked_copy(m) if masked else m) if i + at in shown else None
+                        for i, m in enumerate(msgs)
+                    ]
                 return [message_plain_text(self.masked_copy(m) if masked else m) for m in msgs]
-            return [FORMS[form](t) for t in self.form_texts("plain", masked)]
+            return [None if t is None else FORMS[form](t) for t in self.form_texts("plain", masked)]
 
         return self.memo(("form", form, masked), build)
 
@@ -183,14 +219,10 @@ class ProbeInput:
         """Per context entry, the recorded position it shows (:meth:`SessionView.form_texts`), or
         None for a message the compaction wrote (summary, carried text)."""
 
-        def build() -> list[int | None]:
-            index, n = self.view.index, len(self.view.session.messages)
-            return [
-                None if "ref" not in e else index[e["ref"]] + (n if e.get("mask") == "outputs" else 0)
-                for e in self.event.new_context
-            ]
-
-        return self.memo("positions", build)
+        return self.memo(
+            "positions",
+            lambda: context_positions(self.event, self.view.index, len(self.view.session.messages)),
+        )
 
     def kept_positions(self) -> tuple[frozenset[int], frozenset[int]]:
         """Session indexes of the recorded messages kept as they were, and of those kept masked."""

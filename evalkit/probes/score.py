@@ -59,6 +59,7 @@ def score_events(
     ctx = ctx or ScoreContext()
     view.extras["ctx"] = ctx
     probes = [(n, PROBES.entry(n), params) for n, params in suite.probes]
+    view.show_only(ev for evs in events_by_arm.values() for ev in evs)
     rows: list[MetricRow] = []
     for evs in events_by_arm.values():
         groups: dict[int, list[Event]] = {}

@@ -38,21 +38,25 @@ def contains(text: str, needle: str, verify: Verify | None = None, plain: str | 
 class TextIndex:
     """Messages' texts in one form, joined once, searchable per needle for the positions holding it."""
 
-    def __init__(self, texts: list[str], plain: list[str] | None = None):
-        self.texts = texts
-        self.plain = texts if plain is None else plain
+    def __init__(self, texts: list[str | None], plain: list[str | None] | None = None):
+        # A None text is left out of the index (a message no event shows): never found.
+        self.ids = [i for i, t in enumerate(texts) if t is not None]
+        self.texts = [t for t in texts if t is not None]
+        self.plain = self.texts if plain is None else [p for p in plain if p is not None]
         self.starts: list[int] = []
         pos = 0
-        for t in texts:
+        for t in self.texts:
             self.starts.append(pos)
             pos += len(t) + 1
-        self.joined = SEP.join(texts)
+        self.joined = SEP.join(self.texts)
 
     def positions(self, needle: str, verify: Verify | None = None) -> frozenset[int]:
-        """Positions of the texts that contain ``needle`` (with ``verify`` holding at an occurrence)."""
+        """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
+        holding at an occurrence)."""
+        ids = self.ids
         if not needle or SEP in needle:
             return frozenset(
-                i for i, t in enumerate(self.texts) if contains(t, needle, verify, self.plain[i])
+                ids[i] for i, t in enumerate(self.texts) if contains(t, needle, verify, self.plain[i])
             )
         found: set[int] = set()
         joined, starts, n = self.joined, self.starts, len(self.texts)
@@ -60,7 +64,7 @@ class TextIndex:
         while at >= 0:
             i = bisect_right(starts, at) - 1
             if verify is None or verify(self.plain[i], at - starts[i]):
-                found.add(i)
+                found.add(ids[i])
                 if i + 1 >= n:
                     break
                 at = joined.find(needle, starts[i + 1])  # one hit per message is enough
