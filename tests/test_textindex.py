@@ -113,3 +113,22 @@ def test_show_only_after_the_view_was_read_is_refused():
     view.hits("pytest")
     with pytest.raises(RuntimeError, match="show_only"):
         view.show_only(_masked_events(s, random.Random(3)))
+
+
+def test_any_is_true_exactly_where_one_text_holds_a_verified_occurrence():
+    lower, plain = (
+        ["see #12 and #123", "issue 12", "x #1", "2 y"],
+        ["See #12 and #123", "Issue 12", "x #1", "2 y"],
+    )
+    idx = TextIndex(lower, plain)
+
+    def hash_bounded(text: str, at: int) -> bool:
+        return text[at - 1 : at] == "#" and not text[at + 2 : at + 3].isdigit()
+
+    assert idx.any("12", hash_bounded)  # "#12" in the first text, after "#123"'s rejected ones
+    assert not TextIndex(["see #123", "issue 12"]).any("12", hash_bounded)
+    assert not idx.any("#1\x002")  # never across two texts
+    assert not idx.any("1" + "\x00" + "2") and idx.any("#1") and not idx.any("zz")
+    for needle in ("12", "#12", "issue", "y", "", "\x00"):
+        want = any(needle in t for t in lower)
+        assert idx.any(needle) == want, needle

@@ -69,6 +69,7 @@ def identifier_visible(
     return contains(text.lower() if lower is None else lower, needle, verify, text)
 
 
+@lru_cache(maxsize=8192)  # asked per identifier per event: ~120 identifiers at each event
 def _search(kind: str, value: str) -> tuple[str, Verify]:
     """What to look for in lower-cased text (a PR's number; any other value lower-cased) and how
     to check an occurrence in the original text: the bounded regex runs only around each

@@ -74,4 +74,17 @@ class TextIndex:
 
     def any(self, needle: str, verify: Verify | None = None) -> bool:
         """Whether any text contains ``needle`` (for the few fresh messages of one event)."""
-        return any(contains(t, needle, verify, p) for t, p in zip(self.texts, self.plain, strict=True))
+        if not needle or SEP in needle:
+            return any(contains(t, needle, verify, p) for t, p in zip(self.texts, self.plain, strict=True))
+        # One scan of the joined texts: probes ask this for hundreds of needles per event.
+        joined = self.joined
+        at = joined.find(needle)
+        if verify is None:
+            return at >= 0
+        starts = self.starts
+        while at >= 0:
+            i = bisect_right(starts, at) - 1
+            if verify(self.plain[i], at - starts[i]):
+                return True
+            at = joined.find(needle, at + 1)
+        return False
