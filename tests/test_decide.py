@@ -267,3 +267,25 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     assert [{**r, "mean": None} for r in chunked] == [{**r, "mean": None} for r in one]
     assert np.allclose([r["mean"] for r in chunked], [r["mean"] for r in one], rtol=1e-12)
     assert any(r["errors"] for r in one)
+
+
+def test_the_summary_counts_values_and_errors_per_arm_and_metric_across_frames():
+    from evalkit.decide.scan import scan_table
+
+    def rows(arm, metric, sessions, values, errors=()):
+        out = [(arm, metric, s, v, None) for s, v in zip(sessions, values, strict=True)]
+        return out + [(arm, metric, s, None, "boom") for s in errors]
+
+    cols = ["arm", "metric", "session", "value", "error"]
+    f1 = pd.DataFrame(rows("a", "m", ["s1", "s1", "s2"], [1.0, 0.0, 1.0], ["s2"]), columns=cols)
+    f2 = pd.DataFrame(
+        rows("a", "m", ["s3"], [float("nan")])
+        + rows("b", "m", ["s3"], [0.5])
+        + rows("b", "k", [], [], ["s3"]),
+        columns=cols,
+    )
+    got = {(d["arm"], d["metric"]): d for d in scan_table([f1, f2]).summary()}
+    # a/m: s1's mean 0.5 and s2's 1.0; five rows, of which one error and one NaN count as errors
+    assert got["a", "m"] == {"arm": "a", "metric": "m", "sessions": 2, "mean": 0.75, "values": 5, "errors": 2}
+    assert got["b", "m"] == {"arm": "b", "metric": "m", "sessions": 1, "mean": 0.5, "values": 1, "errors": 0}
+    assert ("b", "k") not in got  # no session has a value: no mean to report

@@ -53,20 +53,29 @@ class TableScan:
         agg = pd.concat(self._session_means).groupby(level=[0, 1], observed=True).sum()
         agg = agg[agg["count"] > 0].assign(mean=lambda a: a["sum"] / a["count"])
         agg = agg.rename_axis(["arm", "metric"]).reset_index()
-        n_values = pd.concat(self._values).groupby(level=[0, 1], observed=True).sum()
-        bad = [e for e in self._errors if len(e)]
-        n_errors = pd.concat(bad).groupby(level=[0, 1], observed=True).sum() if bad else {}
+        n_values = _counts(self._values)
+        n_errors = _counts(e for e in self._errors if len(e))
         return [
             {
                 "arm": r.arm,
                 "metric": r.metric,
                 "sessions": int(r.count),
                 "mean": float(r.mean),
-                "values": int(n_values.get((r.arm, r.metric), 0)),
-                "errors": int(n_errors.get((r.arm, r.metric), 0)),
+                "values": n_values.get((r.arm, r.metric), 0),
+                "errors": n_errors.get((r.arm, r.metric), 0),
             }
             for r in agg.itertuples(index=False)
         ]
+
+
+def _counts(parts: Iterable[pd.Series]) -> dict[tuple[str, str], int]:
+    """Per-(arm, metric) counts summed over frames, as a plain dict: looked up once per pair (by
+    pair on a MultiIndex, 13,000 lookups took ~2 s of the default run's decide stage)."""
+    parts = list(parts)
+    if not parts:
+        return {}
+    total = pd.concat(parts).groupby(level=[0, 1], observed=True).sum()
+    return {(str(a), str(m)): int(n) for (a, m), n in zip(total.index, total.to_numpy(), strict=True)}
 
 
 def scan_table(frames: Iterable[pd.DataFrame]) -> TableScan:
