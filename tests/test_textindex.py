@@ -107,12 +107,20 @@ def test_a_view_shown_only_its_events_answers_as_a_whole_one_and_renders_no_othe
     assert [i for i, t in enumerate(shown.form_texts("plain")) if t is not None] == sorted(kept)
 
 
-def test_show_only_after_the_view_was_read_is_refused():
+def test_show_only_after_the_view_was_read_refuses_to_show_more():
     s = _session()
+    evs = _masked_events(s, random.Random(3))
     view = SessionView(s, compute_facts(s))
-    view.hits("pytest")
+    view.show_only(evs[1:])  # keeps from message 20 on
+    assert not any(0 < p < 20 for p in view.hits("pytest"))
+    view.show_only(evs[2:])  # shows nothing new: allowed, and changes nothing
+    assert view.form_texts("plain")[1:20] == [None] * 19
     with pytest.raises(RuntimeError, match="show_only"):
-        view.show_only(_masked_events(s, random.Random(3)))
+        view.show_only(evs)  # the first event keeps from message 12: its caches lack 12-19
+    whole = SessionView(s, compute_facts(s))
+    whole.hits("pytest")
+    whole.show_only(evs)  # read unrestricted: every position is covered already
+    assert any(0 < p < 12 for p in whole.hits("pytest"))
 
 
 def test_any_is_true_exactly_where_one_text_holds_a_verified_occurrence():

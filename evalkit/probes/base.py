@@ -92,13 +92,21 @@ class SessionView:
         Scoring knows every event of the session before it probes any: a kept message is asked
         about only within an event's context, so the session's texts outside every context (a
         third to two thirds of a long session, mostly tool output) are never read and need not
-        be rendered or searched. Call before the view is read."""
-        if self._cache:
-            raise RuntimeError("show_only() after the view was read: its caches cover every position")
+        be rendered or searched.
+
+        Once the view was read, its caches cover what it showed then: a later call may only show
+        no more than that (scoring the same events again), else it raises ``RuntimeError``."""
         index, n = self.index, len(self.session.messages)
-        self._shown = frozenset(
+        shown = frozenset(
             p for ev in events for p in context_positions(ev, index, n, strict=False) if p is not None
         )
+        if self._cache:
+            if self._shown is not None and not shown <= self._shown:
+                raise RuntimeError(
+                    "show_only() after the view was read, with events showing messages it left out"
+                )
+            return
+        self._shown = shown
 
     # Recorded messages have a position: their index in the session, or ``n + index`` for the
     # copy with tool outputs masked (observation masking), so kept sets and hit sets are ints.
