@@ -69,8 +69,8 @@ class TableScan:
 
 
 def _counts(parts: Iterable[pd.Series]) -> dict[tuple[str, str], int]:
-    """Per-(arm, metric) counts summed over frames, as a plain dict: looked up once per pair (by
-    pair on a MultiIndex, 13,000 lookups took ~2 s of the default run's decide stage)."""
+    """Per-(arm, metric) counts summed over frames, as a plain dict. Looked up pair by pair on a
+    MultiIndex instead, the default run's 28,000 lookups were 5.3 of decide's 19 s under cProfile."""
     parts = list(parts)
     if not parts:
         return {}

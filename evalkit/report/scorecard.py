@@ -45,7 +45,7 @@ QUESTION_PREFIXES = [
 def _ok(metrics: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
     """The rows ``keep`` selects that hold a value. One mask, so no copy of the whole table is
     made on the way (the report's table has a row per session per metric: 15 MB at 800 sessions)."""
-    return metrics[keep & metrics["error"].isna()] if len(metrics) else metrics
+    return metrics[keep & metrics["error"].isna()]
 
 
 def _pick(metrics: pd.DataFrame, options: list[tuple[str, float]]) -> tuple[str, float] | None:
