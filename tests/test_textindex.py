@@ -133,7 +133,9 @@ def test_any_is_true_exactly_where_one_text_holds_a_verified_occurrence():
     def hash_bounded(text: str, at: int) -> bool:
         return text[at - 1 : at] == "#" and not text[at + 2 : at + 3].isdigit()
 
-    assert idx.any("12", hash_bounded)  # "#12" in the first text, after "#123"'s rejected ones
+    assert idx.any("12", hash_bounded)
+    # the first two occurrences fail the check ("issue 12", "#123"), the third in another text holds
+    assert TextIndex(["issue 12", "see #123 and #12"]).any("12", hash_bounded)
     assert not TextIndex(["see #123", "issue 12"]).any("12", hash_bounded)
     assert not idx.any("#1\x002")  # never across two texts
     assert not idx.any("1" + "\x00" + "2") and idx.any("#1") and not idx.any("zz")

@@ -119,13 +119,13 @@ class SessionView:
         def build() -> list[str | None]:
             if form == "plain":
                 msgs, shown = self.session.messages, self._shown
-                if shown is not None:  # None where no event shows the message (never read)
-                    at = len(msgs) if masked else 0
-                    return [
-                        message_plain_text(self.masked_copy(m) if masked else m) if i + at in shown else None
-                        for i, m in enumerate(msgs)
-                    ]
-                return [message_plain_text(self.masked_copy(m) if masked else m) for m in msgs]
+                at = len(msgs) if masked else 0
+                return [  # None where no event shows the message (never read)
+                    message_plain_text(self.masked_copy(m) if masked else m)
+                    if shown is None or i + at in shown
+                    else None
+                    for i, m in enumerate(msgs)
+                ]
             return [None if t is None else FORMS[form](t) for t in self.form_texts("plain", masked)]
 
         return self.memo(("form", form, masked), build)

@@ -13,7 +13,7 @@ with blank lines, which no needle of the probes spans).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 SEP = "\x00"
 
@@ -41,8 +41,8 @@ class TextIndex:
     def __init__(self, texts: list[str | None], plain: list[str | None] | None = None):
         # A None text is left out of the index (a message no event shows): never found.
         self.ids = [i for i, t in enumerate(texts) if t is not None]
-        self.texts = [t for t in texts if t is not None]
-        self.plain = self.texts if plain is None else [p for p in plain if p is not None]
+        self.texts = [texts[i] for i in self.ids]
+        self.plain = self.texts if plain is None else [plain[i] for i in self.ids]
         self.starts: list[int] = []
         pos = 0
         for t in self.texts:
@@ -50,41 +50,31 @@ class TextIndex:
             pos += len(t) + 1
         self.joined = SEP.join(self.texts)
 
-    def positions(self, needle: str, verify: Verify | None = None) -> frozenset[int]:
-        """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
-        holding at an occurrence)."""
-        ids = self.ids
+    def _holding(self, needle: str, verify: Verify | None) -> Iterator[int]:
+        """Each text (its index in ``self.texts``) holding ``needle`` with ``verify`` holding at
+        an occurrence, in order, once; found by one scan of the joined texts."""
         if not needle or SEP in needle:
-            return frozenset(
-                ids[i] for i, t in enumerate(self.texts) if contains(t, needle, verify, self.plain[i])
-            )
-        found: set[int] = set()
+            yield from (i for i, t in enumerate(self.texts) if contains(t, needle, verify, self.plain[i]))
+            return
         joined, starts, n = self.joined, self.starts, len(self.texts)
         at = joined.find(needle)
         while at >= 0:
             i = bisect_right(starts, at) - 1
             if verify is None or verify(self.plain[i], at - starts[i]):
-                found.add(ids[i])
+                yield i
                 if i + 1 >= n:
-                    break
+                    return
                 at = joined.find(needle, starts[i + 1])  # one hit per message is enough
             else:
                 at = joined.find(needle, at + 1)
-        return frozenset(found)
+
+    def positions(self, needle: str, verify: Verify | None = None) -> frozenset[int]:
+        """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
+        holding at an occurrence)."""
+        ids = self.ids
+        return frozenset(ids[i] for i in self._holding(needle, verify))
 
     def any(self, needle: str, verify: Verify | None = None) -> bool:
-        """Whether any text contains ``needle`` (for the few fresh messages of one event)."""
-        if not needle or SEP in needle:
-            return any(contains(t, needle, verify, p) for t, p in zip(self.texts, self.plain, strict=True))
-        # One scan of the joined texts: probes ask this for hundreds of needles per event.
-        joined = self.joined
-        at = joined.find(needle)
-        if verify is None:
-            return at >= 0
-        starts = self.starts
-        while at >= 0:
-            i = bisect_right(starts, at) - 1
-            if verify(self.plain[i], at - starts[i]):
-                return True
-            at = joined.find(needle, at + 1)
-        return False
+        """Whether any text contains ``needle`` (probes ask this of an event's few fresh
+        messages for hundreds of needles)."""
+        return next(self._holding(needle, verify), None) is not None
