@@ -264,7 +264,7 @@ def write_model_usage(paths: RunPaths) -> dict | None:
 
 
 def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
-    """Check a resumed folder's config, write the run's config and plan, then run the stages under the spending limits."""
+    """Check a resumed folder's config, write the run's config, then run the stages under the spending limits."""
     if resume and paths.config.exists():
         old = json.loads(paths.config.read_text())["config_hash"]
         if old != exp.hash:
@@ -273,7 +273,6 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
                 "use another --run-dir or drop --resume"
             )
     write_run_config(exp, paths, argv or ["run"])
-    plan_before_run(exp, paths.root)  # real models only: the report's planned vs actual
     with spending(exp, paths):
         _run_stages(exp, paths, resume, report_out, shard)
     return paths
@@ -317,6 +316,10 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
         check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
         completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
+    # Real models only: the report's planned vs actual calls. After the corpus stage (which calls
+    # no model), so the plan samples the run's own corpus instead of building a second one, and a
+    # shard's plan counts the shard's sessions.
+    plan_before_run(exp, paths.root)
     n = manifest["stats"]["sessions"]
     log(
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
