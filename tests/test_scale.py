@@ -158,6 +158,9 @@ def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_s
     sent = len(settled_log(log))
     per_shard = [len(cache_keys(tmp_path / f"s{k}" / "model-calls.sqlite")) for k in (1, 2)]
     assert min(per_shard) > 0 and sent >= sum(per_shard)
+    # Each shard's plan is made from the shard's own corpus (after its corpus stage), not the whole.
+    planned = [json.loads((tmp_path / f"s{k}" / "plan.json").read_text())["sessions"] for k in (1, 2)]
+    assert planned == [2, 1]
     # Each shard wrote its own cache; `cache merge` joins them (run folders stand for their cache).
     shared = tmp_path / "shared" / "calls.sqlite"
     argv = ["cache", "merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "model-calls.sqlite")]
@@ -194,7 +197,7 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
     from evalkit.models.serverlog import read_log, settled_log
 
     url, log = fake_server_process(
-        "--no-bodies", "--latency", "0.05", "--script", str(verdict_script(tmp_path))
+        "--no-bodies", "--latency", "0.01", "--script", str(verdict_script(tmp_path))
     )
     cfg = tmp_path / "exp.toml"
     cfg.write_text(FAKE.format(url=url))
