@@ -13,6 +13,32 @@ TRANSCRIPTS = SHARED / "transcripts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+def pytest_collection_modifyitems(items):
+    """Run the modules holding ``slow`` tests first, their slow tests first within them.
+
+    ``make test`` spreads the tests over two workers; the run ends when the last long test does.
+    Started last, the 70-second ones ran alone at the end with the other core idle. Longest first
+    is the usual fix for that. A module stays in one piece, so its module-scoped fixtures are
+    still built once per worker.
+    """
+    index = {id(item): i for i, item in enumerate(items)}
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
+    first_seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        first_seen.setdefault(item.module.__name__, i)
+
+    def key(item):
+        module = item.module.__name__
+        return (
+            module not in slow_modules,
+            first_seen[module],
+            item.get_closest_marker("slow") is None,
+            index[id(item)],
+        )
+
+    items.sort(key=key)
+
+
 @pytest.fixture
 def transcripts() -> Path:
     """The real transcripts folder; tests using it skip cleanly where it is absent."""

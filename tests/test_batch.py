@@ -31,6 +31,7 @@ def _records(run) -> list[dict]:
     return [json.loads(x) for x in (run / RECORD).read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies")
     run_experiment(
@@ -124,6 +125,7 @@ def test_cancelled_batch_is_resubmitted_and_stragglers_stop_the_run(tmp_path, fa
     assert set(tries.values()) == {2}
 
 
+@pytest.mark.slow
 def test_stragglers_go_direct_with_fallback(tmp_path, fake_server_process):
     url, log = fake_server_process("--no-bodies", "--batch-delay", "0.05", "--batch-fail", "1.0")
     exp, run, _ = _setup(tmp_path, url, batch_max_rounds=1, batch_fallback=True)
@@ -139,6 +141,7 @@ def _sessions(run):
     return read(run / "corpus")
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_its_batch(tmp_path, fake_server_process):
     """`evalkit run` in a subprocess, killed (SIGKILL) while its first batch is in flight; the
     resumed run collects that batch by id: no batch is created twice for a request and no call is

@@ -30,6 +30,7 @@ def _metrics(run) -> pd.DataFrame:
     return df[cols].sort_values(cols[:5]).reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_server_process):
     url_a, log_a = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     exp_a = load_experiment(
@@ -84,6 +85,7 @@ def test_cost_budget_reserves_the_worst_case_and_settles_to_the_actual(tmp_path)
     assert b.spent().calls == 0
 
 
+@pytest.mark.slow
 def test_budget_stop_in_the_replay_keeps_the_paid_calls(tmp_path, fake_server_process):
     """A stop in the replay stage (its worker processes share the ledger): no events are written,
     the answered calls are kept, and a resumed run with a higher budget (the same run folder: the

@@ -58,6 +58,7 @@ def test_report_shows_the_calibration_beside_the_verdicts(run, tmp_path):
     assert "evalkit calibrate" in section_calibration(load_report_data(empty), tmp_path)[0]
 
 
+@pytest.mark.slow
 def test_simulation_table_renders_every_kind_of_cell():
     cells = simulate.simulate(experiments=20, resamples=200, workers=1, progress=False)
     questions = {c.question for c in cells}

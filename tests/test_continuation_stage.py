@@ -6,6 +6,8 @@ import itertools
 import json
 import shutil
 
+import pytest
+
 from evalkit import load_run
 from evalkit.cli import main
 from evalkit.continuation import run_continuation
@@ -61,6 +63,7 @@ def test_stage_writes_observed_rows_for_recorded_compactions(tmp_path):
     assert refail == {("cc-compacted", 0): 1.0, ("codex-compacted", 0): 0.0, ("codex-compacted", 1): 0.0}
 
 
+@pytest.mark.slow
 def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     """Issue #7's pipeline check, on a small slice of the default corpus and replay settings.
 
@@ -107,6 +110,7 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     assert conts["baseline"] == len(run.events("baseline"))
 
 
+@pytest.mark.slow
 def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_server_process):
     """The model agent runs in worker processes as the proxy agents do: two workers give one
     worker's rows and send each agent call once; only with two is a call sent while another is

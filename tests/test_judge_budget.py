@@ -93,6 +93,7 @@ def test_held_out_drops_only_the_generated_exam_of_calibration_sessions():
     assert held_out(m, []) is m
 
 
+@pytest.mark.slow
 def test_calibrated_run_on_real_sessions_reports_the_held_out_part(tmp_path, transcripts, capsys):
     """``[score] judge_budget = "calibrate"`` on the real sessions: the budget is chosen by the rule
     from the ceiling arm on the calibration part, every arm is scored at it, and the scorecard's

@@ -17,6 +17,7 @@ from .conftest import ROOT
 from .hardening import verdict_script
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("recipe", ["local-vllm.toml", "local-ollama.toml"])
 def test_recipe_runs_every_stage_against_an_openai_compatible_endpoint(recipe, tmp_path, fake_server_process):
     url, _ = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))

@@ -187,6 +187,7 @@ def _open_cache(path, barrier, q):
         q.put(f"{type(e).__name__}: {e}")
 
 
+@pytest.mark.slow
 def test_processes_opening_one_new_cache_together_all_succeed(tmp_path):
     # A run's workers open the cache at the same moment. Before the retry, "database is locked"
     # failed 21 of 200 such rounds of four processes (so 40 rounds passing by luck: ~1%).

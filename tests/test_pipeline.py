@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from evalkit import load_run
 from evalkit.cli import main
 
 
+@pytest.mark.slow
 def test_run_end_to_end_is_deterministic(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
     # Sessions of ~400k tokens compact two or three times at the default window: enough here.

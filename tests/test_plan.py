@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from evalkit.config import load_experiment
 from evalkit.models.serverlog import answered, settled_log
@@ -66,6 +67,7 @@ def actual_by_purpose(run: Path) -> dict[str, tuple[int, int]]:
     return {p: (n, t) for p, (n, t) in out.items()}
 
 
+@pytest.mark.slow
 def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     url, log = fake_server_process("--no-bodies")
     exp = load_experiment(write_config(tmp_path, url))

@@ -234,6 +234,7 @@ def test_an_unparseable_verdict_is_forgotten_even_after_another_replicate_failed
     assert client.cache.get(client.key(failed_call)) is None  # a failed call is never cached
 
 
+@pytest.mark.slow
 def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_call_once(
     tmp_path, fake_server_process
 ):
@@ -297,6 +298,7 @@ def test_suite_files_validate_names_and_parameters(tmp_path):
         find_suite(tmp_path / "missing.toml")
 
 
+@pytest.mark.slow
 def test_score_cli_rescores_with_a_suite_and_prints_the_table(tmp_path, capsys):
     cfg = tmp_path / "exp.toml"
     cfg.write_text(

@@ -44,6 +44,7 @@ def _giant(session) -> bool:
     return any(len(str(c.args)) > 500_000 for m in session.messages for c in m.tool_calls())
 
 
+@pytest.mark.slow
 def test_every_event_of_every_arm_keeps_the_invariants(corpus, full_run):
     run, counts = full_run
     assert len(ALL) >= 16 and all(counts[a] >= 2 * 2 for a in ALL), counts  # multi-round, every arm
@@ -84,6 +85,7 @@ def test_every_event_of_every_arm_keeps_the_invariants(corpus, full_run):
     assert all(e.invariants.lost_chars == 0 and e.request is None for e in masking)
 
 
+@pytest.mark.slow
 def test_replay_is_byte_identical_and_baseline_does_not_depend_on_other_arms(corpus, full_run, tmp_path):
     run, _ = full_run
     again = tmp_path / "again"

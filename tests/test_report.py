@@ -188,6 +188,7 @@ def report(run_dir, tmp_path_factory) -> Path:
     return out / "report.md"
 
 
+@pytest.mark.slow
 def test_every_section_in_order_with_its_content(run_dir, report):
     md = report.read_text()
     heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]

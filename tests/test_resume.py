@@ -7,6 +7,7 @@ import json
 import sys
 
 import pandas as pd
+import pytest
 
 from .conftest import ROOT
 from .hardening import evalkit, tiny_corpus, write_experiment
@@ -20,6 +21,7 @@ def _run(exp, run, *extra):
     return done
 
 
+@pytest.mark.slow
 def test_resume_reruns_a_truncated_corpus_and_what_follows(tmp_path):
     corpus = tiny_corpus(tmp_path / "src", n=3)
     exp = write_experiment(tmp_path / "exp.toml", corpus)
@@ -40,6 +42,7 @@ def test_resume_reruns_a_truncated_corpus_and_what_follows(tmp_path):
         assert f"resume: {stage} is complete, skipped" in again.stderr
 
 
+@pytest.mark.slow
 def test_resume_with_an_external_arm_keeps_metrics_matching_events(tmp_path):
     corpus = tiny_corpus(tmp_path / "src", n=2)
     arm = f"external:{sys.executable} {SCRIPT}"

@@ -94,6 +94,7 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
     assert paid and max(paid.values()) == 1, [k for k, n in paid.items() if n > 1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("verb", ["score", "continue"])
 def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, verb):
     from evalkit.runlock import run_lock

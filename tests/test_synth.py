@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from evalkit.corpus import build_corpus
 from evalkit.corpus.synth import generate, generate_session
 from evalkit.facts import compute_facts
@@ -36,6 +38,7 @@ def test_sessions_are_well_formed_and_carry_the_planned_content():
     assert unfixed > 0  # and some never
 
 
+@pytest.mark.slow
 def test_corpus_tally_position_and_pastes(tmp_path):
     """Most long test outputs have their tally past char 2,000 (../shared/transcripts: 14 of 16;
     seed 000: 66%), and oversized pastes (seed 003) are 50-65 KiB."""
