@@ -17,6 +17,7 @@ import pandas as pd
 
 from evalkit.events import events_path
 from evalkit.metrics.sessions import SESSION_COLUMNS, session_table
+from evalkit.report.drawing import FigureDrawer
 
 # The per-event fields the report uses.
 EVENT_FIELDS = [
@@ -60,6 +61,8 @@ class ReportData:
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # Draws the sections' figures; the report makes it draw them in the background.
+    figures: FigureDrawer = field(default_factory=FigureDrawer)
 
     @property
     def config(self) -> dict[str, Any]:

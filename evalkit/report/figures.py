@@ -8,8 +8,6 @@ so reports can be written from worker threads and never open a window.
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,8 +16,6 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-
-from evalkit.workers import worker_pool
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
@@ -43,16 +39,6 @@ def _save(fig: Figure, path: Path) -> Path:
     FigureCanvasAgg(fig)
     fig.savefig(path, dpi=DPI, facecolor="white")
     return path
-
-
-def draw_all(plot: Callable[..., Path], jobs: list[tuple]) -> list[Path]:
-    """``plot(*job)`` for each job, in order; on every core when there are several (matplotlib
-    takes 0.3-0.8 s a figure, and a report draws one per metric)."""
-    n = min(len(jobs), os.cpu_count() or 1)
-    if n <= 1:
-        return [plot(*job) for job in jobs]
-    with worker_pool(n) as pool:
-        return list(pool.map(plot, *zip(*jobs, strict=True)))
 
 
 @dataclass(frozen=True)

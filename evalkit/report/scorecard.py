@@ -282,7 +282,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     ]
     if not len(tokens):
         return [*lines, "Not plotted: no compaction events, so no tokens kept.", ""]
-    fig = scorecard_plot(out / "fig-scorecard.png", panels, arms, base)
+    fig = data.figures.draw(scorecard_plot, out / "fig-scorecard.png", panels, arms, base)
     lines += [
         f"![Each score against tokens kept per arm; the ceiling arm is the black star]({rel_link(fig, out)})",
         "",

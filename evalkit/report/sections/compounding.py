@@ -26,7 +26,9 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
         if isinstance(window, int) and isinstance(reserve, int) and window
         else None
     )
-    fig = compounding_plot(out / "fig-compounding.png", ev, arms, trigger)
+    # only the columns the figure reads: the events go to a worker process
+    cols = ["arm", "round", "summary_chars", "tokens_after", "window", "over_limit"]
+    fig = data.figures.draw(compounding_plot, out / "fig-compounding.png", ev[cols], arms, trigger)
     lines = [
         "A summary that re-embeds the previous one grows with every round (the seed-004 failure: stacked "
         "summaries until the context no longer fits). A healthy arm's curve stays flat; context after "

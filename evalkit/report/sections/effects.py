@@ -8,7 +8,7 @@ from pathlib import Path
 from evalkit.metrics import question_family, question_key
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
-from evalkit.report.figures import ForestRow, draw_all, forest_plot
+from evalkit.report.figures import ForestRow, forest_plot
 from evalkit.report.markdown import (
     code,
     interval,
@@ -102,7 +102,8 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
             )
             better = "higher" if direction == "higher" else "lower"
             captions.append(f"{metric}: effect of each candidate vs baseline ({better} is better)")
-        for fig, caption in zip(draw_all(forest_plot, plots), captions, strict=True):
+        figs = [data.figures.draw(forest_plot, *job) for job in plots]
+        for fig, caption in zip(figs, captions, strict=True):
             lines += [f"![{caption}]({rel_link(fig, out)})", ""]
         rows = []
         for metric, _, _ in _metric_order(verdicts):
