@@ -257,9 +257,9 @@ def _handler(server: FakeServer):
             forced = self.headers.get("X-Fake-Fault")
             fault = (None if forced == "none" else forced) if forced else server.plan.draw(body_sha, attempt)
             entry = {
-                # when the request arrived, not when it was parsed: a loaded machine parses one
-                # request slower than the next, and two calls one after the other then looked
-                # closer together than the latency (the continuation stage's serial test failed so)
+                # when the request arrived, not when its body was parsed: on a loaded machine one
+                # body parses slower than the next, so two calls made one after the other could be
+                # logged closer together than the latency, as if they had overlapped
                 "ts": self.arrived_at,
                 "method": "POST",
                 "path": self.path,
