@@ -176,9 +176,10 @@ class _CachedContext(offline_judge.Context):
         self.cache = inp.view.extras.setdefault("offline_judge", {})
         # per message, its key in the session's cache: a recorded message's id (shared by its
         # events and arms), else its speaker and text (a masked copy recurs across events too)
-        self.keys = [
+        # (a tuple: it is also the context's part of the key its answers are memoized under)
+        self.keys = tuple(
             m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)
-        ]
+        )
 
     def text(self, i: int) -> str:
         return f"{self.entries[i][0].role}: {self.texts[i]}"
@@ -216,7 +217,7 @@ def offline_grade(q: dict[str, Any], inp: ProbeInput, max_chars: int) -> list[bo
     ctx = inp.memo("oj-context", lambda: _CachedContext(inp))
     # The same context is asked the same question again (arms that keep the same messages, the
     # A/A arm): 31% of the answers on 12 default sessions.
-    key = ("answer", tuple(ctx.keys), q["text"], max_chars)
+    key = ("answer", ctx.keys, q["text"], max_chars)
     text = ctx.cache.get(key)
     if text is None:
         text = ctx.cache[key] = offline_judge.answer(q["text"], ctx, max_chars)
