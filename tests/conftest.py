@@ -17,11 +17,10 @@ def pytest_collection_modifyitems(items):
     """Run the modules holding ``slow`` tests first, their slow tests first within them.
 
     ``make test`` spreads the tests over two workers; the run ends when the last long test does.
-    Started last, the 70-second ones ran alone at the end with the other core idle. Longest first
-    is the usual fix for that. A module stays in one piece, so its module-scoped fixtures are
-    still built once per worker.
+    Collected late, a 70-second test ran near the end with the other core mostly idle. Longest
+    first is the usual fix for that. A module stays in one piece, so its module-scoped fixtures
+    are still built once per worker. The sort is stable: ties keep the collection's order.
     """
-    index = {id(item): i for i, item in enumerate(items)}
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
     first_seen: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -29,12 +28,7 @@ def pytest_collection_modifyitems(items):
 
     def key(item):
         module = item.module.__name__
-        return (
-            module not in slow_modules,
-            first_seen[module],
-            item.get_closest_marker("slow") is None,
-            index[id(item)],
-        )
+        return (module not in slow_modules, first_seen[module], item.get_closest_marker("slow") is None)
 
     items.sort(key=key)
 
