@@ -43,13 +43,22 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
             return m
     # A metric with values under both arms (an external arm has no carry or judge metrics),
     # preferring one on which some session differs: that is what the evidence shows.
-    m = data.metrics[data.metrics["arm"].isin([cand, data.baseline]) & data.metrics["value"].notna()]
+    base = data.baseline
+    m = data.metrics[data.metrics["arm"].isin([cand, base]) & data.metrics["value"].notna()]
     arms_per = m.groupby("metric", observed=True)["arm"].nunique()
-    both = sorted(arms_per[arms_per == len({cand, data.baseline})].index)
-    for metric in both:
-        means = session_means(m, metric)
-        if cand in means and data.baseline in means and (means[cand] != means[data.baseline]).any():
-            return str(metric)
+    both = sorted(arms_per[arms_per == len({cand, base})].index)
+    if cand != base:
+        # One group-by for every metric, not one filter per metric: a run without a deciding
+        # metric can have hundreds (one per exam question), and the loop was most of its report.
+        ok = m[m["error"].isna()]
+        means = ok.groupby(["metric", "session", "arm"], observed=True)["value"].mean().unstack("arm")
+        if cand in means and base in means:
+            # a session scored under one arm only differs (NaN != value), as in session_means
+            differs = (means[cand] != means[base]).groupby(level="metric", observed=True).any()
+            scored = ok.groupby("metric", observed=True)["arm"].nunique()
+            for metric in both:
+                if scored.get(metric, 0) == 2 and differs.get(metric, False):
+                    return str(metric)
     return str(both[0]) if both else None
 
 
