@@ -73,7 +73,7 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
         'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\n'
-        'arms = ["baseline", "head-tail", "validate", "masking"]\n'
+        'arms = ["baseline", "masking"]\n'
     )
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
     run = load_run(tmp_path / "r")
@@ -100,12 +100,7 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     # still in the kept tail (on this slice: masking 0.071, baseline 0.121 since the #16 corpus
     # reshape); "hides old outputs, so refails more" was a property of the older corpus.
     assert refail["baseline"] > 0.0 and refail["masking"] > 0.0
-    assert ((refail >= 0) & (refail <= 1)).all() and set(refail.index) == {
-        "baseline",
-        "head-tail",
-        "validate",
-        "masking",
-    }
+    assert ((refail >= 0) & (refail <= 1)).all() and set(refail.index) == {"baseline", "masking"}
     conts = m[m.metric == "calls_used"].groupby("arm").size()
     assert conts["baseline"] == len(run.events("baseline"))
 

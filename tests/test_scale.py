@@ -17,6 +17,7 @@ TINY = """name = "tiny"
 seed = {seed}
 [corpus]
 sessions = {sessions}
+session_tokens = 400000  # ~2 compactions a session: enough to split, merge and compare
 [replay]
 arms = {arms}
 workers = 1
@@ -124,6 +125,7 @@ FAKE = """name = "cachetest"
 seed = 7
 [corpus]
 sessions = 3
+session_tokens = 200000  # ~5 compactions a session at this window: ~240 calls in all
 [replay]
 arms = ["baseline", "head-tail"]
 window = 40000
