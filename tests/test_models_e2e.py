@@ -158,6 +158,7 @@ seed = 7
 [corpus]
 kind = "synth"
 sessions = 4
+session_tokens = 300000  # ~8 compactions a session at this window
 [replay]
 arms = ["baseline"]
 window = 40000
