@@ -3,12 +3,14 @@ what the run then sends to the fake server (real HTTP, the real openai SDK)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from evalkit.config import load_experiment
+from evalkit.corpus import build_corpus
 from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.usage import read_ledger
 from evalkit.plan import build_plan, render_plan, write_plan
@@ -135,6 +137,22 @@ def test_plan_creates_nothing_in_the_run_folder(tmp_path):
     run = tmp_path / "never"
     assert build_plan(exp, run).totals("summarizer").requests > 0
     assert not run.exists()
+
+
+def test_plan_takes_the_facts_the_run_will_score_with(tmp_path):
+    """In a run folder holding a corpus, the plan reads the corpus's facts (what scoring reads)
+    instead of computing them again: with the constraints taken out of ``facts.jsonl``, the judge's
+    decision questions (one per constraint) leave the plan."""
+    exp = load_experiment(write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=1))
+    run = tmp_path / "run"
+    build_corpus(exp.section("corpus"), exp.seed, run / "corpus", workers=1)
+    full = build_plan(exp, run).totals("judge").requests
+    facts = run / "corpus" / "facts.jsonl"
+    rows = [json.loads(x) for x in facts.read_text().splitlines()]
+    assert all(r["constraints"] for r in rows)
+    facts.write_text("".join(json.dumps({**r, "constraints": []}) + "\n" for r in rows))
+    fewer = build_plan(exp, run).totals("judge").requests
+    assert 0 < fewer < full, (fewer, full)
 
 
 def test_wall_time_shares_judge_round_trips_and_agent_calls_among_their_processes():
