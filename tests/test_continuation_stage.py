@@ -72,8 +72,7 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     baseline and masking lose some failures from view."""
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
-        'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\n'
-        'arms = ["baseline", "masking"]\n'
+        'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\narms = ["baseline", "masking"]\n'
     )
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
     run = load_run(tmp_path / "r")
