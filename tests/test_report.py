@@ -374,3 +374,30 @@ def test_readme_load_run_example_runs(run_dir):
     exec(block.replace('"runs/default-1a2b3c4d"', repr(str(run_dir))), scope)
     assert set(scope["m"]["arm"]) >= {"baseline", "compound", "lean"}
     assert len(scope["run"].events("baseline")) == len(scope["run"].events("compound")) > 0
+
+
+def test_evidence_falls_back_to_the_first_metric_some_session_differs_on(tmp_path):
+    """Without a deciding or success metric, the evidence shows the first metric (by name) with an
+    error-free value under both arms on which some session differs; a metric the candidate has
+    only error rows for is skipped, and with no difference anywhere the first shared metric is used."""
+    from evalkit.report.data import ReportData
+    from evalkit.report.sections.evidence import _evidence_metric
+
+    def data(rows) -> ReportData:
+        metrics = pd.DataFrame(rows, columns=["arm", "metric", "session", "value", "error"])
+        config = {"config": {"replay": {"arms": ["baseline", "cand"]}}}
+        events = pd.DataFrame(columns=["arm"])
+        return ReportData(tmp_path, config, {}, {"verdicts": {"cand": {}}}, {}, {}, events, metrics)
+
+    rows = [
+        *[(arm, "a", s, 1.0, None) for arm in ("baseline", "cand") for s in ("s1", "s2")],  # equal
+        ("baseline", "b", "s1", 1.0, None),
+        ("cand", "b", "s1", 0.0, "probe failed"),  # differs, but only through an error row
+        *[(arm, "c", s, 1.0, None) for arm in ("baseline", "cand") for s in ("s1", "s2")],
+        ("cand", "c", "s3", 0.5, None),  # s3 scored under the candidate only: differs
+        ("baseline", "d", "s1", 0.0, None),
+        ("cand", "d", "s1", 1.0, None),
+    ]
+    assert _evidence_metric(data(rows), "cand") == "c"
+    same = [r for r in rows if r[1] == "a"]
+    assert _evidence_metric(data(same), "cand") == "a"
