@@ -233,8 +233,8 @@ def _handler(server: FakeServer):
             self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         def parse_request(self):
-            self.arrived = time.perf_counter()  # the request line has just been read
-            self.arrived_at = time.time()
+            self.arrived = time.perf_counter()  # the request line has just been read (for the latency)
+            self.arrived_at = time.time()  # the same instant on the wall clock (the log's ts)
             return super().parse_request()
 
         def do_POST(self):
