@@ -46,6 +46,17 @@ def benchmark(name: str, description: str):
     return BENCHMARKS.register(name, description)
 
 
+# Figures computed from other benchmarks' rows (each benchmark runs in its own process, so a
+# comparison between two of them is made here, after both ran): rows in, extra rows out.
+DERIVED: list[Callable[[list[Figure]], list[Figure]]] = []
+
+
+def derived(fn: Callable[[list[Figure]], list[Figure]]) -> Callable[[list[Figure]], list[Figure]]:
+    """Register ``fn``: it gets every row of the run and returns figures to add at the end."""
+    DERIVED.append(fn)
+    return fn
+
+
 def _load() -> None:
     for m in MODULES:
         importlib.import_module(f"evalkit.bench.{m}")
@@ -70,6 +81,8 @@ def run_benchmarks(only: str | None = None, out: str | None = None) -> int:
             figures = ex.submit(_run_one, e.name).result()
         print(f"[bench] {e.name}: {time.perf_counter() - t:.1f}s", flush=True)
         rows.extend((e.name, f) for f in figures)
+    for fn in DERIVED:
+        rows.extend(("derived", f) for f in fn([f for _, f in rows]))
     w = max((len(f.figure) for _, f in rows), default=6)
     print(f"\n{'figure':{w}}  {'value':>14}  unit")
     print(f"{'-' * w}  {'-' * 14}  ----")

@@ -10,7 +10,8 @@
   (``Private_*`` of ``/proc/PID/smaps_rollup``, sampled every 0.2 s), what the worker itself adds.
 - ``scale-local`` / ``scale-shards`` / ``scale-ray``: the same experiment at one size (the smallest,
   50) run locally, as 3 shards on the local executor, and as 2 shards on a local Ray instance
-  (2 CPUs, when Ray is installed): wall time, overhead per shard, peak RSS.
+  (2 CPUs, when Ray is installed): wall time, wall per shard, peak RSS; once all three ran, the
+  overhead per shard: (the sharded run's wall - the local run's) / shards.
 
 ``EVALKIT_BENCH_SCALE_SESSIONS`` overrides the sizes (e.g. ``4,8`` for a quick check); the 800-session
 run takes several minutes on 2 cores.
@@ -19,13 +20,14 @@ run takes several minutes on 2 cores.
 from __future__ import annotations
 
 import os
+import re
 import resource
 import statistics
 import tempfile
 import threading
 import time
 
-from evalkit.bench import Figure, benchmark
+from evalkit.bench import Figure, benchmark, derived
 
 ARMS = ["baseline", "aa", "head-tail"]
 SIZES = (50, 200, 800)
@@ -196,3 +198,26 @@ def bench_ray() -> list[Figure]:
     # daemons (GCS, raylet) among our descendants: no worker figures for this mode.
     rows = [r for r in rows if "worker" not in r.figure]
     return [Figure("ray: local instance start", start, "s"), *rows]
+
+
+_WALL = re.compile(r"^(?P<mode>.+): (?P<n>\d+) sessions x \d+ arms, wall$")
+_SHARDS = re.compile(r"^(?P<mode>.+): (?P<n>\d+) sessions, wall per shard \((?P<k>\d+) shards\)$")
+
+
+@derived
+def overhead_per_shard(rows: list[Figure]) -> list[Figure]:
+    """Per sharded run (3 shards, Ray) at the comparison's size: what it took beyond the local run,
+    per shard. Negative when the sharded run was faster."""
+    walls = {(m["mode"], int(m["n"])): r.value for r in rows if (m := _WALL.match(r.figure))}
+    out = []
+    for r in rows:
+        m = _SHARDS.match(r.figure)
+        if not m:
+            continue
+        n, k = int(m["n"]), int(m["k"])
+        local, sharded = walls.get(("local", n)), walls.get((m["mode"], n))
+        if local is not None and sharded is not None:
+            out.append(
+                Figure(f"{m['mode']}: {n} sessions, overhead per shard vs local", (sharded - local) / k, "s")
+            )
+    return out
