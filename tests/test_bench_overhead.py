@@ -17,7 +17,8 @@ def _waiting(seconds: float, shards: int):
     return run
 
 
-def test_overhead_per_shard_compares_each_sharded_run_with_the_local_one():
+def test_overhead_per_shard_compares_each_sharded_run_with_the_local_one(monkeypatch):
+    monkeypatch.setenv("EVALKIT_BENCH_SCALE_SESSIONS", "4,8")  # the comparison's size: the smallest
     rows = (
         _measure("local", _waiting(0.0, 0), [4])
         + _measure("3 shards", _waiting(0.6, 3), [4])
@@ -34,5 +35,6 @@ def test_overhead_per_shard_compares_each_sharded_run_with_the_local_one():
     assert overhead_per_shard in DERIVED
 
 
-def test_no_overhead_without_the_local_run():
+def test_no_overhead_without_the_local_run(monkeypatch):
+    monkeypatch.setenv("EVALKIT_BENCH_SCALE_SESSIONS", "4")
     assert overhead_per_shard(_measure("3 shards", _waiting(0.0, 3), [4])) == []

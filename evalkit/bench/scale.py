@@ -20,7 +20,6 @@ run takes several minutes on 2 cores.
 from __future__ import annotations
 
 import os
-import re
 import resource
 import statistics
 import tempfile
@@ -31,6 +30,7 @@ from evalkit.bench import Figure, benchmark, derived
 
 ARMS = ["baseline", "aa", "head-tail"]
 SIZES = (50, 200, 800)
+SHARDS = {"3 shards": 3, "ray 2 shards": 2}  # the sharded comparison runs: how many shards each
 
 
 def _sizes() -> list[int]:
@@ -110,6 +110,10 @@ class WorkerSampler:
                 return
 
 
+def _wall_figure(mode: str, n: int) -> str:
+    return f"{mode}: {n} sessions x {len(ARMS)} arms, wall"
+
+
 def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
     rows: list[Figure] = []
     for n in sizes:
@@ -119,7 +123,7 @@ def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
             shards = run(exp, os.path.join(d, "run"))
             wall = time.perf_counter() - t
         rows += [
-            Figure(f"{mode}: {n} sessions x {len(ARMS)} arms, wall", wall, "s"),
+            Figure(_wall_figure(mode, n), wall, "s"),
             Figure(f"{mode}: {n} sessions, throughput", n / wall, "sessions/s"),
             Figure(f"{mode}: {n} sessions, wall per session", wall / n, "s"),
         ]
@@ -172,8 +176,9 @@ def bench_local() -> list[Figure]:
 def bench_shards() -> list[Figure]:
     from evalkit.executor import run_with_executor
 
+    k = SHARDS["3 shards"]
     return _measure(
-        "3 shards", lambda exp, d: run_with_executor(exp, d, kind="local", shards=3) and 3, _sizes()[:1]
+        "3 shards", lambda exp, d: run_with_executor(exp, d, kind="local", shards=k) and k, _sizes()[:1]
     )
 
 
@@ -189,8 +194,9 @@ def bench_ray() -> list[Figure]:
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     start = time.perf_counter() - t
     try:
+        k = SHARDS["ray 2 shards"]
         rows = _measure(
-            "ray 2 shards", lambda exp, d: run_with_executor(exp, d, kind="ray", shards=2) and 2, _sizes()[:1]
+            "ray 2 shards", lambda exp, d: run_with_executor(exp, d, kind="ray", shards=k) and k, _sizes()[:1]
         )
     finally:
         ray.shutdown()
@@ -200,24 +206,18 @@ def bench_ray() -> list[Figure]:
     return [Figure("ray: local instance start", start, "s"), *rows]
 
 
-_WALL = re.compile(r"^(?P<mode>.+): (?P<n>\d+) sessions x \d+ arms, wall$")
-_SHARDS = re.compile(r"^(?P<mode>.+): (?P<n>\d+) sessions, wall per shard \((?P<k>\d+) shards\)$")
-
-
 @derived
 def overhead_per_shard(rows: list[Figure]) -> list[Figure]:
-    """Per sharded run (3 shards, Ray) at the comparison's size: what it took beyond the local run,
-    per shard. Negative when the sharded run was faster."""
-    walls = {(m["mode"], int(m["n"])): r.value for r in rows if (m := _WALL.match(r.figure))}
+    """Per sharded run at the comparison's size: what it took beyond the local run, per shard
+    (negative when the sharded run was faster). Nothing for a run that is not among ``rows``."""
+    value = {r.figure: r.value for r in rows}
+    n = _sizes()[0]
+    local = value.get(_wall_figure("local", n))
     out = []
-    for r in rows:
-        m = _SHARDS.match(r.figure)
-        if not m:
-            continue
-        n, k = int(m["n"]), int(m["k"])
-        local, sharded = walls.get(("local", n)), walls.get((m["mode"], n))
+    for mode, k in SHARDS.items():
+        sharded = value.get(_wall_figure(mode, n))
         if local is not None and sharded is not None:
             out.append(
-                Figure(f"{m['mode']}: {n} sessions, overhead per shard vs local", (sharded - local) / k, "s")
+                Figure(f"{mode}: {n} sessions, overhead per shard vs local", (sharded - local) / k, "s")
             )
     return out
