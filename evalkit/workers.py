@@ -23,7 +23,8 @@ PR_SET_PDEATHSIG = 1
 POLL_S = 0.5
 # A stage's worker allocates millions of containers that outlive a young-generation collection
 # (a session's parse, per-session caches) and almost no reference cycles, so the collector's
-# default cadence (every 700 allocations) mostly re-traverses live objects.
+# default cadence (a young-generation pass once allocations of tracked objects exceed deallocations
+# by 700) mostly re-traverses live objects.
 WORKER_GC_THRESHOLD = 10_000
 
 
