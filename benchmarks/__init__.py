@@ -14,7 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 
-from evalkit.registry import Registry
+from evalkit.common.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def derived(fn: Callable[[list[Figure]], list[Figure]]) -> Callable[[list[Figure
 
 def _load() -> None:
     for m in MODULES:
-        importlib.import_module(f"evalkit.bench.{m}")
+        importlib.import_module(f"benchmarks.{m}")
 
 
 def _run_one(name: str) -> list[Figure]:

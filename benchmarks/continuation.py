@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 ARMS = 17
 

@@ -7,7 +7,7 @@ import resource
 import tempfile
 import time
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 
 @benchmark("corpus", "synthesize 40 sessions with facts on all cores, then stream them back")

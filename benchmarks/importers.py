@@ -8,7 +8,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 _ROOT = Path(__file__).resolve().parents[2]
 TRANSCRIPTS = next(

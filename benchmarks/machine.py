@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 LOOP_ITERATIONS = 20_000_000
 

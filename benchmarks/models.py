@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 LATENCY_S = 0.1
 
@@ -145,7 +145,7 @@ class Streams:
 
 
 def _streams(url: str, conc: int, latency: float, log: Path) -> Streams:
-    from evalkit.models.serverlog import answered, settled_log
+    from evalkit.testing.serverlog import answered, settled_log
 
     client = _client(url, conc, None)
     reqs = _requests(f"c{conc}-l{latency:g}", (1 + SHORT + LONG) * conc)
@@ -251,8 +251,8 @@ def _duplicates(d: Path) -> list[Figure]:
     import json
 
     from evalkit.corpus import build_corpus
-    from evalkit.models.serverlog import answered, read_log
     from evalkit.replay import ARMS, replay_corpus
+    from evalkit.testing.serverlog import answered, read_log
 
     arms = ARMS.names()
     build_corpus({"kind": "synth", "sessions": 4}, 7, d / "corpus")

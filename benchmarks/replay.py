@@ -7,14 +7,14 @@ import resource
 import tempfile
 import time
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 
 @benchmark(
     "replay", "replay 200 synthetic sessions through every default arm (extractive summarizer, 2 workers)"
 )
 def bench_replay() -> list[Figure]:
-    from evalkit.config import load_experiment
+    from evalkit.contracts.config import load_experiment
     from evalkit.corpus import build_corpus
     from evalkit.replay import replay_corpus
 

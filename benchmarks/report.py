@@ -6,14 +6,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 
 @benchmark("report", "write the report of the default run (or of a fresh 40-session run when none exists)")
 def bench_report() -> list[Figure]:
-    from evalkit.config import load_experiment
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.run import default_run_dir, run_experiment
     from evalkit.report import write_report
-    from evalkit.run import default_run_dir, run_experiment
 
     exp = load_experiment()
     with tempfile.TemporaryDirectory() as d:

@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from evalkit.bench import Figure, benchmark, derived
+from benchmarks import Figure, benchmark, derived
 
 ARMS = ["baseline", "aa", "head-tail"]
 SIZES = (50, 200, 800)
@@ -39,7 +39,7 @@ def _sizes() -> list[int]:
 
 
 def _experiment(n: int):
-    from evalkit.config import load_experiment
+    from evalkit.contracts.config import load_experiment
 
     return load_experiment(
         None,
@@ -151,7 +151,7 @@ def _measure(mode: str, run, sizes: list[int]) -> list[Figure]:
 
 
 def _local(exp, d) -> int:
-    from evalkit.run import run_experiment
+    from evalkit.pipeline.run import run_experiment
 
     run_experiment(exp, d)
     return 0
@@ -174,7 +174,7 @@ def bench_local() -> list[Figure]:
 
 @benchmark("scale-shards", "the same run as 3 shards on the local executor, then merged")
 def bench_shards() -> list[Figure]:
-    from evalkit.executor import run_with_executor
+    from evalkit.pipeline.executors import run_with_executor
 
     k = SHARDS["3 shards"]
     return _measure(
@@ -188,7 +188,7 @@ def bench_ray() -> list[Figure]:
         import ray
     except ImportError:
         return [Figure("ray: not installed (pip install 'evalkit[ray]'), skipped", 0, "-")]
-    from evalkit.executor import run_with_executor
+    from evalkit.pipeline.executors import run_with_executor
 
     t = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

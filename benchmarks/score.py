@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 ARMS = 17  # the default experiment's arm count once the candidates are merged
 TARGET_EVENTS = 13_000  # ~200 sessions x 17 arms x ~4 compactions
@@ -17,10 +17,10 @@ TARGET_EVENTS = 13_000  # ~200 sessions x 17 arms x ~4 compactions
 @benchmark("probes", "score 20 synthetic sessions x 17 arms with the default suite (one process, CPU time)")
 def bench_probes() -> list[Figure]:
     from evalkit.corpus import build_corpus
-    from evalkit.probes import score_run
-    from evalkit.probes.score import ScoreStats
-    from evalkit.probes.suite import find_suite
     from evalkit.replay import replay_corpus
+    from evalkit.score import score_run
+    from evalkit.score.stage import ScoreStats
+    from evalkit.score.suite import find_suite
 
     with tempfile.TemporaryDirectory() as d:
         run = Path(d)

@@ -14,14 +14,14 @@ import time
 import numpy as np
 import pandas as pd
 
-from evalkit.bench import Figure, benchmark
+from benchmarks import Figure, benchmark
 
 ARMS, METRICS, SESSIONS, RESAMPLES, EVENTS = 14, 20, 2_000, 10_000, 2
 SCIPY_SUBSET = 6
 
 
 def _table(rng: np.random.Generator) -> pd.DataFrame:
-    from evalkit.metrics import normalize
+    from evalkit.contracts.metrics import normalize
 
     arms = ["baseline"] + [f"cand{i:02d}" for i in range(ARMS - 1)] + ["aa"]
     metrics = [f"m{j:02d}" for j in range(METRICS)]

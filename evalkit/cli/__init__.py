@@ -1,4 +1,4 @@
-"""The ``evalkit`` command line. Verbs are registered by modules in :mod:`evalkit.commands`."""
+"""The ``evalkit`` command line. Verbs are registered by modules in :mod:`evalkit.cli.commands`."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import sqlite3
 import sys
 
-from evalkit.commands import COMMANDS, load_all, terminal_safe
+from evalkit.cli.commands import COMMANDS, load_all, terminal_safe
+from evalkit.common.redact import redact_text
 from evalkit.models.backends import EndpointUnusable
 from evalkit.models.client import CacheMiss
-from evalkit.redact import redact_text
 
 # Exit codes, documented in the README: 0 ok, 1 gate failed, 2 usage or data error.
 EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2

@@ -18,7 +18,7 @@ def probes_args(p) -> None:
 
 def import_bank(args) -> int:
     """Validate ``args.file`` and write it in evalkit's format; errors name file, question, field."""
-    from evalkit.probes.banks import BankError, bank_name, load_bank, to_evalkit
+    from evalkit.score.banks import BankError, bank_name, load_bank, to_evalkit
 
     if not args.file:
         print("evalkit probes import: FILE is required", file=sys.stderr)

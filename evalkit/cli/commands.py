@@ -6,7 +6,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evalkit.registry import Registry
+from evalkit.common.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -62,4 +62,4 @@ def terminal_safe(text: str) -> str:
 
 def load_all() -> None:
     for m in MODULES:
-        importlib.import_module(f"evalkit.commands.{m}")
+        importlib.import_module(f"evalkit.cli.{m}")

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _continue_args(p):
@@ -38,7 +38,7 @@ def cmd_continue(args) -> int:
         section["max_calls"] = args.max_calls
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else list(config["replay"]["arms"])
     run_id = f"{config['name']}-{info['config_hash'][:8]}"
-    from evalkit.runlock import run_lock
+    from evalkit.pipeline.lock import run_lock
 
     with run_lock(run, "evalkit continue"):  # one writer of metrics.parquet at a time
         run_continuation(run, arms, section, config.get("model", {}), run_id)

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command, terminal_safe
+from evalkit.cli.commands import arguments, command, terminal_safe
 
 
 def _run_args(p):
@@ -19,7 +19,7 @@ def _run_args(p):
         "--report-out",
         help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
     )
-    from evalkit.commands.scale import scale_args
+    from evalkit.cli.scale import scale_args
 
     scale_args(p)
 
@@ -27,8 +27,8 @@ def _run_args(p):
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
 @arguments(_run_args)
 def cmd_run(args) -> int:
-    from evalkit.config import load_experiment
-    from evalkit.run import run_experiment
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.run import run_experiment
 
     overrides: dict = {}
     if args.sessions is not None:
@@ -37,7 +37,7 @@ def cmd_run(args) -> int:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     exp = load_experiment(args.config, overrides)
     out = Path(args.report_out) / exp.name if args.report_out else None
-    from evalkit.commands.scale import scaled_run
+    from evalkit.cli.scale import scaled_run
 
     paths = scaled_run(exp, args, out)
     if paths is None:
@@ -100,7 +100,7 @@ def cmd_validate(args) -> int:
         return 2
     for e in stats.skipped:
         print(terminal_safe(str(e)), file=sys.stderr)
-    from evalkit.run import check_unique_ids
+    from evalkit.pipeline.run import check_unique_ids
 
     src = Path(args.path)
     try:
@@ -146,6 +146,6 @@ def _bench_args(p):
 @command("bench", "run the project's benchmarks and print one table (figure, value, unit)")
 @arguments(_bench_args)
 def cmd_bench(args) -> int:
-    from evalkit.bench import run_benchmarks
+    from benchmarks import run_benchmarks
 
     return run_benchmarks(args.only, args.out)

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command, terminal_safe
+from evalkit.cli.commands import arguments, command, terminal_safe
 
 
 def _facts_args(p):

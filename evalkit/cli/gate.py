@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _gate_args(p):
@@ -37,11 +37,11 @@ def _gate_args(p):
 def cmd_gate(args) -> int:
     import pandas as pd
 
+    from evalkit.contracts.metrics import load_metrics
     from evalkit.decide import decide, summarize_metrics
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
-    from evalkit.metrics import load_metrics
     from evalkit.models.spending import incomplete
 
     fail_on = parse_fail_on(args.fail_on)

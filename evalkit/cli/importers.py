@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _import_args(p):
@@ -15,7 +15,7 @@ def _import_args(p):
         "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)"
     )
     p.add_argument(
-        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.redact)"
+        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.common.redact)"
     )
     p.add_argument(
         "--option",

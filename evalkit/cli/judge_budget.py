@@ -1,11 +1,11 @@
 """``evalkit judge-budget RUN``: choose the offline judge's reading budget on held-out sessions and
-re-score the run with it (``evalkit.probes.judge_budget``, docs/probe-banks.md)."""
+re-score the run with it (``evalkit.score.judge_budget``, docs/probe-banks.md)."""
 
 from __future__ import annotations
 
 import sys
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _args(p) -> None:
@@ -20,10 +20,10 @@ def _args(p) -> None:
 )
 @arguments(_args)
 def cmd_judge_budget(args) -> int:
-    from evalkit.commands.probes import run_folder, scoring_inputs
-    from evalkit.probes import SuiteError, score_run
-    from evalkit.probes.judge_budget import calibrate, describe
-    from evalkit.runlock import run_lock
+    from evalkit.cli.probes import run_folder, scoring_inputs
+    from evalkit.pipeline.lock import run_lock
+    from evalkit.score import SuiteError, score_run
+    from evalkit.score.judge_budget import calibrate, describe
 
     try:
         run = run_folder(args.run)

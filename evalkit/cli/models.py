@@ -7,7 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _cache_file(args) -> Path:
@@ -17,8 +17,8 @@ def _cache_file(args) -> Path:
     if args.target:
         t = Path(args.target)
         return t / "model-calls.sqlite" if t.is_dir() else t
-    from evalkit.config import load_experiment
-    from evalkit.run import default_run_dir
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.run import default_run_dir
 
     exp = load_experiment(args.config)
     return Path(cache_path(exp.section("model"), default_run_dir(exp)) or "")
@@ -44,7 +44,7 @@ def cmd_cache(args) -> int:
     from evalkit.models.cache import CallCache
 
     if args.action == "merge":
-        from evalkit.commands.scale import cache_merge
+        from evalkit.cli.scale import cache_merge
 
         return cache_merge([args.target, *args.more], args.out)
 
@@ -122,8 +122,8 @@ def _fake_args(p):
 )
 @arguments(_fake_args)
 def cmd_fake_server(args) -> int:
-    from evalkit.models.fakeserver import FakeServer
-    from evalkit.models.faults import FaultPlan, load_script
+    from evalkit.testing.fakeserver import FakeServer
+    from evalkit.testing.faults import FaultPlan, load_script
 
     rates = {}
     for spec in args.fault:
@@ -134,7 +134,7 @@ def cmd_fake_server(args) -> int:
             raise ValueError(f"--fault {spec!r}: expected NAME=RATE, e.g. 429=0.1") from None
     plan = FaultPlan(rates, args.latency, args.fault_latency, args.retry_after, args.hang, args.seed)
     script = load_script(args.script) if args.script else []
-    from evalkit.models.fakebatch import BatchFaults
+    from evalkit.testing.fakebatch import BatchFaults
 
     expire = tuple(int(x) for x in args.batch_expire.split(",") if x.strip())
     batch = BatchFaults(args.batch_delay, args.batch_fail, expire, args.seed)

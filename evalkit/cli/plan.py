@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _plan_args(p):
@@ -28,9 +28,9 @@ def _plan_args(p):
 @command("plan", "before spending: requests, tokens, cache hits, dollars and wall time per arm and stage")
 @arguments(_plan_args)
 def cmd_plan(args) -> int:
-    from evalkit.config import load_experiment
-    from evalkit.plan import build_plan, render_plan, write_plan
-    from evalkit.run import default_run_dir
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.plan import build_plan, render_plan, write_plan
+    from evalkit.pipeline.run import default_run_dir
 
     exp = load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
     run = Path(args.run_dir) if args.run_dir else default_run_dir(exp)

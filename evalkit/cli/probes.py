@@ -5,11 +5,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _probes_args(p):
-    from evalkit.commands.bank import probes_args
+    from evalkit.cli.bank import probes_args
 
     probes_args(p)
 
@@ -20,10 +20,10 @@ def _probes_args(p):
 )
 @arguments(_probes_args)
 def cmd_probes(args) -> int:
-    from evalkit.probes import PROBES
+    from evalkit.score import PROBES
 
     if getattr(args, "action", None) == "import":
-        from evalkit.commands.bank import import_bank
+        from evalkit.cli.bank import import_bank
 
         return import_bank(args)
 
@@ -65,7 +65,7 @@ def scoring_inputs(run: Path, suite_arg: str | None):
     the run's ``[score] suite`` (read beside the experiment file first), else the default."""
     import json
 
-    from evalkit.probes.suite import DEFAULT_SUITE, find_suite
+    from evalkit.score.suite import DEFAULT_SUITE, find_suite
 
     cfg_path = run / "config.json"
     cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
@@ -82,9 +82,9 @@ def scoring_inputs(run: Path, suite_arg: str | None):
 @command("score", "re-score a run's stored events with a probe suite (no replay, no summarizer calls)")
 @arguments(_score_args)
 def cmd_score(args) -> int:
-    from evalkit.probes import SuiteError, score_run
-    from evalkit.probes.score import ScoreStats
-    from evalkit.probes.table import render_table
+    from evalkit.score import SuiteError, score_run
+    from evalkit.score.stage import ScoreStats
+    from evalkit.score.table import render_table
 
     try:
         run = run_folder(args.run)
@@ -99,8 +99,8 @@ def cmd_score(args) -> int:
             return 2
         arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else None
         stats = ScoreStats()
-        from evalkit.probes.judge_budget import forget
-        from evalkit.runlock import run_lock
+        from evalkit.pipeline.lock import run_lock
+        from evalkit.score.judge_budget import forget
 
         with run_lock(run, "evalkit score"):  # one writer of metrics.parquet at a time
             n = score_run(run, arms, run_id=run_id, suite=suite, workers=args.workers, stats=stats)

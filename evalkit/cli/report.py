@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def _compare_args(p):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from evalkit.commands import arguments, command
+from evalkit.cli.commands import arguments, command
 
 
 def scale_args(p) -> None:
@@ -28,9 +28,9 @@ def scaled_run(exp, args, report_out):
     """The run when a scale option is in play (a shard, an executor, a warm cache); None otherwise."""
     from pathlib import Path
 
-    from evalkit.executor import run_with_executor, settings_from
-    from evalkit.run import RunPaths, default_run_dir, run_experiment
-    from evalkit.shard import Shard
+    from evalkit.pipeline.executors import run_with_executor, settings_from
+    from evalkit.pipeline.run import RunPaths, default_run_dir, run_experiment
+    from evalkit.pipeline.shard import Shard
 
     settings = settings_from(exp)
     shard = Shard.parse(args.shard) if args.shard else None
@@ -49,7 +49,7 @@ def scaled_run(exp, args, report_out):
         return run_experiment(exp, args.run_dir, args._argv, resume=args.resume, shard=shard)
     paths = run_with_executor(exp, args.run_dir, args._argv, kind, args.shards, args.warm_cache)
     if report_out:
-        from evalkit.run import stage_report
+        from evalkit.pipeline.run import stage_report
 
         stage_report(exp, paths, Path(report_out))
     return RunPaths(paths.root)
@@ -63,7 +63,7 @@ def _merge_args(p):
 @command("merge", "merge shard run folders into one run folder, then decide and report (docs/scale.md)")
 @arguments(_merge_args)
 def cmd_merge(args) -> int:
-    from evalkit.merge import merge_shards
+    from evalkit.pipeline.merge import merge_shards
 
     out = merge_shards(args.shards, args.out, ["merge", *args._argv[1:]] if args._argv else None)
     print(out / "report" / "report.md")

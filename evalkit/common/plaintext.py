@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from evalkit.session import Compaction, Message, Text, Thinking, ToolCall, ToolResult
+from evalkit.contracts.session import Compaction, Message, Text, Thinking, ToolCall, ToolResult
 
 
 def block_plain_text(block) -> str:

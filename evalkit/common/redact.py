@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from evalkit.session import Compaction, Message, Session, Text, Thinking, ToolCall, ToolResult
+from evalkit.contracts.session import Compaction, Message, Session, Text, Thinking, ToolCall, ToolResult
 
 # (kind, pattern). Order matters: the PEM block goes first so its body is not matched piecemeal.
 PATTERNS: list[tuple[str, re.Pattern]] = [

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
-from evalkit.registry import Registry
-from evalkit.session import Message, message_chars
+from evalkit.common.registry import Registry
+from evalkit.contracts.session import Message, message_chars
 
 Counter = Callable[[str], int]
 TOKENIZERS: Registry[Callable[[], Counter]] = Registry("tokenizer")
@@ -47,7 +47,7 @@ def message_tokens(msg: Message, name: str = "chars4") -> int:
     """Tokens of one message. For chars4 this is ceil(chars/4) of the whole message, as specified."""
     if name == "chars4":
         return math.ceil(message_chars(msg) / 4)
-    from evalkit.plaintext import message_plain_text
+    from evalkit.common.plaintext import message_plain_text
 
     return get_counter(name)(message_plain_text(msg))
 

@@ -7,7 +7,7 @@ agree on what counts as the same command or the same file.
 
 It reads the session format and judges nothing: which tool runs a shell command, where its
 arguments keep the command or the path, how two spellings of one command compare. That is why it
-sits beside :mod:`evalkit.session` rather than in :mod:`evalkit.facts`: the ground truth and the
+sits beside :mod:`evalkit.contracts.session` rather than in :mod:`evalkit.facts`: the ground truth and the
 offline stand-ins (the heuristic agent, through the continuation recording) both read tool calls
 with it, and neither's judgement (tallies, constraints, failures and fixes; what a context shows)
 lives here (``tests/test_independence.py``).
@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from evalkit.session import ToolCall
+from evalkit.contracts.session import ToolCall
 
 SHELL_TOOLS = {
     "bash",

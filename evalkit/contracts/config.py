@@ -59,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
     "rules": {},
     # Continuation runs (evalkit.continuation): an agent acts from each compacted context.
     "continuation": {"enabled": True, "agent": "heuristic", "max_calls": 30, "model": {}},
-    # Where the shards run (evalkit.executor, docs/scale.md); not part of the config hash.
+    # Where the shards run (evalkit.pipeline.executors, docs/scale.md); not part of the config hash.
     "executor": {},
 }
 
@@ -174,7 +174,7 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
     cfg = merge(DEFAULTS, raw)
     if overrides:
         cfg = merge(cfg, overrides)
-    from evalkit.config_check import check_config
+    from evalkit.contracts.config_check import check_config
 
     check_config(raw, cfg, source)
     return Experiment(cfg, source, root)

@@ -1,6 +1,6 @@
 """Checks of a resolved experiment before anything is written: unknown keys inside sections
 (typos), secrets in the config, and values no stage could use. Each failure is one
-:class:`~evalkit.config.ConfigError` naming the file and the key."""
+:class:`~evalkit.contracts.config.ConfigError` naming the file and the key."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _OPTIONAL = {
     "model": {"max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds"},
     "replay": {"request_layout"},
     "corpus": {"session_tokens"},
-    # evalkit.probes.banks: question banks scored with the suite; evalkit.probes.judge_budget
+    # evalkit.score.banks: question banks scored with the suite; evalkit.score.judge_budget
     "score": {"banks", "judge_budget"},
     "continuation": {"max_tokens", "workers"},  # evalkit.continuation.stage.DEFAULTS
 }
@@ -42,14 +42,14 @@ def _int(cfg: dict, source: str, section: str, key: str, minimum: int) -> int:
 
 
 def _err(source: str, key: str, why: str):
-    from evalkit.config import ConfigError
+    from evalkit.contracts.config import ConfigError
 
     return ConfigError(f"{source}: {key}: {why}")
 
 
 def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
     """Raise ConfigError for the first problem found in ``cfg`` (``raw`` is what the file said)."""
-    from evalkit.config import DEFAULTS
+    from evalkit.contracts.config import DEFAULTS
 
     for path, _ in _walk(raw):
         if path[-1].lower() in _SECRET_KEYS and tuple(path[:2]) not in _FREE_TABLES:

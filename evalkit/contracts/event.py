@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from evalkit.session import Message, ToolResult, message_from_dict, message_to_dict
+from evalkit.contracts.session import Message, ToolResult, message_from_dict, message_to_dict
 
 EVENT_SCHEMA = "evalkit.event/1"
 

@@ -117,8 +117,8 @@ def rows_to_arrow(rows: Sequence[tuple]) -> pa.Table:
 
 def write_table(table: pa.Table, path: str | os.PathLike) -> None:
     """Write an Arrow metrics table as parquet, atomically, in canonical row order (stable, as
-    :func:`normalize`), in the row groups every metrics file has (:mod:`evalkit.metrics.stream`)."""
-    from evalkit.metrics.stream import sort_rows, write_sorted
+    :func:`normalize`), in the row groups every metrics file has (:mod:`evalkit.contracts.metrics_stream`)."""
+    from evalkit.contracts.metrics_stream import sort_rows, write_sorted
 
     write_sorted(path, [[sort_rows(table)]])
 
@@ -178,9 +178,9 @@ def replace_rows(path: str | os.PathLike, rows: pa.Table | Iterable[pa.Table], o
     """Write ``rows`` into the metrics file in place of the rows whose metric ``owned(metric)``
     claims, keeping every other stage's rows (probes and continuation share one table); returns the
     file's row count. ``rows`` is a table (from :func:`rows_to_arrow`) or a stream of tables in
-    canonical order (:class:`evalkit.metrics.stream.ArmSpill`); the old file is read a row group
+    canonical order (:class:`evalkit.contracts.metrics_stream.ArmSpill`); the old file is read a row group
     at a time, so neither side is held whole."""
-    from evalkit.metrics.stream import file_tables, sort_rows, write_sorted
+    from evalkit.contracts.metrics_stream import file_tables, sort_rows, write_sorted
 
     p = Path(path)
     new = [sort_rows(rows)] if isinstance(rows, pa.Table) else rows

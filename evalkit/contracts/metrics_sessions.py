@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalkit.metrics import COLUMNS
+from evalkit.contracts.metrics import COLUMNS
 
 KEYS = ["arm", "metric", "session"]
 SESSION_COLUMNS = [*KEYS, "value", "n", "sum", "rows", "errors", "error"]

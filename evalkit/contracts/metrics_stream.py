@@ -1,7 +1,7 @@
 """The metrics file written from sorted streams, so no stage holds the whole table.
 
 A run's table grows with its corpus (~1,200 rows a session at 3 arms, ~1M rows at 800 sessions),
-and the canonical order (:data:`evalkit.metrics.ORDER`) is arm-major while rows arrive session by
+and the canonical order (:data:`evalkit.contracts.metrics.ORDER`) is arm-major while rows arrive session by
 session. :class:`ArmSpill` keeps what arrives on disk, one Arrow IPC file per arm; since sessions
 arrive in id order, each arm's file is already in canonical order and reading the arms in order is
 the sorted table, one session's rows at a time. :func:`write_sorted` merges such streams by
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalkit.metrics import COLUMNS, ORDER, arrow_schema
+from evalkit.contracts.metrics import COLUMNS, ORDER, arrow_schema
 
 # Rows per parquet row group: what a reader decodes at a time when it streams the file. Small,
 # because a run of sessions (session_chunks) reads the row groups its ids fall in for every arm.

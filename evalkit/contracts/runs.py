@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.events import read_events
-from evalkit.metrics import read_metrics
+from evalkit.contracts.event import read_events
+from evalkit.contracts.metrics import read_metrics
 
 
 @dataclass

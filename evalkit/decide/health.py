@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalkit.contracts.metrics import question_key
 from evalkit.corpus.io import write_json
-from evalkit.metrics import question_key
 
 HEALTH_FILE = "health.json"
-GROUND_TRUTH = ("evalkit.facts", "evalkit.probes")
+GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
 
 
 def _heuristic(cfg: dict) -> bool:
@@ -225,7 +225,7 @@ def verdict_notes(
 
 def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     """Compute the run's metric health and write ``health.json``; returns what was written."""
-    from evalkit.metrics.stream import session_chunks
+    from evalkit.contracts.metrics_stream import session_chunks
 
     run_dir = Path(run_dir)
     # A run of sessions at a time (all it reads): per-session means, not rows, are kept.

@@ -1,7 +1,7 @@
 """``evalkit merge SHARD... --out RUN``: shard run folders → the run folder decide and report read.
 
 The merge is deterministic: sessions, facts, events, continuation logs and judgements are dealt
-back into corpus order (:func:`evalkit.shard.interleave`), metric rows go through the metrics
+back into corpus order (:func:`evalkit.pipeline.shard.interleave`), metric rows go through the metrics
 table's canonical order, counts are summed, and each shard's call cache is joined into the run's
 own. The result is byte-identical to a local run's ``metrics.parquet`` and ``decision.json``.
 It refuses shards of different configs, a shard listed twice, an unfinished or missing shard,
@@ -16,9 +16,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from evalkit.config import Experiment
+from evalkit.contracts.config import Experiment
 from evalkit.corpus.io import AtomicWriter, write_json
-from evalkit.shard import interleave, read_marker
+from evalkit.pipeline.shard import interleave, read_marker
 
 
 class MergeError(ValueError):
@@ -118,7 +118,7 @@ def _merge_corpus(shards: list[Path], out: Path, count: int) -> list[str]:
 
 def _merge_tables(paths: list[Path], out: Path) -> None:
     """The shards' metrics files (each in canonical order) merged a row group at a time."""
-    from evalkit.metrics.stream import file_tables, write_sorted
+    from evalkit.contracts.metrics_stream import file_tables, write_sorted
 
     found = [p for p in paths if p.is_file()]
     if found:
@@ -139,9 +139,15 @@ def _read_json(p: Path) -> dict | None:
 
 def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | None = None) -> Path:
     """Merge finished shard folders into ``out_dir`` and run health, decide and report there."""
-    from evalkit.events import events_path
+    from evalkit.contracts.event import events_path
     from evalkit.models.cache_merge import merge_caches
-    from evalkit.run import RunPaths, stage_decide, stage_health, stage_report, write_model_call_stats
+    from evalkit.pipeline.run import (
+        RunPaths,
+        stage_decide,
+        stage_health,
+        stage_report,
+        write_model_call_stats,
+    )
 
     t0 = time.perf_counter()
     shards = check_shards([Path(d) for d in dirs])

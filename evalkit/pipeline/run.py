@@ -17,18 +17,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit import completion
-from evalkit.config import Experiment
+from evalkit.cli.memory import release_freed, use_system_allocator
+from evalkit.common.progress import log
+from evalkit.common.redact import redact_text, redact_value
+from evalkit.contracts.config import Experiment
 from evalkit.corpus import write_json
-from evalkit.memory import release_freed, use_system_allocator
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
 from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
 from evalkit.models.usage import summarize as summarize_usage
-from evalkit.plan import plan_before_run
-from evalkit.progress import log
-from evalkit.redact import redact_text, redact_value
-from evalkit.runlock import run_lock
+from evalkit.pipeline import markers as completion
+from evalkit.pipeline.lock import run_lock
+from evalkit.pipeline.plan import plan_before_run
 
 
 @dataclass(frozen=True)
@@ -140,14 +140,14 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
 
 
 def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
-    from evalkit.probes import score_run
-    from evalkit.probes.banks import load_banks, save_run_banks
-    from evalkit.probes.suite import find_suite
+    from evalkit.score import score_run
+    from evalkit.score.banks import load_banks, save_run_banks
+    from evalkit.score.suite import find_suite
 
     if exp.section("score").get("banks"):
         save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
 
-    from evalkit.probes import judge_budget
+    from evalkit.score import judge_budget
 
     suite = find_suite(exp.section("score")["suite"], exp.root)
     judge_budget.forget(paths.root)  # scored below at the suite's budget unless calibrated again
@@ -207,14 +207,14 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
 
 
 def stage_health(exp: Experiment, paths: RunPaths) -> dict:
-    from evalkit.health import check_run
+    from evalkit.decide.health import check_run
 
     return check_run(paths.root, exp.config)
 
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
-    from evalkit.health import annotate_decision
+    from evalkit.decide.health import annotate_decision
 
     return annotate_decision(paths.root, decide_run(paths.root, exp))
 
@@ -234,11 +234,11 @@ def run_experiment(
     shard=None,
 ) -> RunPaths:
     """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
-    outputs (evalkit.completion) is not run again.
+    outputs (evalkit.pipeline.markers) is not run again.
 
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
-    (:class:`evalkit.shard.Shard`) only the per-session stages run, on that shard's sessions;
+    (:class:`evalkit.pipeline.shard.Shard`) only the per-session stages run, on that shard's sessions;
     ``evalkit merge`` then builds the run folder that decide and report read."""
     default = default_run_dir(exp)
     paths = RunPaths(
@@ -279,7 +279,7 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
 
 
 def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
-    use_system_allocator()  # before any stage allocates (evalkit.memory)
+    use_system_allocator()  # before any stage allocates (evalkit.cli.memory)
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
@@ -290,7 +290,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 
-    # --resume skips a stage only when its completion marker matches (evalkit.completion).
+    # --resume skips a stage only when its completion marker matches (evalkit.pipeline.markers).
     def skip(stage: str, inputs: dict, outputs: list[Path]) -> bool:
         if not resume:
             completion.clear(paths.root, stage)
@@ -325,7 +325,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
-    from evalkit.events import events_path
+    from evalkit.contracts.event import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
     replay_in = {
@@ -358,7 +358,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     write_model_call_stats(exp, paths)
     write_model_usage(paths)
     if shard is not None:  # the rest reads every session: it runs after `evalkit merge`
-        from evalkit.shard import write_marker
+        from evalkit.pipeline.shard import write_marker
 
         write_json(paths.root / "timings.json", timings)
         write_marker(paths.root, shard, exp.hash, [r["id"] for r in manifest["sessions"]], str(exp.root))

@@ -6,18 +6,18 @@ name which probes run.
 """
 
 # Importing a probe module registers its probes (the registry lists them by name).
-from evalkit.probes import banks as _banks  # noqa: F401
-from evalkit.probes import cadence as _cadence  # noqa: F401
-from evalkit.probes import form as _form  # noqa: F401
-from evalkit.probes import identifiers as _identifiers  # noqa: F401
-from evalkit.probes import intent as _intent  # noqa: F401
-from evalkit.probes import invariants as _invariants  # noqa: F401
-from evalkit.probes import judge as _judge  # noqa: F401
-from evalkit.probes import size as _size  # noqa: F401
-from evalkit.probes import teststate as _teststate  # noqa: F401
-from evalkit.probes.base import PROBES, ProbeInput, ProbeValue, SessionView, probe
-from evalkit.probes.score import score_events, score_run
-from evalkit.probes.suite import Suite, SuiteError, load_suite
+from evalkit.score import banks as _banks  # noqa: F401
+from evalkit.score import cadence as _cadence  # noqa: F401
+from evalkit.score import form as _form  # noqa: F401
+from evalkit.score import identifiers as _identifiers  # noqa: F401
+from evalkit.score import intent as _intent  # noqa: F401
+from evalkit.score import invariants as _invariants  # noqa: F401
+from evalkit.score import judge as _judge  # noqa: F401
+from evalkit.score import size as _size  # noqa: F401
+from evalkit.score import teststate as _teststate  # noqa: F401
+from evalkit.score.base import PROBES, ProbeInput, ProbeValue, SessionView, probe
+from evalkit.score.stage import score_events, score_run
+from evalkit.score.suite import Suite, SuiteError, load_suite
 
 __all__ = [
     "PROBES",

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.probes.base import ProbeInput, ProbeValue, probe
+from evalkit.score.base import ProbeInput, ProbeValue, probe
 
 FORMAT = "evalkit.bank/1"
 KINDS = ("recall", "artifact", "continuation", "decision")
@@ -49,7 +49,7 @@ class BankQuestion:
     until: int | None = None
 
     def as_judge_question(self) -> dict[str, Any]:
-        """The judge's question shape (``evalkit.probes.judge``), with no cues: the offline
+        """The judge's question shape (``evalkit.score.judge``), with no cues: the offline
         grader then reads the whole context."""
         return {
             "id": f"{self.bank}/{self.id}",
@@ -215,8 +215,8 @@ def expected_found(q: dict[str, Any], text: str) -> list[bool]:
     """Which of the question's expected facts ``text`` states (tallies count-exact). The probe's
     own check of what is still in view; the offline judge (a stand-in) has its own grader."""
     from evalkit.facts import TallyFact
-    from evalkit.probes import tallymatch
-    from evalkit.probes.base import normalize
+    from evalkit.score import tallymatch
+    from evalkit.score.base import normalize
 
     if q.get("tally"):
         t = TallyFact(0, "", "", "", **q["tally"], offset=0, line="", output_chars=0)
@@ -240,7 +240,7 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     """Per event, every bank question of this session that is current. The grade is a share in
     0..1; ``exam_offline`` / ``exam`` is the mean over the asked questions, ``*_<kind>`` per kind,
     and ``*_q:<bank>/<id>`` the question's own grade. A failed model call is an error row."""
-    from evalkit.probes.judge_model import DIMENSIONS, model_grades, use_model
+    from evalkit.score.judge_model import DIMENSIONS, model_grades, use_model
 
     ctx = inp.view.extras.get("ctx")
     qs = [

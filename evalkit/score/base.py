@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.events import Event, mask_outputs, resolve_context
+from evalkit.common.plaintext import message_plain_text
+from evalkit.common.registry import Registry
+from evalkit.contracts.event import Event, mask_outputs, resolve_context
+from evalkit.contracts.session import Message, Session, message_from_dict
 from evalkit.facts import Facts
-from evalkit.plaintext import message_plain_text
-from evalkit.probes.textindex import TextIndex, Verify
-from evalkit.registry import Registry
-from evalkit.session import Message, Session, message_from_dict
+from evalkit.score.textindex import TextIndex, Verify
 
 DIRECTIONS = ("higher", "lower", "info")  # "info": a descriptive covariate, not a quality score
 

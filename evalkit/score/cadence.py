@@ -11,8 +11,8 @@ tokens of work. The ceiling arm (``uncompacted``) makes no compactions and gets 
 
 from __future__ import annotations
 
-from evalkit.probes.base import ProbeInput, ProbeValue, probe
-from evalkit.tokens import message_tokens
+from evalkit.common.tokens import message_tokens
+from evalkit.score.base import ProbeInput, ProbeValue, probe
 
 
 def _assistant_turns(inp: ProbeInput, start: int, end: int) -> int:

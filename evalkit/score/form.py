@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from evalkit.probes.base import ProbeInput, ProbeValue, probe
+from evalkit.score.base import ProbeInput, ProbeValue, probe
 
 _HEADING = re.compile(r"^\s*(#{1,4} .+?)\s*$", re.M)
 _REFUSAL = re.compile(

@@ -17,8 +17,8 @@ import re
 from functools import lru_cache
 
 from evalkit.facts import Identifier
-from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, probe
-from evalkit.probes.textindex import Verify, contains
+from evalkit.score.base import ProbeInput, ProbeValue, fold_ws, probe
+from evalkit.score.textindex import Verify, contains
 
 KINDS = ("pr", "sha", "url", "branch", "dir", "symbol", "error")
 

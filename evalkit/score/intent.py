@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalkit.probes.base import ProbeInput, ProbeValue, normalize, probe, share
+from evalkit.score.base import ProbeInput, ProbeValue, normalize, probe, share
 
 
 @probe(

@@ -28,12 +28,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evalkit.contracts.session import Session
 from evalkit.facts import Facts
 from evalkit.models import offline_judge
-from evalkit.probes import tallymatch
-from evalkit.probes.base import ProbeInput, ProbeValue, probe
-from evalkit.probes.judge_model import DIMENSIONS, model_grades, use_model
-from evalkit.session import Session
+from evalkit.score import tallymatch
+from evalkit.score.base import ProbeInput, ProbeValue, probe
+from evalkit.score.judge_model import DIMENSIONS, model_grades, use_model
 
 KINDS = ("recall", "artifact", "continuation", "decision")
 _ERR_CUES = r"error|exception|traceback|failed|fatal|not found|denied"
@@ -143,7 +143,7 @@ def session_questions(inp: ProbeInput) -> list[dict[str, Any]]:
 
 def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]:
     """Questions to ask at this event: current, and answerable only from what left the view."""
-    from evalkit.probes.identifiers import in_view_ids
+    from evalkit.score.identifiers import in_view_ids
 
     # Masked copies do not count as kept: what masking elided has left the view (issue #15).
     at, msgs, kept = inp.event.at_message, inp.session.messages, in_view_ids(inp)

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from evalkit.events import events_path
-from evalkit.metrics import read_metrics
+from evalkit.contracts.event import events_path
+from evalkit.contracts.metrics import read_metrics
 from evalkit.models.offline_judge import LABEL
-from evalkit.probes.suite import Suite
+from evalkit.score.suite import Suite
 
 FILE = "judge-budget.json"
 GRID = (2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000)
@@ -129,8 +129,8 @@ def ceiling_sweep(
 
     Scored in a scratch folder holding only the ceiling arm's events of those sessions, beside the
     run's corpus (its pinned questions), so the run's metrics are untouched."""
-    from evalkit.probes.score import score_run
-    from evalkit.report.scorecard import arm_summary
+    from evalkit.report.sections.scorecard import arm_summary
+    from evalkit.score.stage import score_run
 
     run = Path(run_dir)
     src = events_path(run, CEILING)

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from evalkit.probes.base import ProbeInput
+from evalkit.score.base import ProbeInput
 
 DIMENSIONS = (
     "accuracy",

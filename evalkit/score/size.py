@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from evalkit.events import Event
-from evalkit.probes.base import ProbeInput, ProbeValue, fold_ws, probe
-from evalkit.tokens import get_counter
+from evalkit.common.tokens import get_counter
+from evalkit.contracts.event import Event
+from evalkit.score.base import ProbeInput, ProbeValue, fold_ws, probe
 
 
 def summary_tokens(inp: ProbeInput, ev: Event, tokenizer: str) -> int:

@@ -19,16 +19,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from evalkit.common.progress import log, track
+from evalkit.common.workers import worker_pool
+from evalkit.contracts.event import Event, events_path
+from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
+from evalkit.contracts.metrics_stream import ArmSpill
+from evalkit.contracts.session import session_from_dict
 from evalkit.corpus import QUESTIONS, Span, index_jsonl, read_span
-from evalkit.events import Event, events_path
 from evalkit.facts import compute_facts, facts_from_dict
-from evalkit.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
-from evalkit.metrics.stream import ArmSpill
-from evalkit.probes.base import PROBES, ProbeInput, SessionView
-from evalkit.probes.suite import Suite, all_probes_suite, load_suite
-from evalkit.progress import log, track
-from evalkit.session import session_from_dict
-from evalkit.workers import worker_pool
+from evalkit.score.base import PROBES, ProbeInput, SessionView
+from evalkit.score.suite import Suite, all_probes_suite, load_suite
 
 
 @dataclass
@@ -102,7 +102,7 @@ def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[Me
 def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]:
     """Worker: parse one session and its events, score them.
 
-    Returns the rows (:func:`~evalkit.metrics.rows_to_arrow`), skipped records, the event count,
+    Returns the rows (:func:`~evalkit.contracts.metrics.rows_to_arrow`), skipped records, the event count,
     newly built questions and judge rationales."""
     corpus, sloc, facts_loc, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
@@ -160,14 +160,14 @@ def score_run(
     ``suite`` is a :class:`Suite` or a suite file (default: ``probe_names``, else every probe).
     Returns the row count; ``stats`` (if given) receives events, sessions and skipped records.
     """
-    from evalkit.probes import judge  # noqa: F401  (registers the judge probes)
+    from evalkit.score import judge  # noqa: F401  (registers the judge probes)
 
     run = Path(run_dir)
     the_suite = resolve_suite(suite, probe_names)
     stats = stats if stats is not None else ScoreStats()
     if arms is None:
         arms = sorted(p.stem for p in (run / "events").glob("*.jsonl"))
-    from evalkit.probes.banks import run_banks
+    from evalkit.score.banks import run_banks
 
     ctx = ScoreContext(str(run), _model_section(run), run_banks(run))
     corpus = run / "corpus" / "sessions.jsonl"

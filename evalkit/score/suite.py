@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import read_toml
-from evalkit.probes.base import PROBES
+from evalkit.contracts.config import read_toml
+from evalkit.score.base import PROBES
 
 
 class SuiteError(ValueError):

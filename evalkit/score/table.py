@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from evalkit.metrics import read_metrics
+from evalkit.contracts.metrics import read_metrics
 
 COLUMNS = [
     ("tally_left_view_early", "share ≤2,000"),

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from evalkit.common.textscan import lines_with
 from evalkit.facts import TallyFact
-from evalkit.textscan import lines_with
 
 _KINDS = {
     "passed": "passed",

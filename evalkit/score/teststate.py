@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from evalkit.facts import TallyFact
-from evalkit.probes import tallymatch
-from evalkit.probes.base import ProbeInput, ProbeValue, SessionView, fold_ws, normalize, probe, share
+from evalkit.score import tallymatch
+from evalkit.score.base import ProbeInput, ProbeValue, SessionView, fold_ws, normalize, probe, share
 
 
 def latest_tally(inp: ProbeInput) -> TallyFact | None:
@@ -130,7 +130,7 @@ def tally_in_text(text: str, t: TallyFact) -> bool:
 def tally_present(inp: ProbeInput, long_chars: int = 2_000) -> list[ProbeValue]:
     """The latest tally (runner counts) is visible after the compaction.
 
-    Matching is count-exact and layout-free (:mod:`evalkit.probes.tallymatch`): "pytest: 12 passed,
+    Matching is count-exact and layout-free (:mod:`evalkit.score.tallymatch`): "pytest: 12 passed,
     3 failed" in a summary counts, "12 passed" alone does not, nor does an older tally. Metrics:
 
     - ``tally_present``: anywhere in the new context; ``tally_in_summary``: in the summary alone.

@@ -38,9 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from evalkit.models.fakebatch import BatchDesk, BatchFaults, batch_route
-from evalkit.models.faults import REFUSAL_TEXT, FaultPlan, Rule
 from evalkit.models.prefix import PrefixIndex
+from evalkit.testing.fakebatch import BatchDesk, BatchFaults, batch_route
+from evalkit.testing.faults import REFUSAL_TEXT, FaultPlan, Rule
 
 
 def _text_of(messages: list[dict]) -> str:

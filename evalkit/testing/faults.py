@@ -1,6 +1,6 @@
 """What the fake server does to a request: its fault plan (rates, a scripted sequence, how each
 fault behaves, drawn deterministically per attempt) and its scripted answers (rules matched on
-the request's text). The server is :mod:`evalkit.models.fakeserver`."""
+the request's text). The server is :mod:`evalkit.testing.fakeserver`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Executors: where a run's shards run. One small interface, registered by name.
 
 An executor is ``fn(exp, shards, work_dir, settings, argv) -> list[Path]``: it runs every
-:class:`~evalkit.shard.Shard` of ``exp`` (the per-session stages, ``run_experiment(shard=…)``)
-and returns the finished shard folders; :func:`evalkit.merge.merge_shards` then builds the run
+:class:`~evalkit.pipeline.shard.Shard` of ``exp`` (the per-session stages, ``run_experiment(shard=…)``)
+and returns the finished shard folders; :func:`evalkit.pipeline.merge.merge_shards` then builds the run
 folder. ``local`` runs them one after the other in this process (each shard uses the stages' own
-process pools); ``ray`` runs them as Ray tasks (:mod:`evalkit.executor.ray`, extra ``evalkit[ray]``).
+process pools); ``ray`` runs them as Ray tasks (:mod:`evalkit.pipeline.executors.ray`, extra ``evalkit[ray]``).
 
 Settings come from ``[executor]`` (``kind``, ``address``, ``shards``, ``cpus_per_task``,
 ``max_retries``, ``work_dir``), which is left out of the config hash: where a run ran never
@@ -18,9 +18,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from evalkit.progress import log
-from evalkit.registry import Registry
-from evalkit.shard import Shard, all_shards
+from evalkit.common.progress import log
+from evalkit.common.registry import Registry
+from evalkit.pipeline.shard import Shard, all_shards
 
 EXECUTORS: Registry[Callable] = Registry("executor")
 
@@ -47,7 +47,7 @@ def settings_from(exp) -> dict:
 
 def get_executor(kind: str) -> Callable:
     if kind == "ray":
-        importlib.import_module("evalkit.executor.ray")
+        importlib.import_module("evalkit.pipeline.executors.ray")
     return EXECUTORS.get(kind)
 
 
@@ -55,7 +55,7 @@ def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: in
     """One shard in this process; a failed attempt is resumed (its call cache and finished stages
     are kept, so no completed model call is sent again and nothing is counted twice). ``warm``:
     read-only caches copied into the shard's own first (``evalkit run --warm-cache``)."""
-    from evalkit.run import run_experiment
+    from evalkit.pipeline.run import run_experiment
 
     if warm:
         from evalkit.models.backends import cache_path
@@ -92,8 +92,8 @@ def run_with_executor(
 
     With one shard on the local executor this is the ordinary run. ``warm``: read-only caches
     each shard copies into its own (paths every node can read). Returns the run's ``RunPaths``."""
-    from evalkit.merge import merge_shards
-    from evalkit.run import RunPaths, default_run_dir, run_experiment
+    from evalkit.pipeline.merge import merge_shards
+    from evalkit.pipeline.run import RunPaths, default_run_dir, run_experiment
 
     settings = {**settings_from(exp), "warm_cache": [os.path.abspath(w) for w in warm or ()]}
     kind = kind or settings["kind"]

@@ -14,9 +14,9 @@ import io
 import tarfile
 from pathlib import Path
 
-from evalkit.executor import EXECUTORS, run_shard_with_retries
-from evalkit.progress import log
-from evalkit.shard import MARKER, Shard
+from evalkit.common.progress import log
+from evalkit.pipeline.executors import EXECUTORS, run_shard_with_retries
+from evalkit.pipeline.shard import MARKER, Shard
 
 
 def _ray():

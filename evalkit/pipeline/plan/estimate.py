@@ -19,11 +19,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.config import SPENDING_KEYS, Experiment
+from evalkit.contracts.config import SPENDING_KEYS, Experiment
+from evalkit.contracts.session import Session, session_from_dict
 from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
-from evalkit.session import Session, session_from_dict
 
 if TYPE_CHECKING:
     from evalkit.facts import Facts
@@ -212,7 +212,7 @@ def _count_lines(path: Path) -> int:
 
 
 def _judge_params(exp: Experiment) -> dict | None:
-    from evalkit.probes.suite import find_suite
+    from evalkit.score.suite import find_suite
 
     suite = find_suite(exp.section("score")["suite"], exp.root)
     return next((dict(p) for n, p in suite.probes if n == "judge"), None)
@@ -247,9 +247,9 @@ def _judge_requests(
     """(arm, event number, answer request, judge request) per question the judge probe would ask;
     a session's facts from ``known`` when there, else computed."""
     from evalkit.facts import compute_facts
-    from evalkit.probes.base import ProbeInput, SessionView
-    from evalkit.probes.judge import select_questions
-    from evalkit.probes.judge_model import answer_request, judge_request
+    from evalkit.score.base import ProbeInput, SessionView
+    from evalkit.score.judge import select_questions
+    from evalkit.score.judge_model import answer_request, judge_request
 
     views = {s.id: SessionView(s, known.get(s.id) or compute_facts(s)) for s in sessions}
     for arm, evs in events.items():
@@ -271,10 +271,10 @@ def build_plan(
     answer_tokens: int | None = None,
 ) -> Plan:
     """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
+    from evalkit.common.tokens import get_counter
     from evalkit.models.client import build_client
     from evalkit.replay.candidates import check_arm
     from evalkit.replay.frontier import walk
-    from evalkit.tokens import get_counter
 
     replay, model = exp.section("replay"), exp.section("model")
     arms = list(replay["arms"])
@@ -444,7 +444,7 @@ def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
     """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
     (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
     actual calls. None when the backend is the offline stand-in (nothing to pay)."""
-    from evalkit.plan.table import write_plan
+    from evalkit.pipeline.plan.table import write_plan
 
     path = Path(run_dir) / "plan.json"
     if path.exists() or _offline(exp.section("model")):

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from evalkit.plan.estimate import STAGES, Line, Plan
+from evalkit.pipeline.plan.estimate import STAGES, Line, Plan
 
 
 def _n(x: float) -> str:

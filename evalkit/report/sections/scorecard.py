@@ -4,7 +4,7 @@ Reported the way the field now reports compaction (hermes-agent's compaction eva
 exam score next to the tokens it kept after compaction, the uncompacted ceiling as the 100%
 reference, per-question paired win/loss/tie counts against the baseline, and the exam's noise
 (the A/A arm's spread, and the binomial error of a k-question exam). The cadence and cost per
-compaction are in :mod:`evalkit.report.cadence`.
+compaction are in :mod:`evalkit.report.sections.cadence`.
 
 Scores are shares in 0..1 shown as %: the generated exam (``judge_offline_overall`` or
 ``judge_overall``, 0–5, divided by 5), the probe-bank exam (``exam_offline`` / ``exam``) and
@@ -222,7 +222,7 @@ def _budget_note(cal) -> list[str]:
 
 def section_scorecard(data: ReportData, out: Path) -> list[str]:
     """Table and plot of score vs tokens kept, paired win/loss/tie vs the baseline, exam noise."""
-    from evalkit.probes.judge_budget import load
+    from evalkit.score.judge_budget import load
 
     cal = load(data.run_dir)
     m = held_out(data.metrics, cal.calibration) if cal else data.metrics
