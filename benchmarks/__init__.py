@@ -1,6 +1,7 @@
 """Benchmarks: each registered function returns rows of (figure, value, unit).
 
-``make bench`` runs them all and prints one table. Benchmarks are never timed assertions in the
+``make bench`` (``python -m benchmarks [--only NAME] [--out FILE]`` from the repository root) runs
+them all and prints one table. Benchmarks are never timed assertions in the
 test suite; numbers quoted in issue notes come from here.
 """
 
@@ -32,7 +33,7 @@ MODULES = [
     "machine",  # first: the speed every later timing was taken at
     "corpus",
     "importers",
-    "probes",
+    "score",
     "report",
     "models",
     "stats",

@@ -1,4 +1,4 @@
-"""Core verbs: run, synth, validate, facts, candidates, report, bench (probes/score: commands.probes)."""
+"""Core verbs: run, synth, validate, facts, candidates, report (probes/score: cli.probes)."""
 
 from __future__ import annotations
 
@@ -136,16 +136,3 @@ def cmd_report(args) -> int:
 
     print(write_report(args.run, args.out))
     return 0
-
-
-def _bench_args(p):
-    p.add_argument("--only", help="run only benchmarks whose name contains this")
-    p.add_argument("--out", help="also write the table as JSON here")
-
-
-@command("bench", "run the project's benchmarks and print one table (figure, value, unit)")
-@arguments(_bench_args)
-def cmd_bench(args) -> int:
-    from benchmarks import run_benchmarks
-
-    return run_benchmarks(args.only, args.out)
