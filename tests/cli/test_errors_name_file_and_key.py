@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evalkit.cli import main
-
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
 
 def _error_lines(err: str) -> list[str]:

@@ -17,8 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalkit.cli import main
-
-from .hardening import tiny_corpus, toml_value, write_experiment
+from tests.support.runs import tiny_corpus, toml_value, write_experiment
 
 FUZZ = settings(
     max_examples=25,

@@ -8,8 +8,7 @@ import pandas as pd
 import pytest
 
 from evalkit.common.redact import redact_text
-
-from .hardening import evalkit, files_under, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, files_under, tiny_corpus, write_experiment
 
 KEY = "sk-planted-ENVKEY-0123456789abcdef"
 URL_PASS = "planted-URLPASS-4242"

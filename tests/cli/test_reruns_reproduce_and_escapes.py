@@ -16,11 +16,10 @@ import pytest
 
 from evalkit.corpus import read_sessions, write_sessions
 from evalkit.testing.serverlog import settled_log
+from tests.conftest import ROOT
+from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
-from .conftest import ROOT
-from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
-
-SCRIPT = ROOT / "tests" / "external_compactor.py"
+SCRIPT = ROOT / "tests" / "support" / "external_compactor.py"
 
 
 def _posts(log: Path) -> int:

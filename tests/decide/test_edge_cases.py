@@ -14,7 +14,7 @@ import pytest
 from evalkit.contracts.metrics import COLUMNS, normalize
 from evalkit.decide import decide, parse_rules
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def rules(min_effect=0.05, margin=0.02, **kw):
@@ -49,7 +49,8 @@ def paired_table(base: np.ndarray, cand: dict[str, np.ndarray], metric: str = "m
     return rows
 
 
-def test_1_many_arms_do_not_overflow():
+def test_many_arms_do_not_overflow():
+    """Issue #14, defect 1."""
     rng = np.random.default_rng(0)
     arms = {f"c{i:03d}": rng.normal(size=20) for i in range(130)}
     raw = rules(min_effect=0.0)
@@ -58,7 +59,8 @@ def test_1_many_arms_do_not_overflow():
     assert len(d["verdicts"]) == 130 and {v["verdict"] for v in d["verdicts"].values()} <= {"inconclusive", "drop", "ship"}
 
 
-def test_2_sparse_differences_do_not_ship():
+def test_sparse_differences_do_not_ship():
+    """Issue #14, defect 2."""
     # 4 of 200 sessions differ, all in the candidate's favour: the null chance is 2^-4 = 6.25%.
     base = np.zeros(200)
     cand = base.copy()
@@ -73,7 +75,8 @@ def test_2_sparse_differences_do_not_ship():
     assert d["verdicts"]["cand"]["metrics"]["m"]["p_value"] == pytest.approx(1 / 256)
 
 
-def test_3_identical_arms_are_untested_and_prompt_only_says_so():
+def test_identical_arms_are_untested_and_prompt_only_says_so():
+    """Issue #14, defect 3."""
     base = np.random.default_rng(1).normal(size=40)
     t = frame(paired_table(base, {"cand": base.copy()}))
     v = decide(t, parse_rules(rules(), "t"))["verdicts"]["cand"]
@@ -83,14 +86,16 @@ def test_3_identical_arms_are_untested_and_prompt_only_says_so():
     assert "prompt-only change; the offline stand-in cannot judge it" in v["reason"]
 
 
-def test_3_default_candidates_flag_prompt_only_changes():
+def test_default_candidates_flag_prompt_only_changes():
+    """Issue #14, defect 3."""
     from evalkit.decide.stage import prompt_only_arms
 
     check = prompt_only_arms("extractive")
     assert check is not None and check("short") and check("bridge+short") and not check("head-tail")
 
 
-def test_4_power_and_sessions_needed_test_against_the_min_effect():
+def test_power_and_sessions_needed_test_against_the_min_effect():
+    """Issue #14, defect 4."""
     rng = np.random.default_rng(2)
     base = rng.normal(size=40)
     cand = base + 0.3 + rng.normal(0, 0.2, size=40)
@@ -102,7 +107,8 @@ def test_4_power_and_sessions_needed_test_against_the_min_effect():
     assert m["mde"] > 0.3  # the MDE is an effect beyond the min effect
 
 
-def test_5_error_share_is_per_arm():
+def test_error_share_is_per_arm():
+    """Issue #14, defect 5."""
     base = np.random.default_rng(3).normal(size=100)
     rows = paired_table(base, {"cand": base + 1.0})
     cand_m = [i for i, r in enumerate(rows) if r[1] == "cand" and r[6] == "m"]
@@ -112,7 +118,8 @@ def test_5_error_share_is_per_arm():
     assert v["verdict"] == "untested" and "candidate arm 9/100" in v["reason"]
 
 
-def test_6_lost_sessions_are_a_candidate_failure():
+def test_lost_sessions_are_a_candidate_failure():
+    """Issue #14, defect 6."""
     base = np.random.default_rng(4).normal(size=60)
     cand = list(base + 1.0)
     for s in range(0, 60, 6):  # the candidate lost 10 of 60 sessions; it is far better on the rest
@@ -126,7 +133,8 @@ def test_6_lost_sessions_are_a_candidate_failure():
     assert v["verdict"] == "inconclusive" and "lost 1 sessions" in v["reason"]
 
 
-def test_7_non_finite_values_are_errors():
+def test_non_finite_values_are_errors():
+    """Issue #14, defect 7."""
     base = np.random.default_rng(5).normal(size=200)
     cand = base + 1.0
     cand[7] = np.inf
@@ -136,7 +144,8 @@ def test_7_non_finite_values_are_errors():
     assert v["metrics"]["m"]["estimate"] == pytest.approx(1.0)
 
 
-def test_8_many_success_tests_are_not_held_back_by_a_p_value_floor():
+def test_many_success_tests_are_not_held_back_by_a_p_value_floor():
+    """Issue #14, defect 8."""
     base = np.random.default_rng(6).normal(0, 0.1, size=20)
     arms = {f"c{i:02d}": base + 0.5 for i in range(30)}
     raw = rules()
@@ -145,7 +154,8 @@ def test_8_many_success_tests_are_not_held_back_by_a_p_value_floor():
     assert {v["verdict"] for v in d["verdicts"].values()} == {"ship"}
 
 
-def test_9_standard_error_cut_off_is_relative_to_the_metric_units():
+def test_standard_error_cut_off_is_relative_to_the_metric_units():
+    """Issue #14, defect 9."""
     rng = np.random.default_rng(7)
     base = rng.normal(0, 1e-13, size=40)  # e.g. a cost in millions of dollars per token
     cand = base + rng.normal(0, 1e-14, size=40)
@@ -155,7 +165,8 @@ def test_9_standard_error_cut_off_is_relative_to_the_metric_units():
     assert m["ci"][1] - m["ci"][0] > 1e-15
 
 
-def test_10_n_is_per_metric_and_a_thin_guardrail_does_not_untest():
+def test_n_is_per_metric_and_a_thin_guardrail_does_not_untest():
+    """Issue #14, defect 10."""
     rng = np.random.default_rng(8)
     base = rng.normal(size=60)
     rows = paired_table(base, {"cand": base + 1.0}, guard=False)
@@ -169,7 +180,8 @@ def test_10_n_is_per_metric_and_a_thin_guardrail_does_not_untest():
     assert v["metrics"]["m"]["n_sessions"] == 60 and v["metrics"]["g"]["n_sessions"] == 10
 
 
-def test_11_bca_is_not_offered_and_the_docs_say_why():
+def test_bca_is_not_offered_and_the_docs_say_why():
+    """Issue #14, defect 11."""
     base = np.random.default_rng(9).normal(size=40)
     d = decide(frame(paired_table(base, {"cand": base + 1.0})), parse_rules(rules(), "t"))
     m = d["verdicts"]["cand"]["metrics"]["m"]
@@ -201,7 +213,7 @@ def test_a_ship_needs_the_printed_t_interval_beyond_the_threshold():
     """Heavy-tailed differences where the exact sign-flip test at 0 rejects but the t interval still
     includes 0: the verdict is not ship (before, it shipped beside an interval [sign-flip] that the
     report printed while the clustered t interval crossed 0). decision.json names the printed interval."""
-    from tests.test_stats import AT_MARGIN
+    from tests.decide.test_stats import AT_MARGIN
 
     diffs = np.array(AT_MARGIN) + 0.1868
     base = np.linspace(1.0, 2.0, 20)

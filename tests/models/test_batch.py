@@ -18,9 +18,9 @@ from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
 from evalkit.replay.frontier import walk
 from evalkit.testing.serverlog import answered, settled_log
+from tests.pipeline.test_plan import write_config
 
 from .test_budget import _metrics
-from .test_plan import write_config
 
 ARMS = ("baseline", "head-tail")
 FAST = {"batch": True, "batch_poll_s": 0.05}

@@ -19,9 +19,8 @@ from evalkit.models.request import ChatRequest
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
 from evalkit.testing.serverlog import answered, settled_log
-
-from .hardening import verdict_script
-from .test_plan import write_config
+from tests.pipeline.test_plan import write_config
+from tests.support.runs import verdict_script
 
 
 def _metrics(run) -> pd.DataFrame:

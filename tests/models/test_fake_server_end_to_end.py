@@ -20,9 +20,8 @@ from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.cut import cut_keep_recent
 from evalkit.testing.faults import FAULTS, REFUSAL_TEXT
 from evalkit.testing.serverlog import answered, read_log, settled_log
-
-from .conftest import ROOT
-from .hardening import cache_keys, evalkit_cmd, tiny_corpus
+from tests.conftest import ROOT
+from tests.support.runs import cache_keys, evalkit_cmd, tiny_corpus
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
 # Faults the client retries; a cut-off answer ("length") is an error, not retried (test_truncated.py).

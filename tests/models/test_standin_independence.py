@@ -11,8 +11,7 @@ import pytest
 
 from evalkit.models.extractive import summarize
 from evalkit.models.request import ChatRequest
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 FORBIDDEN = (
     "evalkit.facts",

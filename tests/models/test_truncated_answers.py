@@ -11,8 +11,7 @@ import pytest
 
 from evalkit.testing.faults import FaultPlan
 from evalkit.testing.serverlog import answered, settled_log
-
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
 
 def _model(url: str, cache) -> dict:

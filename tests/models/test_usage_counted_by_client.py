@@ -8,8 +8,7 @@ import json
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-
-from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 @pytest.mark.slow

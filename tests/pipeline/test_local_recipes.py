@@ -12,9 +12,8 @@ import pytest
 
 from evalkit.contracts.config import load_experiment
 from evalkit.pipeline.run import run_experiment
-
-from .conftest import ROOT
-from .hardening import verdict_script
+from tests.conftest import ROOT
+from tests.support.runs import verdict_script
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .hardening import tiny_corpus, write_experiment
+from tests.support.runs import tiny_corpus, write_experiment
 
 
 def _children(pid: int) -> set[int]:

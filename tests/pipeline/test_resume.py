@@ -9,10 +9,10 @@ import sys
 import pandas as pd
 import pytest
 
-from .conftest import ROOT
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.conftest import ROOT
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
-SCRIPT = ROOT / "tests" / "external_compactor.py"
+SCRIPT = ROOT / "tests" / "support" / "external_compactor.py"
 
 
 def _run(exp, run, *extra):

@@ -13,8 +13,7 @@ from collections import Counter
 import pytest
 
 from evalkit.testing.serverlog import answered, settled_log
-
-from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 def _openai(url: str, **kw) -> dict:

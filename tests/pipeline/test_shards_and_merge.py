@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.cli import main
-
-from .hardening import cache_keys, evalkit_cmd, verdict_script
+from tests.support.runs import cache_keys, evalkit_cmd, verdict_script
 
 TINY = """name = "tiny"
 seed = {seed}

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from .hardening import cache_keys, evalkit, evalkit_cmd, tiny_corpus, write_experiment
+from tests.support.runs import cache_keys, evalkit, evalkit_cmd, tiny_corpus, write_experiment
 
 
 def _free_port() -> int:

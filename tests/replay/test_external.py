@@ -10,9 +10,9 @@ import pytest
 from evalkit.contracts.event import resolve_context
 from evalkit.replay import ReplaySettings, replay_session
 from evalkit.replay.external import ExternalError, external_policy
-from tests.replay_sessions import Builder, filler_turns
+from tests.support.replay_sessions import Builder, filler_turns
 
-SCRIPT = Path(__file__).with_name("external_compactor.py")
+SCRIPT = Path(__file__).parents[1] / "support" / "external_compactor.py"
 MODEL = {"backend": "extractive", "model": "extractive-v1"}
 SMALL = ReplaySettings(window=6_000, reserve=1_000, keep_recent=800, external_timeout=2)
 

@@ -14,8 +14,7 @@ from evalkit.pipeline.plan import build_plan
 from evalkit.replay import replay_corpus
 from evalkit.replay.prompt import PREFIX_SYSTEM, SYSTEM_PROMPT
 from evalkit.replay.requests import resolve_request
-
-from .test_plan import ECHO_TOKENS, write_config
+from tests.pipeline.test_plan import ECHO_TOKENS, write_config
 
 ARMS = ("baseline", "state-sections", "short")
 

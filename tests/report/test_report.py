@@ -367,7 +367,7 @@ def test_compare_shows_changed_verdicts_and_effects(run_dir, tmp_path, capsys):
 
 
 def test_readme_load_run_example_runs(run_dir):
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = re.search(r"## Reading a run from Python\n\n```python\n(.*?)```", readme, re.S).group(1)
     assert len(block.strip().splitlines()) == 5
     scope: dict = {}

@@ -12,7 +12,7 @@ from evalkit import load_run
 from evalkit.cli import main
 from evalkit.score.banks import BankError, load_bank, parse_bank, to_evalkit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SID = "12a546d1-83a7-49a6-abba-5400db340b43"
 HERMES_BANK = ROOT / "probes" / "banks" / f"{SID}.probes.json"
 TRANSCRIPT = f"claude-code/daaain-claude-code-log/-Users-dain-workspace-claude-code-log-sample__{SID}.jsonl"

@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from evalkit.score import PROBES
-
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
 STRUCTURAL = {"over_limit", "lost_chars", "truncated_chars", "tool_pairs_valid"}  # the context itself
 # The cadence probe measures the compaction cycle itself (what it freed, what its calls cost, how

@@ -13,8 +13,7 @@ from evalkit.common.tokens import message_tokens
 from evalkit.contracts.session import tool_pairs_valid
 from evalkit.corpus import write_sessions
 from evalkit.corpus.synth import generate_session
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 SUITE = ROOT / "probes" / "default.toml"
 
