@@ -129,7 +129,7 @@ def ceiling_sweep(
 
     Scored in a scratch folder holding only the ceiling arm's events of those sessions, beside the
     run's corpus (its pinned questions), so the run's metrics are untouched."""
-    from evalkit.report.sections.scorecard import arm_summary
+    from evalkit.contracts.metrics_sessions import arm_summary
     from evalkit.score.stage import score_run
 
     run = Path(run_dir)

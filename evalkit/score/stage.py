@@ -22,8 +22,8 @@ import pyarrow as pa
 from evalkit.common.progress import log, track
 from evalkit.common.workers import worker_pool
 from evalkit.contracts.event import Event, events_path
-from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
-from evalkit.contracts.metrics_stream import ArmSpill
+from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
+from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
 from evalkit.contracts.session import session_from_dict
 from evalkit.corpus import QUESTIONS, Span, index_jsonl, read_span
 from evalkit.facts import compute_facts, facts_from_dict
