@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.cli.memory import release_freed, use_system_allocator
+from evalkit import pipeline
 from evalkit.common.progress import log
 from evalkit.common.redact import redact_text, redact_value
 from evalkit.contracts.config import Experiment
@@ -279,14 +279,13 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
 
 
 def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
-    use_system_allocator()  # before any stage allocates (evalkit.cli.memory)
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
     def timed(name, fn, *args):
         start = time.perf_counter()
         out = fn(*args)
-        release_freed()  # the next stage's peak must not stand on this one's freed pages
+        pipeline.between_stages()
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 
