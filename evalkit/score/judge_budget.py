@@ -173,7 +173,7 @@ def calibrate(
 ) -> tuple[Calibration, Suite]:
     """Choose the budget by the rule, write ``judge-budget.json``; returns it and the suite to
     score the run with."""
-    from evalkit.corpus import index_jsonl
+    from evalkit.common.files import index_jsonl
 
     run = Path(run_dir)
     parts = split(index_jsonl(run / "corpus" / "sessions.jsonl", "id").keys())
