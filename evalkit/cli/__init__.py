@@ -7,6 +7,7 @@ import sqlite3
 import sys
 
 from evalkit.cli.commands import COMMANDS, load_all, terminal_safe
+from evalkit.common.progress import log_to_stderr
 from evalkit.common.redact import redact_text
 from evalkit.contracts.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
 from evalkit.models.backends import EndpointUnusable
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    log_to_stderr()  # the library logs stage lines; the command prints them, one per stage
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_handler", None):
