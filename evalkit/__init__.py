@@ -5,6 +5,8 @@ breaking users; plugin docs import only from ``evalkit``). Names are loaded on f
 ``import evalkit`` loads no stage:
 
 - running and reading experiments: :func:`load_experiment`, :func:`run_experiment`, :func:`load_run`;
+- corpora: :func:`read_sessions`, and a corpus as a Hugging Face dataset and back
+  (:func:`to_dataset`, :func:`from_dataset`);
 - the candidate seam: :class:`Policy` (a candidate is a function ``Policy -> Policy``);
 - the registries and their decorators: :data:`CANDIDATES` / :func:`candidate`, :data:`PROBES` /
   :func:`probe`, :data:`BACKENDS`, :data:`AGENTS`, :data:`IMPORTERS` / :func:`importer`,
@@ -25,6 +27,9 @@ _API = {
     "Experiment": "evalkit.contracts.config:Experiment",
     "run_experiment": "evalkit.pipeline.run:run_experiment",
     "Policy": "evalkit.replay.compactor:Policy",
+    "read_sessions": "evalkit.corpus.io:read_sessions",
+    "to_dataset": "evalkit.corpus.dataset:to_dataset",
+    "from_dataset": "evalkit.corpus.dataset:from_dataset",
     "CANDIDATES": "evalkit.replay.candidates:ARMS",
     "candidate": "evalkit.replay.candidates:arm",
     "PROBES": "evalkit.score.base:PROBES",
