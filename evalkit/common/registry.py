@@ -66,7 +66,10 @@ class Registry(Generic[T]):
         if ref is None or name in self._entries:
             return
         module, _, attr = ref.partition(":")
-        obj = getattr(importlib.import_module(module), attr)
+        loaded = importlib.import_module(module)
+        if name in self._entries:  # its decorator (or register call) ran on import
+            return
+        obj = getattr(loaded, attr)
         if name not in self._entries:  # defined without the registry's decorator
             desc = (getattr(obj, "__doc__", None) or "").strip().splitlines()
             self.add(name, obj, desc[0] if desc else ref)
