@@ -11,6 +11,7 @@ import pytest
 from evalkit import load_run
 from evalkit.cli import main
 from evalkit.probes.banks import BankError, load_bank, parse_bank, to_evalkit
+from evalkit.probes.factmatch import Fact
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "12a546d1-83a7-49a6-abba-5400db340b43"
@@ -23,7 +24,7 @@ def test_hermes_bank_reads_unchanged_and_names_its_session_from_the_file():
     assert len(qs) == 8 and {q.session for q in qs} == {SID}
     assert {q.kind for q in qs} == {"recall", "artifact", "continuation", "decision"}
     first = qs[0]
-    assert first.id == "deleted-module" and first.bank == SID and "renderer.py" in first.expected_facts
+    assert first.id == "deleted-module" and first.bank == SID and Fact(("renderer.py",)) in first.expected_facts
     # Round trip through evalkit's own format keeps every question.
     again = parse_bank(to_evalkit(qs), f"{SID}.json")
     assert [(q.id, q.session, q.kind, q.expected_facts) for q in again] == [
