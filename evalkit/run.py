@@ -141,11 +141,9 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
 
 def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
     from evalkit.probes import score_run
-    from evalkit.probes.banks import load_banks, save_run_banks
     from evalkit.probes.suite import find_suite
 
-    if exp.section("score").get("banks"):
-        save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
+    stage_banks(exp, paths)
 
     from evalkit.probes import judge_budget
 
@@ -165,6 +163,15 @@ def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
         run_id=f"{exp.name}-{exp.hash[:8]}",
         suite=suite,
     )
+
+
+def stage_banks(exp: Experiment, paths: RunPaths) -> str | None:
+    """Check and pin the experiment's probe banks (None without banks): before replay, so a
+    mistyped glob or a bank about no session of the corpus fails before any model call."""
+    from evalkit.probes.banks import pin_banks
+
+    patterns = exp.section("score").get("banks")
+    return pin_banks(list(patterns), exp.root, paths.root) if patterns else None
 
 
 def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
@@ -325,6 +332,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
+    banks = stage_banks(exp, paths)  # before replay: a bad bank fails before any summarizer call
     from evalkit.events import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
@@ -345,6 +353,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "corpus": completion.fingerprint(corpus_out[0]),
         "events": completion.files(paths.root, events_out),
         "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+        **({"banks": banks} if banks else {}),  # the pinned questions: an edited bank is graded again
     }
     if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths, shard)

@@ -186,6 +186,32 @@ def load_banks(patterns: list[str], root: Path | None = None) -> dict[str, list[
     return by_session
 
 
+def pin_banks(patterns: list[str], root: Path | None, run_dir: str | os.PathLike) -> str:
+    """Check a run's banks against its corpus and pin them (``corpus/banks.json``), before replay.
+
+    A glob matching nothing, an unreadable or invalid bank, or banks none of whose sessions is in
+    the corpus raise :class:`BankError` (a typo must fail before any summarizer call). A bank
+    session missing from the corpus (a ``--sessions`` subset) is said on stderr with the count of
+    its questions skipped. Returns the pinned questions' hash, an input of the score stage's
+    completion marker (:func:`bank_hash`): an edited bank is graded again on ``--resume``."""
+    from evalkit.corpus import index_jsonl
+    from evalkit.progress import log
+
+    by_session = load_banks(patterns, root)
+    ids = set(index_jsonl(Path(run_dir) / "corpus" / "sessions.jsonl", "id"))
+    missing = {sid: len(qs) for sid, qs in by_session.items() if sid not in ids}
+    if by_session and len(missing) == len(by_session):
+        raise BankError(
+            f"[score] banks: no question names a session of the corpus (sessions asked about: "
+            f"{', '.join(sorted(missing))}); `evalkit import` prints the corpus's session ids"
+        )
+    for sid, n in sorted(missing.items()):
+        log(f"banks: session {sid!r} is not in the corpus: its {n} question(s) skipped")
+    kept = {sid: qs for sid, qs in by_session.items() if sid in ids}
+    save_run_banks(run_dir, kept)
+    return bank_hash(kept)
+
+
 def to_evalkit(questions: list[BankQuestion]) -> dict[str, Any]:
     """A bank in evalkit's own format (what ``evalkit probes import`` writes)."""
     rows = []

@@ -132,3 +132,41 @@ def exam_of(metric: str) -> str | None:
                 return None  # the recovery arm's cost, not a grade
             return exam
     return None
+
+
+def nothing_to_judge(run_dir) -> str | None:
+    """Why a finished run has nothing to judge (no arm compacted any session), or None.
+
+    No compaction means no exam question was asked and no verdict can be drawn: the run says
+    why (the trigger and the largest session against it) and exits with the gate's code for an
+    empty result set (``docs/rules.md``: exit 1)."""
+    import json
+    from pathlib import Path
+
+    run = Path(run_dir)
+    events = sorted((run / "events").glob("*.jsonl"))
+    if any(p.stat().st_size for p in events):
+        return None
+    cfg = (
+        json.loads((run / "config.json").read_text()).get("config", {})
+        if (run / "config.json").is_file()
+        else {}
+    )
+    rp = cfg.get("replay", {})
+    trigger = rp.get("trigger", "tokens")
+    manifest = run / "corpus" / "manifest.json"
+    sessions = json.loads(manifest.read_text()).get("sessions", []) if manifest.is_file() else []
+    most_msgs = max((int(s.get("messages", 0)) for s in sessions), default=0)
+    most_tokens = max((-(-int(s.get("bytes", 0)) // 4) for s in sessions), default=0)
+    if trigger == "tokens":
+        limit = int(rp.get("window", 200_000)) - int(rp.get("reserve", 16_384))
+        size = f"the threshold is {limit:,} tokens (window - reserve); the largest session is about {most_tokens:,} tokens"
+    elif trigger == "messages":
+        size = f"the threshold is {rp.get('max_messages', 40)} messages; the largest session has {most_msgs}"
+    else:
+        size = f"the largest session has {most_msgs} messages"
+    return (
+        f"nothing to judge: no arm compacted any of the {len(sessions)} session(s) under trigger = {trigger!r} "
+        f'({size}), so no exam question was asked. Lower the threshold, or use trigger = "once" '
+        "(compact exactly once, at replay.once_at of each session)."
+    )

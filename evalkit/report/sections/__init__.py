@@ -18,6 +18,7 @@ from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.health import section_health
 from evalkit.report.markdown import heading_anchor
+from evalkit.report.sections.bank_questions import section_bank_questions
 from evalkit.report.sections.caveats import section_caveats
 from evalkit.report.sections.common import continuation_manifest, is_standin
 from evalkit.report.sections.compounding import section_compounding
@@ -66,6 +67,7 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
     ("Scorecard: exam score vs tokens kept", _scorecard.section_scorecard),
+    ("Bank questions", section_bank_questions),
     ("Cadence and cost per compaction", section_cadence),
     ("Noise floor", section_noise),
     ("Cost: planned vs actual", section_cost),
