@@ -13,16 +13,16 @@ import pytest
 from evalkit.cli import EXIT_GATE_FAILED, main
 from evalkit.facts import compute_facts
 from evalkit.models.extractive import LABEL as EXTRACTIVE_LABEL
-from evalkit.probes import ProbeInput, SessionView
-from evalkit.probes.banks import BankError, bank, grade_text, parse_bank, pin_banks
-from evalkit.probes.examcheck import check_exam, exam_of, question_means
-from evalkit.probes.factmatch import Fact, stated, strip_harness
-from evalkit.probes.score import ScoreContext
 from evalkit.replay.candidates import BRIDGE
 from evalkit.replay.engine import replay_session
 from evalkit.replay.settings import ReplaySettings
 from evalkit.replay.splice import SPLICE_PREFIX
-from evalkit.report.scorecard import unpaired, win_loss_tie
+from evalkit.report.sections.scorecard import unpaired, win_loss_tie
+from evalkit.score import ProbeInput, SessionView
+from evalkit.score.banks import BankError, bank, grade_text, parse_bank, pin_banks
+from evalkit.score.examcheck import check_exam, exam_of, question_means
+from evalkit.score.factmatch import Fact, stated, strip_harness
+from evalkit.score.stage import ScoreContext
 from tests.probe_helpers import Builder, event
 
 
@@ -136,7 +136,7 @@ def test_hermes_bank_files_load_unchanged(tmp_path):
     p.write_text(
         json.dumps({"probes": [{"id": "x", "type": "recall", "question": "?", "expected_facts": ["a", "b"]}]})
     )
-    from evalkit.probes.banks import load_bank
+    from evalkit.score.banks import load_bank
 
     (qq,) = load_bank(p)
     assert qq.session == "abc" and qq.expected_facts == (Fact(("a",)), Fact(("b",)))
@@ -235,7 +235,7 @@ def test_exam_metrics_map_to_their_exam_and_search_tokens_do_not():
 
 
 def test_a_verdict_resting_on_an_unusable_exam_is_untested(tmp_path):
-    from evalkit.health import annotate_decision, verdict_notes
+    from evalkit.decide.health import annotate_decision, verdict_notes
 
     exams = {"generated exam": {"exam": "generated exam", "usable": False, "reason": "unusable: numbers"}}
     cfg = {"rules": {"candidates": {"recover": {"success": ["judge_offline_overall"]}}}}
@@ -317,8 +317,8 @@ def test_the_recovery_search_finds_what_the_compaction_removed_and_is_charged(tm
 def test_the_recovery_arm_runs_against_the_fake_server_with_the_model_choosing_the_query(fake_server):
     """Real HTTP: the answering model is asked for a query (purpose "search"), the lexical search
     runs with it, the answer call carries what it found, and its tokens are charged."""
-    from evalkit.models.faults import Rule
-    from evalkit.models.serverlog import settled_log
+    from evalkit.testing.faults import Rule
+    from evalkit.testing.serverlog import settled_log
 
     s, qs = recovery_case()
     grades = json.dumps(
@@ -358,7 +358,7 @@ def test_the_recovery_arm_replays_and_scores_offline(tmp_path):
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
     evs = [json.loads(x) for x in (tmp_path / "r" / "events" / "recover.jsonl").read_text().splitlines()]
     assert evs and all(e["meta"]["recovery"] == {"searches": 1} for e in evs)
-    from evalkit.metrics import read_metrics
+    from evalkit.contracts.metrics import read_metrics
 
     m = read_metrics(tmp_path / "r" / "metrics.parquet")
     spent = m[(m["metric"] == "judge_search_tokens") & (m["arm"] == "recover")]["value"]

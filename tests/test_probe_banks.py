@@ -10,8 +10,8 @@ import pytest
 
 from evalkit import load_run
 from evalkit.cli import main
-from evalkit.probes.banks import BankError, load_bank, parse_bank, to_evalkit
-from evalkit.probes.factmatch import Fact
+from evalkit.score.banks import BankError, load_bank, parse_bank, to_evalkit
+from evalkit.score.factmatch import Fact
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "12a546d1-83a7-49a6-abba-5400db340b43"

@@ -13,16 +13,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import reduce
 
-from evalkit.events import mask_outputs
-from evalkit.registry import Registry
+from evalkit.common.registry import Registry
+from evalkit.common.tokens import get_counter
+from evalkit.contracts.event import mask_outputs
+from evalkit.contracts.session import message_chars
 from evalkit.replay.compactor import Policy
 from evalkit.replay.cut import snap_to_assistant
 from evalkit.replay.job import CARRY_FILES_META, SUMMARY_META, Outcome, Pass, is_made
 from evalkit.replay.prompt import TEMPLATE
 from evalkit.replay.source import stub_if_empty
 from evalkit.replay.validator import repair
-from evalkit.session import message_chars
-from evalkit.tokens import get_counter
 
 Candidate = Callable[[Policy], Policy]
 ARMS: Registry[Candidate] = Registry("candidate")
@@ -452,7 +452,7 @@ def no_history(p: Policy) -> Policy:
 
 def with_recovery(p: Policy) -> Policy:
     """The arm's own compaction, its events marked so the answerer may make one search over the
-    removed region (:mod:`evalkit.probes.recovery` documents the tool call and its charge)."""
+    removed region (:mod:`evalkit.score.recovery` documents the tool call and its charge)."""
     from evalkit.replay.compactor import run_pipeline
 
     inner = p.compact
