@@ -23,6 +23,7 @@ from evalkit.score.banks import BankError, bank, grade_text, parse_bank, pin_ban
 from evalkit.score.examcheck import check_exam, exam_of, question_means
 from evalkit.score.factmatch import Fact, stated, strip_harness
 from evalkit.score.stage import ScoreContext
+from tests.conftest import ROOT
 from tests.probe_helpers import Builder, event
 
 
@@ -484,3 +485,60 @@ def test_the_report_lists_each_bank_question_with_each_arms_grade_and_collapses_
     assert re.search(
         rf"\| `{sid}/long` \| recall \| \? \| one two three four five six seven \| n/g \| n/g \|", rest
     )
+
+
+def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
+    tmp_path, transcripts, fake_server, monkeypatch
+):
+    """End to end over real HTTP: the summarizer, the search query, the answers and the judge are
+    all calls to the fake server; the recovery arm's bank rows carry its search tokens."""
+    from evalkit.testing.faults import Rule
+    from evalkit.testing.serverlog import settled_log
+
+    sid = "12a546d1-83a7-49a6-abba-5400db340b43"
+    corpus = tmp_path / "corpus"
+    src = next((transcripts / "claude-code" / "daaain-claude-code-log").glob(f"*{sid}.jsonl"))
+    assert main(["import", "auto", str(src), "--out", str(corpus)]) == 0
+    grades = json.dumps(
+        dict.fromkeys(
+            (
+                "accuracy",
+                "context_awareness",
+                "artifact_trail",
+                "completeness",
+                "continuity",
+                "instruction_following",
+            ),
+            3,
+        )
+        | {"rationale": "ok"}
+    )
+    srv = fake_server(
+        script=[
+            Rule(reply="failing browser test", match="You may search them once"),
+            Rule(reply=grades, match="expected_facts"),
+        ]
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    bank_src = (ROOT / "probes" / "banks" / f"{sid}.probes.json").as_posix()
+    cfg = run_cfg(
+        tmp_path,
+        ["baseline", "recover"],
+        extra='trigger = "once"\nkeep_messages = 6\n'
+        f'[model]\nbackend = "openai"\nmodel = "m"\nbase_url = "{srv.url}"\nmax_retries = 0\n'
+        f'[score]\nbanks = ["{bank_src}"]\n',
+        corpus=corpus,
+    )
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
+    from evalkit.contracts.metrics import read_metrics
+
+    m = read_metrics(tmp_path / "r" / "metrics.parquet")
+    spent = m[m["metric"] == "exam_search_tokens"]
+    assert set(spent["arm"]) == {"recover"} and (spent["value"] > 0).all()
+    exam = m[(m["metric"] == "exam") & m["error"].isna()].groupby("arm")["value"].mean()
+    assert exam["recover"] == exam["baseline"] == pytest.approx(0.6)  # the scripted judge: 3 / 5
+    purposes = [e.get("purpose") for e in settled_log(srv.log_path) if e.get("key")]
+    # one query per question the recovery arm was asked: the 8 of the bank and the generated exam's
+    judged = int(((m["arm"] == "recover") & m["metric"].str.startswith("judge_q:")).sum())
+    assert judged > 0 and purposes.count("search") == 8 + judged
+    assert purposes.count("summarize") >= 1
