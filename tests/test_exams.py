@@ -270,11 +270,19 @@ def test_the_default_report_shows_each_exams_check_and_no_hand_written_artefact_
     sc = md.split("## Scorecard: exam score vs tokens kept")[1].split("\n## ")[0]
     assert "artefact" not in md and "Does each exam tell the ceiling" in sc
     assert "- **generated exam**: " + gen["reason"] in sc
+    hs = md.split("## Metric health")[1].split("\n## ")[0]
+    usable = "yes" if gen["usable"] else "**no**"
+    assert "**Exams: does the ceiling beat the floor?**" in hs and f"| generated exam | {usable} |" in hs
+    assert "| bank exam | n/a | not asked in this run |" in hs
     assert "| `no-history` (floor) |" in sc and "| `uncompacted` (ceiling) |" in sc
     # the recovery arm: placed on the scorecard, charged its search
     assert re.search(r"\| `recover` \| [\d,]+ \+ [\d,]+ search \|", sc)
     decision = json.loads((tmp_path / "r" / "decision.json").read_text())
     assert "uncompacted" not in decision["verdicts"] and "no-history" not in decision["verdicts"]
+    # recover's verdict rests on the generated exam: untested whenever that exam is unusable
+    if not gen["usable"]:
+        assert decision["verdicts"]["recover"]["verdict"] == "untested"
+        assert "unusable exam (generated exam)" in decision["verdicts"]["recover"]["reason"]
 
 
 # -- 4. the recovery arm ----------------------------------------------------------------------

@@ -215,8 +215,20 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
 
 def stage_health(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide.health import check_run
+    from evalkit.decide.rules import resolve_rules
 
-    return check_run(paths.root, exp.config)
+    # The rules the decide stage will use (the experiment's, else pyproject's): a verdict resting on
+    # an unhealthy metric or an unusable exam is noted even when the experiment states no [rules].
+    rules = resolve_rules(exp.section("rules"), exp.root)
+    arms = list(exp.section("replay").get("arms", []))
+    cands = {a: r for a in arms if (r := rules.for_candidate(a)) is not None}
+    resolved = {
+        "alpha": rules.alpha,
+        "baseline": rules.baseline,
+        "guardrails": list(rules.guardrails),
+        "candidates": {a: {"success": list(r.success)} for a, r in cands.items()},
+    }
+    return check_run(paths.root, {**exp.config, "rules": resolved})
 
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
