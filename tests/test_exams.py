@@ -132,6 +132,13 @@ def test_a_sentence_fact_is_not_gradable_by_the_lexical_check_and_never_scores_z
     assert grade_text(qs[1], long_fact) is None
 
 
+@pytest.mark.parametrize("fact", ["correct", "No", "approved"])
+def test_a_one_word_verdict_is_not_gradable_by_the_lexical_check(fact):
+    """A reviewer's verdict "correct" would be found in a PR title that uses the word."""
+    assert not Fact((fact,)).gradable() and grade_text(q(fact), "fix: correct the PR title") is None
+    assert Fact(("correct_horse",)).gradable()
+
+
 def test_hermes_bank_files_load_unchanged(tmp_path):
     p = tmp_path / "abc.probes.json"
     p.write_text(

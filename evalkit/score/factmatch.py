@@ -12,8 +12,9 @@ is matched as a phrase on word and number boundaries, case- and whitespace-folde
   (:func:`strip_harness`).
 
 A fact longer than :data:`MAX_WORDS` words is a sentence a lexical check cannot read (it would
-need the same wording); a question holding one is *not gradable* by the lexical check and is
-counted apart, never scored 0. With a model judge the same question is judged by the model.
+need the same wording), and a one-word verdict ("correct", "no") is in any context that uses the
+word; a question holding either is *not gradable* by the lexical check and is counted apart, never
+scored 0. With a model judge the same question is judged by the model.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from typing import Any
 
 LABEL = "lexical check (facts matched on word and number boundaries: not a model)"
 MAX_WORDS = 6
+# A verdict given as one word ("correct", "no") is in any context that uses the word (a PR title, a
+# banner): only a reader of the answer can grade it, so the lexical check does not.
+_VERDICTS = "yes no true false correct incorrect right wrong ok okay approved rejected done pass fail passed failed none"
+VERDICT_WORDS = frozenset(_VERDICTS.split())
 
 # A number as written in prose or output: "4283", "4,283", "3.5" (bounded, so "4283" is one number).
 _NUMBER = re.compile(
@@ -43,8 +48,11 @@ class Fact:
         return self.alternatives[0] if len(self.alternatives) == 1 else " | ".join(self.alternatives)
 
     def gradable(self) -> bool:
-        """Short enough for a lexical check: every alternative at most :data:`MAX_WORDS` words."""
-        return all(len(a.split()) <= MAX_WORDS for a in self.alternatives)
+        """Readable by a lexical check: every alternative at most :data:`MAX_WORDS` words, and not
+        a one-word verdict (:data:`VERDICT_WORDS`)."""
+        return all(
+            len(a.split()) <= MAX_WORDS and a.strip().lower() not in VERDICT_WORDS for a in self.alternatives
+        )
 
 
 def parse_fact(raw: Any, where: str) -> Fact:
