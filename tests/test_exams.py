@@ -22,6 +22,7 @@ from evalkit.score import ProbeInput, SessionView
 from evalkit.score.banks import BankError, bank, grade_text, parse_bank, pin_banks
 from evalkit.score.examcheck import check_exam, exam_of, question_means
 from evalkit.score.factmatch import Fact, stated, strip_harness
+from evalkit.score.judge_model import DIMENSIONS
 from evalkit.score.stage import ScoreContext
 from tests.conftest import ROOT
 from tests.probe_helpers import Builder, event
@@ -292,6 +293,11 @@ def test_the_default_report_shows_each_exams_check_and_no_hand_written_artefact_
         assert "unusable exam (generated exam)" in decision["verdicts"]["recover"]["reason"]
 
 
+def verdict(score: int) -> str:
+    """A judge's reply scoring every dimension ``score``."""
+    return json.dumps({**dict.fromkeys(DIMENSIONS, score), "rationale": "ok"})
+
+
 # -- 4. the recovery arm ----------------------------------------------------------------------
 
 
@@ -337,20 +343,7 @@ def test_the_recovery_arm_runs_against_the_fake_server_with_the_model_choosing_t
     from evalkit.testing.serverlog import settled_log
 
     s, qs = recovery_case()
-    grades = json.dumps(
-        {
-            d: 5
-            for d in (
-                "accuracy",
-                "context_awareness",
-                "artifact_trail",
-                "completeness",
-                "continuity",
-                "instruction_following",
-            )
-        }
-        | {"rationale": "ok"}
-    )
+    grades = verdict(5)
     srv = fake_server(
         script=[
             Rule(reply="KeyError login test", match="You may search them once"),
@@ -514,20 +507,7 @@ def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
     corpus = tmp_path / "corpus"
     src = next((transcripts / "claude-code" / "daaain-claude-code-log").glob(f"*{sid}.jsonl"))
     assert main(["import", "auto", str(src), "--out", str(corpus)]) == 0
-    grades = json.dumps(
-        dict.fromkeys(
-            (
-                "accuracy",
-                "context_awareness",
-                "artifact_trail",
-                "completeness",
-                "continuity",
-                "instruction_following",
-            ),
-            3,
-        )
-        | {"rationale": "ok"}
-    )
+    grades = verdict(3)
     srv = fake_server(
         script=[
             Rule(reply="failing browser test", match="You may search them once"),
