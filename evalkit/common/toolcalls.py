@@ -10,7 +10,7 @@ arguments keep the command or the path, how two spellings of one command compare
 sits beside :mod:`evalkit.contracts.session` rather than in :mod:`evalkit.facts`: the ground truth and the
 offline stand-ins (the heuristic agent, through the continuation recording) both read tool calls
 with it, and neither's judgement (tallies, constraints, failures and fixes; what a context shows)
-lives here (``tests/test_independence.py``).
+lives here (``tests/models/test_standin_independence.py``).
 """
 
 from __future__ import annotations
