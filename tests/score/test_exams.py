@@ -25,7 +25,7 @@ from evalkit.score.factmatch import Fact, stated, strip_harness
 from evalkit.score.judge_model import DIMENSIONS
 from evalkit.score.stage import ScoreContext
 from tests.conftest import ROOT
-from tests.probe_helpers import Builder, event
+from tests.support.probe_sessions import Builder, event
 
 
 def q(*facts, lexical=True):
