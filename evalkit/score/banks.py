@@ -10,11 +10,12 @@ A bank is a JSON file of questions about named sessions. Two shapes are read unc
   hermes names them, by the file name before ``.probes.json``.
 
 ``[score] banks = ["probes/banks/*.json"]`` loads them for a run; the ``bank`` probe asks each
-question at every compaction event of its session where it is current and grades it like the
-judge does: the offline grader (share of expected facts retrievable from the context, metrics
-``exam_offline*``) or the run's model as answerer and judge (``exam*``, 0–1 = overall / 5). Each
-question's grade is also a row of its own (``exam_offline_q:<bank>/<id>``), so per-question
-results reach the metrics table and the paired win/loss/tie count of the scorecard.
+question at every compaction event of its session where it is current and grades it: offline by
+the lexical check (:mod:`evalkit.score.factmatch`: the share of required facts the context states on
+word and number boundaries, harness text removed; metrics ``exam_offline*``), or with the run's model
+as answerer and judge (``exam*``, 0–1 = overall / 5). Each question's grade is also a row of its own
+(``exam_offline_q:<bank>/<id>@<message>``, the point it was asked at), so per-question results reach
+the metrics table and the scorecard pairs arms on the same question at the same point.
 """
 
 from __future__ import annotations

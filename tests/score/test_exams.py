@@ -486,6 +486,8 @@ def test_the_report_lists_each_bank_question_with_each_arms_grade_and_collapses_
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
     md = (tmp_path / "r" / "report" / "report.md").read_text()
     sec = md.split("## Bank questions")[1].split("\n## ")[0]
+    assert "graded by the lexical check (facts matched on word and number boundaries: not a model)" in sec
+    assert "bank exam (`exam_offline`, lexical check)" in md  # the scorecard labels it too
     assert "| question | kind | asked | expected facts | `baseline` | `uncompacted` |" in sec
     first, rest = sec.split("<details><summary>6 more question(s)</summary>")
     assert first.count(f"| `{sid}/q") == 20 and "</details>" in rest

@@ -65,10 +65,17 @@ def section_bank_questions(data: ReportData, out: Path) -> list[str]:
     header, rows = question_table(data)
     if not rows:
         return ["No probe bank in this run (`[score] banks` in the experiment adds one)."]
+    m = data.metrics
+    offline = bool(len(m)) and m["metric"].str.startswith("exam_offline_q:").any()
+    grader = (
+        "graded by the lexical check (facts matched on word and number boundaries: not a model)"
+        if offline
+        else "graded by the run's model judge"
+    )
     lines = [
-        "Each hand-written bank question with each arm's grade (% of its expected facts; mean over the "
-        "events where it was asked). n/g: the lexical check cannot read one of its facts (a model judge "
-        "can); –: the arm was never asked it.",
+        f"Each hand-written bank question with each arm's grade (% of its expected facts, {grader}; mean "
+        "over the events where it was asked). n/g: the lexical check cannot read one of its facts (a model "
+        "judge can); –: the arm was never asked it.",
         "",
         table(header, rows[:FIRST_SCREEN]),
         "",

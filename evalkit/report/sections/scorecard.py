@@ -261,7 +261,11 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     header = [
         "arm",
         "tokens kept",
-        *[f"{label} (`{metric}`)" for label, metric, _ in scores],
+        # the bank exam graded offline is a lexical check (evalkit.score.factmatch), not a model's grade
+        *[
+            f"{label} (`{metric}`{', lexical check' if metric.startswith('exam_offline') else ''})"
+            for label, metric, _ in scores
+        ],
         "sessions (per score)",
     ]
     rows = []
