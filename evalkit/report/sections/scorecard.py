@@ -344,7 +344,7 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
             "its grade averaged over the events where it was asked). Exam noise: " + "; ".join(noise) + ".",
             "",
             table(
-                ["arm", "vs baseline", "paired questions", "unpaired (asked of one arm only: another point)"],
+                ["arm", "vs baseline", "paired questions", "unpaired (asked of one arm only)"],
                 rows,
             )
             if rows
