@@ -260,9 +260,16 @@ def test_a_verdict_resting_on_an_unusable_exam_is_untested(tmp_path):
 
 def run_cfg(tmp_path, arms, extra="", sessions=2, corpus=None):
     cfg = tmp_path / "exp.toml"
-    src = f'kind = "path"\npath = "{corpus}"\n' if corpus else f'kind = "synth"\nsessions = {sessions}\n'
+    # Synthetic sessions of ~150k tokens (a default one holds ~800k) under a 60k window: a few
+    # compactions each, at a fraction of the replay and scoring time.
+    src = (
+        f'kind = "path"\npath = "{corpus}"\n'
+        if corpus
+        else f'kind = "synth"\nsessions = {sessions}\nsession_tokens = 150000\n'
+    )
+    small = "" if corpus or "window" in extra else "window = 60000\nreserve = 4000\nkeep_recent = 8000\n"
     cfg.write_text(
-        f'name = "t"\n[corpus]\n{src}[replay]\narms = {json.dumps(arms)}\nworkers = 1\n{extra}'
+        f'name = "t"\n[corpus]\n{src}[replay]\narms = {json.dumps(arms)}\nworkers = 1\n{small}{extra}'
         "[continuation]\nenabled = false\n"
     )
     return cfg
