@@ -143,7 +143,7 @@ def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
     from evalkit.score import score_run
     from evalkit.score.suite import find_suite
 
-    stage_banks(exp, paths)
+    stage_banks(exp, paths, shard)
 
     from evalkit.score import judge_budget
 
@@ -165,13 +165,14 @@ def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
     )
 
 
-def stage_banks(exp: Experiment, paths: RunPaths) -> str | None:
+def stage_banks(exp: Experiment, paths: RunPaths, shard=None) -> str | None:
     """Check and pin the experiment's probe banks (None without banks): before replay, so a
-    mistyped glob or a bank about no session of the corpus fails before any model call."""
+    mistyped glob or a bank about no session of the corpus fails before any model call. A shard
+    holds some sessions only: there a bank about none of them is not an error."""
     from evalkit.score.banks import pin_banks
 
     patterns = exp.section("score").get("banks")
-    return pin_banks(list(patterns), exp.root, paths.root) if patterns else None
+    return pin_banks(list(patterns), exp.root, paths.root, shard is None) if patterns else None
 
 
 def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
@@ -344,7 +345,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
-    banks = stage_banks(exp, paths)  # before replay: a bad bank fails before any summarizer call
+    banks = stage_banks(exp, paths, shard)  # before replay: a bad bank fails before any summarizer call
     from evalkit.contracts.event import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]

@@ -187,13 +187,16 @@ def load_banks(patterns: list[str], root: Path | None = None) -> dict[str, list[
     return by_session
 
 
-def pin_banks(patterns: list[str], root: Path | None, run_dir: str | os.PathLike) -> str:
+def pin_banks(
+    patterns: list[str], root: Path | None, run_dir: str | os.PathLike, require_match: bool = True
+) -> str:
     """Check a run's banks against its corpus and pin them (``corpus/banks.json``), before replay.
 
     A glob matching nothing, an unreadable or invalid bank, or banks none of whose sessions is in
     the corpus raise :class:`BankError` (a typo must fail before any summarizer call). A bank
     session missing from the corpus (a ``--sessions`` subset) is said on stderr with the count of
-    its questions skipped. Returns the pinned questions' hash, an input of the score stage's
+    its questions skipped (``require_match`` False, a shard's part of the corpus: every bank session
+    may be missing). Returns the pinned questions' hash, an input of the score stage's
     completion marker (:func:`bank_hash`): an edited bank is graded again on ``--resume``."""
     from evalkit.common.progress import log
     from evalkit.corpus import index_jsonl
@@ -201,7 +204,7 @@ def pin_banks(patterns: list[str], root: Path | None, run_dir: str | os.PathLike
     by_session = load_banks(patterns, root)
     ids = set(index_jsonl(Path(run_dir) / "corpus" / "sessions.jsonl", "id"))
     missing = {sid: len(qs) for sid, qs in by_session.items() if sid not in ids}
-    if by_session and len(missing) == len(by_session):
+    if require_match and by_session and len(missing) == len(by_session):
         raise BankError(
             f"[score] banks: no question names a session of the corpus (sessions asked about: "
             f"{', '.join(sorted(missing))}); `evalkit import` prints the corpus's session ids"

@@ -433,6 +433,11 @@ def test_questions_for_sessions_missing_from_the_corpus_are_said_and_counted(tmp
     assert list(json.loads((run / "corpus" / "banks.json").read_text())) == ["s1"]
     with pytest.raises(BankError, match="matches no file"):
         pin_banks(["missing*.json"], tmp_path, run)
+    (tmp_path / "s1.probes.json").unlink()
+    with pytest.raises(BankError, match="no question names a session of the corpus"):
+        pin_banks(["*.probes.json"], tmp_path, run)
+    pin_banks(["*.probes.json"], tmp_path, run, require_match=False)  # a shard holding none of them
+    assert json.loads((run / "corpus" / "banks.json").read_text()) == {}
 
 
 def test_editing_a_bank_regrades_on_resume(tmp_path, capsys):
