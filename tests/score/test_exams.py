@@ -551,3 +551,21 @@ def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
     judged = int(((m["arm"] == "recover") & m["metric"].str.startswith("judge_q:")).sum())
     assert judged > 0 and purposes.count("search") == 8 + judged
     assert purposes.count("summarize") >= 1
+
+
+def test_sharded_runs_pin_their_sessions_banks_and_the_merge_joins_them(tmp_path):
+    """A shard holding none of a bank's sessions runs on; the merged run pins the same questions
+    as the local run."""
+    cfg = run_cfg(tmp_path, ["baseline"], extra='trigger = "once"\nkeep_messages = 10\n', sessions=2)
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "local0")]) == 0
+    first, _ = synth_ids(tmp_path / "local0")
+    bank_file(tmp_path, first, ("the",))
+    cfg.write_text(
+        cfg.read_text().replace("[continuation]", '[score]\nbanks = ["*.probes.json"]\n[continuation]')
+    )
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "local")]) == 0
+    sharded = ["run", "--config", str(cfg), "--executor", "local", "--shards", "2"]
+    assert main([*sharded, "--run-dir", str(tmp_path / "sharded")]) == 0
+    local = (tmp_path / "local" / "corpus" / "banks.json").read_bytes()
+    assert json.loads(local)[first][0]["id"] == f"{first}/q1"
+    assert (tmp_path / "sharded" / "corpus" / "banks.json").read_bytes() == local
