@@ -195,10 +195,20 @@ def shared_code(arms: list[str]) -> dict[str, list[str]]:
     return out
 
 
+UNUSABLE_EXAM = "unusable exam"  # a verdict note that makes the verdict untested (annotate_decision)
+
+
 def verdict_notes(
-    cfg: dict, flags: dict[str, dict[str, Any]], identical: dict[str, list[str]], arms: list[str]
+    cfg: dict,
+    flags: dict[str, dict[str, Any]],
+    identical: dict[str, list[str]],
+    arms: list[str],
+    exams: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, list[str]]:
-    """Per candidate: one note per metric its verdict rests on that is unhealthy for it."""
+    """Per candidate: one note per metric its verdict rests on that is unhealthy for it (an exam
+    that failed its ceiling-vs-floor check, :mod:`evalkit.score.examcheck`, among them)."""
+    from evalkit.score.examcheck import exam_of
+
     rules = cfg.get("rules", {})
     guardrails = list(rules.get("guardrails", []))
     out: dict[str, list[str]] = {}
@@ -215,6 +225,9 @@ def verdict_notes(
                 notes.append(f"{role} {metric}: no values in this run")
                 continue
             notes.extend(f"{role} {metric}: {r}" for r in info["unhealthy"])
+            check = (exams or {}).get(exam_of(metric) or "")
+            if check is not None and not check["usable"]:
+                notes.append(f"{role} {metric}: {UNUSABLE_EXAM} ({check['exam']}): {check['reason']}")
             # A guardrail equal to the baseline did no harm; a success metric equal to it is no evidence.
             if metric in success and metric in identical.get(arm, []):
                 notes.append(f"{role} {metric}: identical to the baseline in every session")
@@ -235,12 +248,22 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     scanned = _scan((t.to_pandas() for t in chunks), baseline)
     flags = _flags(scanned, cfg)
     identical = _identical(scanned.same)
+    from evalkit.score.examcheck import check_exams
+
+    # Each exam's ceiling against its floor, paired by question: a second pass over the sessions.
+    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
+    alpha = float(cfg.get("rules", {}).get("alpha", 0.025))
+    exams = {k: v.as_dict() for k, v in check_exams((t.to_pandas() for t in chunks), alpha).items()}
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
         "identical_to_baseline": identical,
         "shares_code": shared_code([a for a in arms if a != baseline]),
-        "verdict_notes": verdict_notes(cfg, flags, identical, [a for a in arms if a != baseline]),
+        "verdict_notes": verdict_notes(cfg, flags, identical, [a for a in arms if a != baseline], exams),
+        "exams": exams,
+        "unusable_exams": sorted(
+            k for k, v in exams.items() if not v["usable"] and v["reason"] != "not asked in this run"
+        ),
     }
     write_json(run_dir / HEALTH_FILE, health)
     return health
@@ -265,6 +288,8 @@ def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
         if not ns:
             continue
         v["health_notes"] = list(ns)
+        if any(UNUSABLE_EXAM in n for n in ns):  # no verdict rests on an exam that cannot tell arms apart
+            v["verdict"] = "untested"
         v["reason"] = f"{v.get('reason', '')} [metric health: {'; '.join(ns)}]".strip()
     write_json(run_dir / "decision.json", decision)
     return decision

@@ -30,10 +30,15 @@ from evalkit.decide.words import num
 # --------------------------------------------------------------------------- the stage
 
 
+# The exams' yardsticks (evalkit.score.examcheck): the ceiling and the floor are references, not candidates.
+REFERENCE_ARMS = ("uncompacted", "no-history")
+
+
 def candidate_arms(in_table: set[str], rules: Rules, configured: list[str] | None) -> list[str]:
-    """Candidates to judge: the configured arms (even without rows: then untested) and any others in the table."""
+    """Candidates to judge: the configured arms (even without rows: then untested) and any others
+    in the table, but the baseline, the A/A arm and the exams' ceiling and floor."""
     seen = list(dict.fromkeys([*(configured or []), *sorted(in_table)]))
-    return [a for a in seen if a not in (rules.baseline, rules.aa)]
+    return [a for a in seen if a not in (rules.baseline, rules.aa, *REFERENCE_ARMS)]
 
 
 def decide(

@@ -113,6 +113,15 @@ def _merge_corpus(shards: list[Path], out: Path, count: int) -> list[str]:
     _write_in_order(
         out / "corpus" / "questions.jsonl", [d / "corpus" / "questions.jsonl" for d in shards], [], sort=True
     )
+    # Each shard pinned the bank questions of its own sessions: the run's are their union.
+    from evalkit.score.banks import BANKS_FILE, save_run_banks
+
+    banks: dict = {}
+    for d in shards:
+        if (d / "corpus" / BANKS_FILE).is_file():
+            banks.update(json.loads((d / "corpus" / BANKS_FILE).read_text(encoding="utf-8")))
+    if banks:
+        save_run_banks(out, banks)
     return [r["id"] for r in rows]
 
 

@@ -141,11 +141,9 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
 
 def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
     from evalkit.score import score_run
-    from evalkit.score.banks import load_banks, save_run_banks
     from evalkit.score.suite import find_suite
 
-    if exp.section("score").get("banks"):
-        save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
+    stage_banks(exp, paths, shard)
 
     from evalkit.score import judge_budget
 
@@ -165,6 +163,16 @@ def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
         run_id=f"{exp.name}-{exp.hash[:8]}",
         suite=suite,
     )
+
+
+def stage_banks(exp: Experiment, paths: RunPaths, shard=None) -> str | None:
+    """Check and pin the experiment's probe banks (None without banks): before replay, so a
+    mistyped glob or a bank about no session of the corpus fails before any model call. A shard
+    holds some sessions only: there a bank about none of them is not an error."""
+    from evalkit.score.banks import pin_banks
+
+    patterns = exp.section("score").get("banks")
+    return pin_banks(list(patterns), exp.root, paths.root, shard is None) if patterns else None
 
 
 def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
@@ -208,8 +216,20 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
 
 def stage_health(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide.health import check_run
+    from evalkit.decide.rules import resolve_rules
 
-    return check_run(paths.root, exp.config)
+    # The rules the decide stage will use (the experiment's, else pyproject's): a verdict resting on
+    # an unhealthy metric or an unusable exam is noted even when the experiment states no [rules].
+    rules = resolve_rules(exp.section("rules"), exp.root)
+    arms = list(exp.section("replay").get("arms", []))
+    cands = {a: r for a in arms if (r := rules.for_candidate(a)) is not None}
+    resolved = {
+        "alpha": rules.alpha,
+        "baseline": rules.baseline,
+        "guardrails": list(rules.guardrails),
+        "candidates": {a: {"success": list(r.success)} for a, r in cands.items()},
+    }
+    return check_run(paths.root, {**exp.config, "rules": resolved})
 
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
@@ -324,6 +344,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
     arms = list(exp.section("replay")["arms"])
+    banks = stage_banks(exp, paths, shard)  # before replay: a bad bank fails before any summarizer call
     from evalkit.contracts.event import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
@@ -344,6 +365,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "corpus": completion.fingerprint(corpus_out[0]),
         "events": completion.files(paths.root, events_out),
         "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+        **({"banks": banks} if banks else {}),  # the pinned questions: an edited bank is graded again
     }
     if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths, shard)

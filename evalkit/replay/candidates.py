@@ -422,4 +422,58 @@ def uncompacted(p: Policy) -> Policy:
     return replace(p, compact=keep_everything)
 
 
+# --------------------------------------------------------------------------- the floor
+
+
+def drop_history(job, policy: Policy) -> Outcome | None:
+    """No summary and nothing carried: the head before the keep-recent cut is removed (system
+    messages stay). What the exam asks about that region is then unanswerable: the floor."""
+    cut = policy.cut(job)
+    if cut is None:
+        return None
+    head = job.context[:cut]
+    kept = [m for m in head if m.role == "system"]
+    accounting = {m.id: (0, 0) for m in head if m.role != "system" and not is_made(m)}
+    return Outcome(kept + job.context[cut:], accounting=accounting, meta={"floor": True})
+
+
+@arm(
+    "no-history",
+    "the floor: the head before the keep-recent cut is dropped with no summary; exams must score it below the ceiling",
+    "an exam whose uncompacted ceiling does not beat its no-history floor cannot tell arms apart",
+    "-",
+)
+def no_history(p: Policy) -> Policy:
+    return replace(p, compact=drop_history)
+
+
+# --------------------------------------------------------------------------- recovery
+
+
+def with_recovery(p: Policy) -> Policy:
+    """The arm's own compaction, its events marked so the answerer may make one search over the
+    removed region (:mod:`evalkit.score.recovery` documents the tool call and its charge)."""
+    from evalkit.replay.compactor import run_pipeline
+
+    inner = p.compact
+
+    def compact(job, policy: Policy) -> Outcome | None:
+        o = inner(job, policy) if inner is not None else run_pipeline(job, policy)
+        if o is not None:
+            o.meta = {**o.meta, "recovery": {"searches": 1}}
+        return o
+
+    return replace(p, compact=compact)
+
+
+@arm(
+    "recover",
+    "after the baseline compaction the answerer may make one lexical search over the removed region (composes: no-stack+recover)",
+    "hermes-agent 2026-08: one search round trip after compaction, +22.5 points recall at 0.30x the tokens of the ceiling",
+    "-",
+)
+def recover(p: Policy) -> Policy:
+    return with_recovery(p)
+
+
 __all__ = ["ARMS", "Candidate", "check_arm", "policy_for"]

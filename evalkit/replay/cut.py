@@ -23,8 +23,10 @@ def cut_keep_recent(job: Job) -> int | None:
     ctx = job.context
     if len(ctx) < 4:
         return None
-    if job.settings.trigger == "messages":
-        return snap_to_assistant(ctx, max(0, len(ctx) - job.settings.kept_messages))
+    s = job.settings
+    # trigger = "once" keeps messages when keep_messages is set (short real sessions), else tokens
+    if s.trigger == "messages" or (s.trigger == "once" and s.keep_messages):
+        return snap_to_assistant(ctx, max(0, len(ctx) - s.kept_messages))
     covered, i = 0, len(ctx)
     while i > 0 and covered < job.settings.keep_recent:
         i -= 1

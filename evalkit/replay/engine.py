@@ -11,6 +11,7 @@ what keeps replay of many arms cheap.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -120,6 +121,8 @@ def replay_session(
     # in a row, the next 2**k - 1 trigger points pass (a dead endpoint is asked O(log turns) times).
     failures, wait = 0, 0
     is_compaction = cache.is_compaction
+    # trigger = "once": the index from which the single compaction fires (the session's end at 1.0)
+    once_from = max(0, math.ceil(settings.once_at * len(msgs)) - 1)
     for i, msg in enumerate(msgs):
         if broken:
             break
@@ -131,6 +134,8 @@ def replay_session(
             at_boundary = i + 1 < len(msgs) and msgs[i + 1].role == "assistant"
             if settings.trigger == "messages":
                 fire = at_boundary and len(context) > settings.max_messages
+            elif settings.trigger == "once":  # at a boundary, or at the session's last message
+                fire = not events and i >= once_from and (at_boundary or i + 1 == len(msgs))
             else:
                 fire = at_boundary and settings.trigger == "tokens" and tokens > settings.threshold
         if not fire:

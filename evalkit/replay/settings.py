@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-TRIGGERS = ("tokens", "messages", "recorded")
+TRIGGERS = ("tokens", "messages", "recorded", "once")
 # Summarizer request layouts: "reference" is the reference compactor's (instructions in the system
 # message, previous summary before the new activity); "prefix" puts what arms and rounds share first
 # and each arm's instructions last, so a provider's prompt-prefix cache can serve the shared part.
@@ -25,7 +25,10 @@ class ReplaySettings:
     reserve: int = 16_384
     keep_recent: int = 20_000
     summary_max_tokens: int = 4_096
-    trigger: str = "tokens"  # tokens | messages | recorded
+    trigger: str = "tokens"  # tokens | messages | recorded | once
+    # trigger = "once": compact exactly once, at the first turn boundary at or after this fraction of
+    # the session's messages (1.0: at its end), so every arm is asked at the same point
+    once_at: float = 1.0
     max_messages: int = 40
     keep_messages: int = 0  # trigger = "messages": messages kept after a compaction (0: max_messages // 2)
     summary_source_chars: int = 0
@@ -36,6 +39,8 @@ class ReplaySettings:
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:
             raise ValueError(f"replay.trigger: {self.trigger!r} is not one of {', '.join(TRIGGERS)}")
+        if not 0.0 < float(self.once_at) <= 1.0:
+            raise ValueError(f"replay.once_at: {self.once_at!r} is not a fraction in (0, 1]")
         if self.request_layout not in LAYOUTS:
             raise ValueError(
                 f"replay.request_layout: {self.request_layout!r} is not one of {', '.join(LAYOUTS)}"

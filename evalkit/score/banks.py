@@ -10,11 +10,12 @@ A bank is a JSON file of questions about named sessions. Two shapes are read unc
   hermes names them, by the file name before ``.probes.json``.
 
 ``[score] banks = ["probes/banks/*.json"]`` loads them for a run; the ``bank`` probe asks each
-question at every compaction event of its session where it is current and grades it like the
-judge does: the offline grader (share of expected facts retrievable from the context, metrics
-``exam_offline*``) or the run's model as answerer and judge (``exam*``, 0–1 = overall / 5). Each
-question's grade is also a row of its own (``exam_offline_q:<bank>/<id>``), so per-question
-results reach the metrics table and the paired win/loss/tie count of the scorecard.
+question at every compaction event of its session where it is current and grades it: offline by
+the lexical check (:mod:`evalkit.score.factmatch`: the share of required facts the context states on
+word and number boundaries, harness text removed; metrics ``exam_offline*``), or with the run's model
+as answerer and judge (``exam*``, 0–1 = overall / 5). Each question's grade is also a row of its own
+(``exam_offline_q:<bank>/<id>@<message>``, the point it was asked at), so per-question results reach
+the metrics table and the scorecard pairs arms on the same question at the same point.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.score.base import ProbeInput, ProbeValue, probe
+from evalkit.score.factmatch import Fact, fact_to_json, parse_fact
 
 FORMAT = "evalkit.bank/1"
 KINDS = ("recall", "artifact", "continuation", "decision")
@@ -44,18 +46,23 @@ class BankQuestion:
     session: str
     kind: str
     question: str
-    expected_facts: tuple[str, ...]
+    expected_facts: tuple[Fact, ...]
     answerable_from: int | None = None
     until: int | None = None
 
     def as_judge_question(self) -> dict[str, Any]:
         """The judge's question shape (``evalkit.score.judge``), with no cues: the offline
-        grader then reads the whole context."""
+        grader then reads the whole context. ``expected`` holds each fact as a string, or a list
+        of its alternatives; ``lexical`` says whether the lexical check can read every fact."""
         return {
             "id": f"{self.bank}/{self.id}",
             "kind": self.kind,
             "text": self.question,
-            "expected": list(self.expected_facts),
+            "expected": [
+                list(f.alternatives) if len(f.alternatives) > 1 else f.alternatives[0]
+                for f in self.expected_facts
+            ],
+            "lexical": all(f.gradable() for f in self.expected_facts),
             "tally": None,
             "source": self.answerable_from,
             "until": self.until,
@@ -117,13 +124,15 @@ def parse_bank(raw: Any, source: str) -> list[BankQuestion]:
         kind = _str(where, q, "kind", "type", "category")
         if kind not in KINDS:
             raise BankError(f"{where}.kind: {kind!r} is not one of {', '.join(KINDS)}")
-        facts = q.get("expected_facts")
-        if (
-            not isinstance(facts, list)
-            or not facts
-            or not all(isinstance(f, str) and f.strip() for f in facts)
-        ):
-            raise BankError(f"{where}.expected_facts: expected a non-empty list of strings")
+        raw_facts = q.get("expected_facts", [])
+        if not isinstance(raw_facts, list) or (not raw_facts and "any_of" not in q):
+            raise BankError(f"{where}.expected_facts: expected a non-empty list of facts")
+        try:
+            facts = [parse_fact(f, f"{where}.expected_facts[{i}]") for i, f in enumerate(raw_facts)]
+            if "any_of" in q:  # alternatives beside the required facts: one more fact, any one states it
+                facts.append(parse_fact({"any_of": q["any_of"]}, f"{where}.any_of"))
+        except ValueError as e:
+            raise BankError(str(e)) from None
         frm = _index(where, q, "from", "answerable_from")
         until = _index(where, q, "until")
         if frm is not None and until is not None and until <= frm:
@@ -178,6 +187,35 @@ def load_banks(patterns: list[str], root: Path | None = None) -> dict[str, list[
     return by_session
 
 
+def pin_banks(
+    patterns: list[str], root: Path | None, run_dir: str | os.PathLike, require_match: bool = True
+) -> str:
+    """Check a run's banks against its corpus and pin them (``corpus/banks.json``), before replay.
+
+    A glob matching nothing, an unreadable or invalid bank, or banks none of whose sessions is in
+    the corpus raise :class:`BankError` (a typo must fail before any summarizer call). A bank
+    session missing from the corpus (a ``--sessions`` subset) is said on stderr with the count of
+    its questions skipped (``require_match`` False, a shard's part of the corpus: every bank session
+    may be missing). Returns the pinned questions' hash, an input of the score stage's
+    completion marker (:func:`bank_hash`): an edited bank is graded again on ``--resume``."""
+    from evalkit.common.progress import log
+    from evalkit.corpus import index_jsonl
+
+    by_session = load_banks(patterns, root)
+    ids = set(index_jsonl(Path(run_dir) / "corpus" / "sessions.jsonl", "id"))
+    missing = {sid: len(qs) for sid, qs in by_session.items() if sid not in ids}
+    if require_match and by_session and len(missing) == len(by_session):
+        raise BankError(
+            f"[score] banks: no question names a session of the corpus (sessions asked about: "
+            f"{', '.join(sorted(missing))}); `evalkit import` prints the corpus's session ids"
+        )
+    for sid, n in sorted(missing.items()):
+        log(f"banks: session {sid!r} is not in the corpus: its {n} question(s) skipped")
+    kept = {sid: qs for sid, qs in by_session.items() if sid in ids}
+    save_run_banks(run_dir, kept)
+    return bank_hash(kept)
+
+
 def to_evalkit(questions: list[BankQuestion]) -> dict[str, Any]:
     """A bank in evalkit's own format (what ``evalkit probes import`` writes)."""
     rows = []
@@ -185,7 +223,7 @@ def to_evalkit(questions: list[BankQuestion]) -> dict[str, Any]:
         d = asdict(q)
         d.pop("bank")
         d["from"] = d.pop("answerable_from")
-        d["expected_facts"] = list(q.expected_facts)
+        d["expected_facts"] = [fact_to_json(f) for f in q.expected_facts]
         rows.append({k: v for k, v in d.items() if v is not None})
     return {"format": FORMAT, "questions": rows}
 
@@ -211,21 +249,37 @@ def current(q: dict[str, Any], at: int) -> bool:
     return (q["source"] is None or q["source"] <= at) and (q["until"] is None or at < q["until"])
 
 
-def expected_found(q: dict[str, Any], text: str) -> list[bool]:
-    """Which of the question's expected facts ``text`` states (tallies count-exact). The probe's
-    own check of what is still in view; the offline judge (a stand-in) has its own grader."""
-    from evalkit.facts import TallyFact
-    from evalkit.score import tallymatch
-    from evalkit.score.base import normalize
-
-    if q.get("tally"):
-        t = TallyFact(0, "", "", "", **q["tally"], offset=0, line="", output_chars=0)
-        return [tallymatch.found_in(tallymatch.mentions(text), t)]
-    norm = normalize(text)
-    return [normalize(e) in norm for e in q["expected"]]
+def question_facts(q: dict[str, Any]) -> list[Fact]:
+    """A pinned question's expected facts (a string, or a list of alternatives, each)."""
+    return [Fact(tuple(e) if isinstance(e, list) else (e,)) for e in q["expected"]]
 
 
-_OFFLINE = {"exam_offline": "higher", **{f"exam_offline_{k}": "higher" for k in KINDS}}
+def grade_text(q: dict[str, Any], text: str) -> float | None:
+    """The lexical check's grade of ``text`` (the share of required facts it states on word and
+    number boundaries, harness-injected text removed), or None when the check cannot read one of
+    the question's facts (:mod:`evalkit.score.factmatch`)."""
+    from evalkit.score.factmatch import stated, strip_harness
+
+    facts = question_facts(q)
+    if not all(f.gradable() for f in facts):
+        return None
+    hits = stated(facts, strip_harness(text))
+    return sum(hits) / len(hits)
+
+
+def bank_hash(by_session: dict[str, list[dict[str, Any]]]) -> str:
+    """sha256 of the loaded questions: part of the score stage's completion marker, so an edited
+    bank is graded again on ``--resume``."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(by_session, sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+
+
+_OFFLINE = {
+    "exam_offline": "higher",
+    **{f"exam_offline_{k}": "higher" for k in KINDS},
+    "exam_search_tokens": "lower",
+}
 _MODEL = {"exam": "higher", **{f"exam_{k}": "higher" for k in KINDS}}
 
 
@@ -241,6 +295,7 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     0..1; ``exam_offline`` / ``exam`` is the mean over the asked questions, ``*_<kind>`` per kind,
     and ``*_q:<bank>/<id>`` the question's own grade. A failed model call is an error row."""
     from evalkit.score.judge_model import DIMENSIONS, model_grades, use_model
+    from evalkit.score.recovery import is_recovery, recovered
 
     ctx = inp.view.extras.get("ctx")
     qs = [
@@ -254,20 +309,31 @@ def bank(inp: ProbeInput, backend: str = "configured", replicates: int = 1) -> l
     prefix = "exam" if asks_model else "exam_offline"
     grades: dict[str, float | None] = {}
     errors: dict[str, str] = {}
+    spent: list[int] = []  # the recovery arm's search tokens per asked question
     if asks_model:
         for q, g in zip(qs, model_grades(qs, inp, model, replicates), strict=True):
             if isinstance(g, Exception):  # a failed call is an error row, never a zero grade
                 errors[q["id"]] = f"{type(g).__name__}: {g}"
             else:
                 grades[q["id"]] = sum(g[d] for d in DIMENSIONS) / len(DIMENSIONS) / 5
+                spent.append(g.get("search_tokens", 0))
     else:
+        text = inp.visible_text()
         for q in qs:
-            hits = expected_found(q, inp.visible_text())
-            grades[q["id"]] = sum(hits) / len(hits)
-    out = [ProbeValue(f"{prefix}{Q_PREFIX}{qid}", None, err) for qid, err in errors.items()]
-    out += [ProbeValue(f"{prefix}{Q_PREFIX}{qid}", v) for qid, v in grades.items()]
+            found, tokens = recovered(inp, q)
+            g = grade_text(q, text + found)
+            if g is not None:  # a fact the lexical check cannot read: not gradable, never a zero
+                grades[q["id"]] = g
+                spent.append(tokens)
+    # The question's point is part of its name: arms are paired on the same question asked at the
+    # same point, and a question asked where only one arm compacted stays unpaired.
+    at = f"@{inp.event.at_message}"
+    out = [ProbeValue(f"{prefix}{Q_PREFIX}{qid}{at}", None, err) for qid, err in errors.items()]
+    out += [ProbeValue(f"{prefix}{Q_PREFIX}{qid}{at}", v) for qid, v in grades.items()]
     if not grades:
-        return [*out, ProbeValue(prefix, None, "; ".join(errors.values()))]
+        return [*out, ProbeValue(prefix, None, "; ".join(errors.values()))] if errors else out
+    if is_recovery(inp):
+        out.append(ProbeValue("exam_search_tokens", sum(spent) / len(spent)))
     kinds: dict[str, list[float]] = {}
     for q in qs:
         if q["id"] in grades:

@@ -34,6 +34,7 @@ from evalkit.models import offline_judge
 from evalkit.score import tallymatch
 from evalkit.score.base import ProbeInput, ProbeValue, probe
 from evalkit.score.judge_model import DIMENSIONS, model_grades, use_model
+from evalkit.score.recovery import is_recovery, recovered
 
 KINDS = ("recall", "artifact", "continuation", "decision")
 _ERR_CUES = r"error|exception|traceback|failed|fatal|not found|denied"
@@ -221,10 +222,15 @@ def offline_grade(q: dict[str, Any], inp: ProbeInput, max_chars: int) -> list[bo
     text = ctx.cache.get(key)
     if text is None:
         text = ctx.cache[key] = offline_judge.answer(q["text"], ctx, max_chars)
-    return offline_judge.grade(q["expected"], text, q.get("tally"))
+    found, _ = recovered(inp, q)  # the recovery arm's one search over the removed region
+    return offline_judge.grade(q["expected"], text + found, q.get("tally"))
 
 
-_OFFLINE_METRICS = {"judge_offline_overall": "higher", **{f"judge_offline_{k}": "higher" for k in KINDS}}
+_OFFLINE_METRICS = {
+    "judge_offline_overall": "higher",
+    **{f"judge_offline_{k}": "higher" for k in KINDS},
+    "judge_search_tokens": "lower",
+}
 _MODEL_METRICS = {
     "judge_overall": "higher",
     **{f"judge_{d}": "higher" for d in DIMENSIONS},
@@ -267,6 +273,9 @@ def judge(
             per_q.append(ProbeValue(f"judge_offline_q:{q['id']}", 5 * sum(hits) / len(hits)))
         scores = [s for v in by_kind.values() for s in v]
         out = [ProbeValue("judge_offline_overall", sum(scores) / len(scores)), *per_q]
+        if is_recovery(inp):  # the search's tokens, charged per asked question
+            spent = [recovered(inp, q)[1] for q in qs]
+            out.append(ProbeValue("judge_search_tokens", sum(spent) / len(spent)))
         return out + [ProbeValue(f"judge_offline_{k}", sum(v) / len(v)) for k, v in by_kind.items()]
     dims: dict[str, list[float]] = {d: [] for d in DIMENSIONS}
     log = inp.view.extras.setdefault("judgements", [])
@@ -300,5 +309,8 @@ def judge(
     if not overall:
         return [ProbeValue("judge_overall", None, "; ".join(errors)), *per_q]
     out = [ProbeValue("judge_overall", sum(overall) / len(overall), None), *per_q]
+    if is_recovery(inp):
+        spent = [g["search_tokens"] for g in log[-len(overall) :]]
+        out.append(ProbeValue("judge_search_tokens", sum(spent) / len(spent)))
     out += [ProbeValue(f"judge_{d}", sum(v) / len(v)) for d, v in dims.items()]
     return out + [ProbeValue(f"judge_{k}", sum(v) / len(v)) for k, v in by_kind.items()]

@@ -60,8 +60,9 @@ def parse_grades(text: str) -> dict[str, Any]:
     return out
 
 
-def answer_request(q: dict[str, Any], inp: ProbeInput, model: str, replicate: int = 0):
-    """The answering model's request: only the post-compaction context and the question."""
+def answer_request(q: dict[str, Any], inp: ProbeInput, model: str, replicate: int = 0, found: str = ""):
+    """The answering model's request: only the post-compaction context (with what the recovery
+    arm's one search ``found``, :mod:`evalkit.score.recovery`) and the question."""
     from evalkit.models import ChatRequest
 
     return ChatRequest(
@@ -70,7 +71,7 @@ def answer_request(q: dict[str, Any], inp: ProbeInput, model: str, replicate: in
             {"role": "system", "content": ANSWER_SYSTEM},
             {
                 "role": "user",
-                "content": f"<context>\n{inp.visible_text()}\n</context>\n\nQuestion: {q['text']}",
+                "content": f"<context>\n{inp.visible_text()}{found}\n</context>\n\nQuestion: {q['text']}",
             },
         ),
         max_tokens=400,
@@ -106,12 +107,22 @@ def model_grades(
     All the event's answers go out at once (``client.map``, up to ``[model] concurrency`` in
     flight), then all the judge calls: at a real endpoint's seconds of latency, two rounds of
     calls instead of two calls per question and replicate, one after another."""
+    from evalkit.score.recovery import recovered
+
     client = _client(inp)
     name = model.get("model", "")
     reps = range(max(1, replicates))
-    pairs = [(i, r) for i in range(len(qs)) for r in reps]
     failed: dict[int, Exception] = {}
-    answers = client.map([answer_request(qs[i], inp, name, r) for i, r in pairs], return_exceptions=True)
+    found: dict[int, tuple[str, int]] = {}
+    for i, q in enumerate(qs):  # the recovery arm: the model chooses one search query first
+        try:
+            found[i] = recovered(inp, q, model)
+        except Exception as e:  # a failed query call is an error row for its question
+            failed[i] = e
+    pairs = [(i, r) for i in range(len(qs)) for r in reps if i not in failed]
+    answers = client.map(
+        [answer_request(qs[i], inp, name, r, found[i][0]) for i, r in pairs], return_exceptions=True
+    )
     for (i, _), a in zip(pairs, answers, strict=True):
         if isinstance(a, Exception):
             failed.setdefault(i, a)
@@ -138,14 +149,16 @@ def model_grades(
             failed.setdefault(i, e)
             continue
         g["answer"] = answer.text
+        g["search_tokens"] = found[i][1]
         grades.setdefault(i, []).append(g)
-    return [failed[i] if i in failed else _mean_grades(grades[i]) for i in range(len(qs))]
+    return [failed.get(i) or _mean_grades(grades[i]) for i in range(len(qs))]
 
 
 def _mean_grades(grades: list[dict[str, Any]]) -> dict[str, Any]:
     mean: dict[str, Any] = {d: sum(g[d] for g in grades) / len(grades) for d in DIMENSIONS}
     mean["rationale"] = " | ".join(g["rationale"] for g in grades)
     mean["answers"] = [g["answer"] for g in grades]
+    mean["search_tokens"] = grades[0]["search_tokens"]
     return mean
 
 

@@ -11,6 +11,7 @@ import pytest
 from evalkit import load_run
 from evalkit.cli import main
 from evalkit.score.banks import BankError, load_bank, parse_bank, to_evalkit
+from evalkit.score.factmatch import Fact
 
 ROOT = Path(__file__).resolve().parents[2]
 SID = "12a546d1-83a7-49a6-abba-5400db340b43"
@@ -23,7 +24,7 @@ def test_hermes_bank_reads_unchanged_and_names_its_session_from_the_file():
     assert len(qs) == 8 and {q.session for q in qs} == {SID}
     assert {q.kind for q in qs} == {"recall", "artifact", "continuation", "decision"}
     first = qs[0]
-    assert first.id == "deleted-module" and first.bank == SID and "renderer.py" in first.expected_facts
+    assert first.id == "deleted-module" and first.bank == SID and Fact(("renderer.py",)) in first.expected_facts
     # Round trip through evalkit's own format keeps every question.
     again = parse_bank(to_evalkit(qs), f"{SID}.json")
     assert [(q.id, q.session, q.kind, q.expected_facts) for q in again] == [
@@ -106,13 +107,12 @@ def test_a_real_session_bank_scores_per_question_rows_and_the_ceiling_is_highest
     sc = md.split("## Scorecard: exam score vs tokens kept")[1].split("\n## ")[0]
     assert "| `uncompacted` (ceiling) |" in sc and "fig-scorecard.png" in sc
     assert "**bank exam: per-question paired win/loss/tie vs `baseline`**" in sc and "8-question exam" in sc
-    assert re.search(r"\| `uncompacted` \| \d+ W / 0 L / \d+ T \| 8 \|", sc)
-    # Where a compacted arm outscores the ceiling on an offline exam, the report says it is the
-    # stand-in's artefact (retrieval by the question's words), not evidence.
-    gen = m[m["metric"] == "judge_offline_overall"].groupby(["arm", "session"])["value"].mean()
-    gen = gen.groupby(level="arm").mean()
-    below = gen["uncompacted"] < gen.drop("uncompacted").max()
-    assert ("**The ceiling scores below" in sc) == below
+    # Bank questions pair only at the same point: under a message-count trigger the ceiling records
+    # its events elsewhere than the baseline compacts, so most of its questions stay unpaired.
+    row = re.search(r"\| `uncompacted` \| (\d+) W / (\d+) L / (\d+) T \| (\d+) \| (\d+) \|", sc)
+    assert row and int(row[5]) > 0 and int(row[2]) == 0
+    # No hand-written explanation of a ceiling below a compacted arm: the exam checks itself.
+    assert "artefact" not in md and "**The ceiling scores below" not in md
     cad = md.split("## Cadence and cost per compaction")[1].split("\n## ")[0]
     assert "`masking` **LOOPING**" in cad and "**Looping:** `masking`:" in cad
     # the offline stand-in records no calls and the run has no price table: no seconds, no dollars
@@ -137,17 +137,3 @@ def test_probes_import_writes_evalkit_format_and_rejects_a_bad_bank(tmp_path, ca
     assert "bad.probes.json: questions[0].expected_facts" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
 
-
-def test_a_ceiling_below_a_summary_on_an_offline_exam_is_called_an_artefact():
-    import pandas as pd
-
-    from evalkit.report.sections.scorecard import _ceiling_below
-
-    s = pd.DataFrame(
-        {"mean": [0.69, 0.44], "half": [0.1, 0.07], "n": [40, 41]}, index=["baseline", "uncompacted"]
-    )
-    note = "\n".join(_ceiling_below([("generated exam", "judge_offline_overall", s)]))
-    assert "below `baseline` on the generated exam" in note and "not evidence" in note
-    assert _ceiling_below([("generated exam", "judge_overall", s)]) == []  # a model judged it
-    s.loc["uncompacted", "mean"] = 0.95
-    assert _ceiling_below([("generated exam", "judge_offline_overall", s)]) == []

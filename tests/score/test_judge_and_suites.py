@@ -190,8 +190,11 @@ def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_erro
     view.extras["ctx"] = ScoreContext("", {"backend": "scripted-judge", "model": "m"}, {s.id: qs})
     CALLS.clear()
     got = {v.metric: (v.value, v.error) for v in bank(ProbeInput(event(s, 11, 10, FULL), view))}
-    assert got["exam_q:b/0"] == (1.0, None) and got["exam_q:b/1"] == (pytest.approx(0.2), None)
-    assert got["exam_q:b/2"][0] is None and "answer call failed: scripted failure" in got["exam_q:b/2"][1]
+    # a bank question's row names the point it was asked at (message 11): arms pair on it
+    assert got["exam_q:b/0@11"] == (1.0, None) and got["exam_q:b/1@11"] == (pytest.approx(0.2), None)
+    assert (
+        got["exam_q:b/2@11"][0] is None and "answer call failed: scripted failure" in got["exam_q:b/2@11"][1]
+    )
     assert got["exam"] == (pytest.approx(0.6), None)
     assert CALLS.count("answer") == 3 and CALLS.count("judge") == 2
 

@@ -14,6 +14,7 @@ from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import heading_anchor
 from evalkit.report.sections import scorecard as _scorecard
+from evalkit.report.sections.bank_questions import section_bank_questions
 from evalkit.report.sections.cadence import section_cadence
 from evalkit.report.sections.calibration import section_calibration
 from evalkit.report.sections.caveats import section_caveats
@@ -66,6 +67,7 @@ SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
     ("Compounding and size", section_compounding),
     ("Evidence per candidate", section_evidence),
     ("Scorecard: exam score vs tokens kept", _scorecard.section_scorecard),
+    ("Bank questions", section_bank_questions),
     ("Cadence and cost per compaction", section_cadence),
     ("Noise floor", section_noise),
     ("Cost: planned vs actual", section_cost),

@@ -43,6 +43,29 @@ def section_health(data: ReportData, out: Path) -> list[str]:
     else:
         lines.append("Every metric varies in this run.")
     lines.append("")
+    exams = h.get("exams", {})
+    if exams:  # every exam's ceiling against its floor (evalkit.score.examcheck)
+        lines += [
+            "**Exams: does the ceiling beat the floor?** (`uncompacted` vs `no-history`, paired by question; "
+            "an unusable exam supports no verdict)",
+            "",
+            table(
+                ["exam", "usable", "check"],
+                [
+                    [
+                        k,
+                        "yes"
+                        if v["usable"]
+                        else "n/a"
+                        if v["reason"] == "not asked in this run"
+                        else "**no**",
+                        escape_inline(v["reason"]),
+                    ]
+                    for k, v in sorted(exams.items())
+                ],
+            ),
+            "",
+        ]
     notes = h.get("verdict_notes", {})
     rows = []
     for arm, ns in sorted(notes.items()):

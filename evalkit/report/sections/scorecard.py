@@ -26,7 +26,9 @@ from evalkit.report.figures import DPI, WIDTH_IN, _save, arm_style
 from evalkit.report.markdown import code, rel_link, table
 
 CEILING = "uncompacted"
+FLOOR = "no-history"
 AA = "aa"
+SEARCH_TOKENS = ("exam_search_tokens", "judge_search_tokens")  # the recovery arm's charged search
 # (label, [(metric, scale)]): the first metric present in the run is used.
 SCORES = [
     ("generated exam", [("judge_overall", 5.0), ("judge_offline_overall", 5.0)]),
@@ -57,12 +59,22 @@ def question_grades(metrics: pd.DataFrame, prefixes: tuple[str, ...]) -> pd.Data
 
 
 def win_loss_tie(grades: pd.DataFrame, arm: str, baseline: str) -> tuple[int, int, int]:
-    """Paired per (session, question): the arm's grade above, below or equal to the baseline's."""
+    """Paired per (session, question): the arm's grade above, below or equal to the baseline's.
+    A bank question's name holds the point it was asked at (``…@<message>``), so it pairs only
+    with the same question asked at the same point."""
     a = grades[grades["arm"] == arm].set_index(["session", "metric"])["value"]
     b = grades[grades["arm"] == baseline].set_index(["session", "metric"])["value"]
     d = (a - b).dropna()
     eps = 1e-9
     return int((d > eps).sum()), int((d < -eps).sum()), int((d.abs() <= eps).sum())
+
+
+def unpaired(grades: pd.DataFrame, arm: str, baseline: str) -> int:
+    """Questions one of the two arms was asked where the other never was (another point): counted
+    apart, never mixed into the paired counts."""
+    a = set(map(tuple, grades[grades["arm"] == arm][["session", "metric"]].to_numpy()))
+    b = set(map(tuple, grades[grades["arm"] == baseline][["session", "metric"]].to_numpy()))
+    return len(a ^ b)
 
 
 def binomial_error(p: float, k: int) -> float:
@@ -145,25 +157,28 @@ def scorecard_plot(
     return _save(fig, path)
 
 
-def _ceiling_below(scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
-    """A note for each offline exam on which a compacted arm outscores the ceiling: not evidence."""
+def _exam_checks(data: ReportData, scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
+    """Each shown exam's ceiling-vs-floor check from ``health.json`` (evalkit.score.examcheck)."""
+    import json
+
+    p = Path(data.run_dir) / "health.json"
+    exams = json.loads(p.read_text(encoding="utf-8")).get("exams", {}) if p.is_file() else {}
     out = []
-    for label, metric, s in scores:
-        if CEILING not in s.index or "offline" not in metric:
+    for label, _, _ in scores:
+        check = exams.get(label)
+        if check is None:
             continue
-        above = [a for a in s.index if a != CEILING and s.loc[a, "mean"] > s.loc[CEILING, "mean"]]
-        if above:
-            out += [
-                f"> **The ceiling scores below {', '.join(code(a) for a in above)} on the {label} "
-                f"(`{metric}`).** The offline judge is a stand-in: a lexical reader (BM25 over the "
-                "context's own passages, a fixed reading budget in characters). A summary states the facts "
-                "in a few passages that use the question's words; the full history spreads them over many "
-                "messages, some of which never use those words (an edit call does not say 'modified'; code "
-                "that mentions 'user' outranks the user's own request), so on this metric a summary can "
-                "match or beat the full history. This is an artefact of the stand-in, not evidence: judge exams with a model.",
-                "",
-            ]
-    return out
+        flag = "" if check["usable"] else " **UNUSABLE: no verdict rests on it.**"
+        out.append(f"- **{label}**: {check['reason']}.{flag}")
+    if not out:
+        return []
+    return [
+        f"**Does each exam tell the ceiling (`{CEILING}`) from the floor (`{FLOOR}`)?** Per question, "
+        "paired, an exact one-sided sign test (metric health):",
+        "",
+        *out,
+        "",
+    ]
 
 
 GENERATED = "judge_"  # the generated exam's metrics (judge_offline_*, judge_*): what a judge budget reads
@@ -212,6 +227,8 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     if len(data.events):  # the events, as the other figures: a run without them plots nothing
         ev = data.events.groupby(["arm", "session"])["tokens_after"].mean().groupby(level="arm").mean()
         tokens = pd.DataFrame({"mean": ev})
+    searched = m[m["metric"].isin(SEARCH_TOKENS) & m["error"].isna()]
+    search = searched.groupby(["arm", "session"], observed=True)["value"].mean().groupby(level="arm").mean()
     scores: list[tuple[str, str, pd.DataFrame]] = []
     for label, options in SCORES:
         picked = _pick(m, options)
@@ -222,13 +239,21 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     header = [
         "arm",
         "tokens kept",
-        *[f"{label} (`{metric}`)" for label, metric, _ in scores],
+        # the bank exam graded offline is a lexical check (evalkit.score.factmatch), not a model's grade
+        *[
+            f"{label} (`{metric}`{', lexical check' if metric.startswith('exam_offline') else ''})"
+            for label, metric, _ in scores
+        ],
         "sessions (per score)",
     ]
     rows = []
     for arm in arms:
-        cells = [code(arm) + (" (ceiling)" if arm == CEILING else "")]
-        cells.append(f"{tokens.loc[arm, 'mean']:,.0f}" if arm in tokens.index else "–")
+        role = " (ceiling)" if arm == CEILING else " (floor)" if arm == FLOOR else ""
+        cells = [code(arm) + role]
+        kept = f"{tokens.loc[arm, 'mean']:,.0f}" if arm in tokens.index else "–"
+        if arm in search.index:  # the recovery arm is charged its search round trip
+            kept += f" + {search[arm]:,.0f} search"
+        cells.append(kept)
         ns = []
         for _, _, s in scores:
             cells.append(_pct(s.loc[arm, "mean"], s.loc[arm, "half"]) if arm in s.index else "–")
@@ -243,7 +268,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         *(_budget_note(cal) if cal else []),
         table(header, rows),
         "",
-        *_ceiling_below(scores),
+        *_exam_checks(data, scores),
     ]
     panels = [
         (
@@ -282,7 +307,9 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
             if arm == base or arm not in graded:
                 continue
             w, lo, t = win_loss_tie(grades, arm, base)
-            rows.append([code(arm), f"{w} W / {lo} L / {t} T", str(w + lo + t)])
+            rows.append(
+                [code(arm), f"{w} W / {lo} L / {t} T", str(w + lo + t), str(unpaired(grades, arm, base))]
+            )
         p = next((s.loc[base, "mean"] for lb, _, s in scores if lb == label and base in s.index), math.nan)
         noise = [f"binomial error of a {k}-question exam at {_pct(p)}: ± {binomial_error(p, k):.1f} points"]
         aa = next((s for lb, _, s in scores if lb == label), None)
@@ -294,7 +321,12 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
             f"**{label}: per-question paired win/loss/tie vs `{base}`** (each question of each session, "
             "its grade averaged over the events where it was asked). Exam noise: " + "; ".join(noise) + ".",
             "",
-            table(["arm", "vs baseline", "paired questions"], rows) if rows else "No other arm was asked.",
+            table(
+                ["arm", "vs baseline", "paired questions", "unpaired (asked of one arm only)"],
+                rows,
+            )
+            if rows
+            else "No other arm was asked.",
             "",
         ]
     return out

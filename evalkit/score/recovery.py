@@ -1,0 +1,107 @@
+"""The recovery arm's search: after compaction, one search over the region the compaction removed.
+
+An arm of the ``recover`` family (``evalkit.replay.candidates``) marks its events with
+``meta["recovery"]``. When an exam asks such an event a question, the answerer may make one
+documented tool call before answering::
+
+    search_removed(query: str) -> str   # passages of the removed messages, at most SEARCH_CHARS
+
+- offline: the query is the question itself, and the search is lexical (the offline judge's BM25
+  passage reader, :func:`evalkit.models.offline_judge.answer`, over the removed messages only);
+- with a model: the answering model chooses the query (one call, ``purpose="search"``), the
+  search is the same lexical one.
+
+The result joins the context inside ``<recovered>`` tags (the tags are harness text, never graded)
+and its tokens are charged: per question, the query's and the result's tokens (chars / 4) plus,
+with a model, the query call's own input and output tokens. ``exam_search_tokens`` /
+``judge_search_tokens`` are their mean per asked question.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalkit.score.base import ProbeInput
+
+RECOVERY_META = "recovery"
+SEARCH_CHARS = 2000  # about 500 tokens: one search round trip's result
+TOOL = {
+    "name": "search_removed",
+    "description": "Search the part of the conversation the compaction removed; returns the best passages.",
+    "parameters": {"query": "keywords to look for"},
+}
+QUERY_SYSTEM = (
+    "Earlier parts of this conversation were removed to save context. You may search them once. "
+    "Reply with the search query only: a few keywords that would find what you need to answer."
+)
+
+
+def is_recovery(inp: ProbeInput) -> bool:
+    return bool(inp.event.meta.get(RECOVERY_META))
+
+
+def removed_texts(inp: ProbeInput) -> list[str]:
+    """The recorded messages up to the compaction point that are not in the new context as they
+    were (removed, or kept only with their outputs masked): the searchable region."""
+
+    def build() -> list[str]:
+        keep = {e["ref"] for e in inp.event.new_context if "ref" in e and not e.get("mask")}
+        msgs = inp.session.messages
+        return [_plain(m) for m in msgs[: inp.event.at_message + 1] if m.id not in keep]
+
+    return inp.memo("recovery-removed", build)
+
+
+def _plain(m) -> str:
+    from evalkit.common.plaintext import message_plain_text
+
+    return f"{m.role}: {message_plain_text(m)}"
+
+
+def search(inp: ProbeInput, query: str) -> str:
+    """The lexical search over the removed region (memoized per event and query)."""
+    from evalkit.models import offline_judge
+
+    cache = inp.memo("recovery-search", dict)
+    if query not in cache:
+        texts = removed_texts(inp)
+        cache[query] = offline_judge.answer(query, texts, SEARCH_CHARS) if texts else ""
+    return cache[query]
+
+
+def _model_query(inp: ProbeInput, question: str, model: dict[str, Any]) -> tuple[str, int]:
+    """The answering model's query and the call's tokens (input + output)."""
+    from evalkit.models import ChatRequest
+    from evalkit.score.judge_model import _client
+
+    req = ChatRequest(
+        model=model.get("model", ""),
+        messages=(
+            {"role": "system", "content": QUERY_SYSTEM},
+            {
+                "role": "user",
+                "content": f"<context>\n{inp.visible_text()}\n</context>\n\nQuestion: {question}",
+            },
+        ),
+        max_tokens=40,
+        purpose="search",
+    )
+    resp = _client(inp)(req)
+    if not resp.ok:
+        raise RuntimeError(f"search query call failed: {resp.error}")
+    usage = getattr(resp, "usage", None) or {}
+    spent = int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0)
+    if not spent:  # no usage reported: what was sent and received, chars / 4
+        spent = -(-(sum(len(m["content"]) for m in req.messages) + len(resp.text or "")) // 4)
+    return (resp.text or "").strip() or question, spent
+
+
+def recovered(inp: ProbeInput, q: dict[str, Any], model: dict[str, Any] | None = None) -> tuple[str, int]:
+    """What the one search adds to the context for question ``q`` (empty for an arm that does not
+    recover) and the tokens it is charged. ``model``: the answering model chooses the query."""
+    if not is_recovery(inp):
+        return "", 0
+    query, spent = (q["text"], 0) if model is None else _model_query(inp, q["text"], model)
+    found = search(inp, query)
+    spent += -(-(len(query) + len(found)) // 4)
+    return f"\n\n<recovered>\n{found}\n</recovered>", spent
