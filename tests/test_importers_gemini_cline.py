@@ -167,3 +167,31 @@ def test_cline_markdown_is_not_aider(tmp_path):
     p = tmp_path / "notes.md"
     p.write_text("**User:** said hello\n\nno tags here\n")
     assert detect_format(p) is None
+
+
+def test_codex_user_words_kept_only_in_event_msg(transcripts):
+    # rollout 019e1695: no response_item user message at all; lines 2, 31 and 33 are
+    # event_msg/user_message records, the only record of the user's three turns.
+    p = (
+        transcripts
+        / "codex/codemie-ai-codemie-code/rollout-2026-05-11T13-28-45-019e1695-0522-7c83-8b39-0dd379793f80.jsonl"
+    )
+    (s,), _ = import_paths([p])
+    users = [m.text for m in s.messages if m.is_genuine_user()]
+    assert len(users) == 3
+    assert (
+        users[1]
+        == "there is a need for nikita to draft demo scenario around governance, budgetings, analytics\n"
+    )
+    # rollout 019e1625: each of its 2 typed turns is a response_item (lines 6, 22) followed by its
+    # event_msg twin (lines 7, 23): read once.
+    p = (
+        transcripts
+        / "codex/codemie-ai-codemie-code/rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+    )
+    (s,), report = import_paths([p])
+    assert [m.text for m in s.messages if m.is_genuine_user()] == [
+        "show tools",
+        "let's update the defailt context compart to 90 in env var",
+    ]
+    assert report.skipped["codex event_msg/user_message"] == 2
