@@ -58,6 +58,7 @@ _FAILED = re.compile(
     r"The tool execution failed|Error (?:executing|reading|writing))",
     re.I,
 )
+_DENIED = re.compile(r"^\s*The user denied this operation")
 ENDED = "[the export ends here: no reply to this completion]"
 _SKIPPED = re.compile(r"^Skipping tool \[(\w+)[^\]]*\] due to user rejecting a previous tool\.?\s*$", re.M)
 
@@ -204,9 +205,10 @@ def read(probe: Probe, report: ImportReport, options: dict):
             body = _SKIPPED.sub("", body)
             output = _DIAGNOSTICS.sub("", _ENV.sub("", body)).strip()
             b.result(call.id, output, is_error=bool(_FAILED.match(output)), line=line)
-            own = [m.group(2).strip() for m in _OWN.finditer(output)]
-            for words in own:
-                b.text("user", words, line, meta={"cline": "feedback"})
+            # Feedback typed when denying the call is the reason for the rejection.
+            meta = {"cline": "feedback", **({"rejection": True} if _DENIED.match(output) else {})}
+            for m in _OWN.finditer(output):
+                b.text("user", m.group(2).strip(), line, meta=meta)
             for skipped_name in skipped:
                 nxt = next((c for c in open_calls if c.name == skipped_name), None)
                 if nxt is not None:
