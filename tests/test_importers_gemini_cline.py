@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 
+from evalkit.contracts.session import ToolResult, tool_pairs_valid
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
 from evalkit.importers.cline import ENDED
-from evalkit.session import ToolResult, tool_pairs_valid
 
 
 def _counts(s):

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from evalkit.contracts.session import Compaction, Session, Text, ToolCall
 from evalkit.facts import identifiers
 from evalkit.facts.commands import _path_arg, command_of, files_of, normalize_command
 from evalkit.facts.constraints import constraint_lines, constraint_sentences, is_template, rejection_reason
 from evalkit.facts.failures import attempt_key, edit_lint_error, failure_source, lint_report_error
 from evalkit.facts.tallies import find_tally
-from evalkit.session import Compaction, Session, Text, ToolCall
 
 __all__ = ["compute_facts", "constraint_lines", "error_line", "is_test_command"]
 

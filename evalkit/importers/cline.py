@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import Text, Thinking, ToolCall
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, short_id
 from evalkit.importers.inputs import ImportReport, Probe, decode_reported
-from evalkit.session import Text, Thinking, ToolCall
 
 ROLE = re.compile(r"^\*\*(User|Assistant):\*\*\s*$")
 TOOLS = (

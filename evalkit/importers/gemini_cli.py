@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 
+from evalkit.contracts.session import Text, Thinking, ToolCall
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_text, parse_args, short_id
 from evalkit.importers.inputs import ImportReport, Probe
-from evalkit.session import Text, Thinking, ToolCall
 
 _NOTICES = ("info", "error", "warning")
 
