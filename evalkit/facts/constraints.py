@@ -66,7 +66,14 @@ _KEYWORDLESS = (
     r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
     r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
 )
-_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
+# A standing property of all the work from now on, said in passing: "let's make it cross-browser",
+# "keep it backwards compatible" (a one-off change names a thing: "make `x` an optional param").
+_STANDING = (
+    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
+    r"(?:\w+\s+)?(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+-(?:safe|agnostic|free|independent|compatible)|"
+    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic)"
+)
+_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}", re.I)
 _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
@@ -90,7 +97,7 @@ _IMPERATIVE = re.compile(
 # markers above.
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
-    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull|fetch|stash|"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
     r"search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
@@ -201,10 +208,23 @@ _STATED = re.compile(
 )
 
 
+# Text a harness or IDE wraps around the user's words (Claude Code's IDE integration, Cline's
+# environment details), and the comments and checklists of a pasted template (a PR template's
+# "<!-- Describe your changes -->", "- [ ] I have run the tests"): none of it is the user's rule.
+_INJECTED = re.compile(
+    r"<(ide_opened_file|ide_selection|ide_diagnostics|system-reminder|environment_details|workspace_diagnostics)>"
+    r".*?(?:</\1>|\Z)|<!--.*?(?:-->|\Z)",
+    re.S,
+)
+_CHECKBOX = re.compile(r"^\s*[-*]\s+\[[ xX]\]\s")
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
     """(line, in_advice_section) for each line that is the user's own words."""
     fenced = quoted = advice = False
     template = bool(_TEMPLATE.search(text))
+    if "<" in text:
+        text = _INJECTED.sub("", text)
     for raw in text.splitlines():
         line = raw.rstrip()
         if line.lstrip().startswith("```"):
@@ -233,6 +253,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         # comment: Markdown headings are not indented).
         if (
             not stripped
+            or _CHECKBOX.match(line)
             or stripped.startswith((">", "$ ", "E   "))
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
@@ -345,6 +366,9 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
     """
     first, investigation = not reason, False
     for line, advice in _candidate_lines(text):
+        # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
+        heading = line.startswith("#")
+        advice = advice or heading
         line = _LIST_MARK.sub("", line).strip()
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()

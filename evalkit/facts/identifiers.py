@@ -168,9 +168,7 @@ def error_string(output: str, refused: bool = False) -> str:
         return ""
     if _GENERIC_MESSAGE.match(lines[0]):
         return ""
-    if len(lines) <= 3:
-        return lines[0][:300]
     for ln in reversed(lines):
         if _GENERIC_ERROR.search(ln):
             return ln[:300]
-    return lines[-1][:300]
+    return (lines[0] if len(lines) <= 3 else lines[-1])[:300]
