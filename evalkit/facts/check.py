@@ -182,8 +182,12 @@ def label_source(session: Session, kind: str, label) -> str:
             return "other"
         call = next((c for x in session.messages for c in x.tool_calls() if c.id == res.call_id), None)
         src = failure_source(call, res, find_tally(res.output))
-        if src is None and (edit_lint_error(call, res.output) or call is not None):
-            return "lint"  # an applied edit whose lint reported errors (Cline's or aider's)
+        if src is None and edit_lint_error(call, res.output):
+            return "lint"  # an applied edit whose lint reported errors in its file (Cline)
+        if src is None and res.output.startswith("Applied edit to"):
+            nxt = session.messages[session.messages.index(m) + 1 :][:4]
+            if any(x.meta.get("harness") == "aider lint" for x in nxt):
+                return "lint"  # aider linted the edit it had just applied and found errors
         return src or "other"
     if kind == "identifiers":
         k, value = label
