@@ -89,14 +89,15 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
     if res.exit_code not in (None, 0):
         no_match = res.exit_code == 1 and cmd and _first_word(cmd) in _NO_MATCH_TOOLS
         return None if (no_match and not own_output(out)) else "exit code"
-    if _REJECTED.search(out[:2000]):
+    head = out[:2000]
+    low = head.lower()
+    if ("reject" in low or "denied" in low or "want to" in low or "declined" in low) and _REJECTED.search(head):
         return "rejection"
     if res.is_error:
         return "error flag"
     if _REFUSAL_START.match(out):
         return "refusal"
-    head = out[:4000].lower()
-    if any(n in head for n in _REFUSAL_ANYWHERE):
+    if any(n in out[:4000].lower() for n in _REFUSAL_ANYWHERE):
         return "refusal"
     if res.exit_code is None and tally is not None and (tally.failed or tally.errors):
         return "test tally"
