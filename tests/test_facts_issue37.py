@@ -355,6 +355,11 @@ def test_generic_harness_messages_and_wrappers_are_not_error_anchors():
     assert _ids(compute_facts(_shell(make, 2)), "error") == {
         "src/a.c:3:1: error: expected ';' before '}' token"
     }
+    # A checker's summary line is not the error; its diagnostic is.
+    tsc = "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist\n\nFound 1 error in src/a.ts:220"
+    assert _ids(compute_facts(_shell(tsc, 2, "npx tsc")), "error") == {
+        "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist"
+    }
     # Negative: a refusal that quotes the call's argument is specific, and stays an anchor.
     quoted = "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in /a.py."
     assert _ids(compute_facts(_editor(quoted)), "error") == {

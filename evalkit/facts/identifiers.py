@@ -136,6 +136,7 @@ _WRAPPER = re.compile(
     r"^(?:make(?:\[\d+\])?: \*\*\*|npm ERR!|npm error\b|ERR_PNPM_|error Command failed with exit code|"
     r"Command failed with exit code|error: Recipe `|\s*ELIFECYCLE\b)"
 )
+_DIAGNOSTIC = re.compile(r"\b(?:error|ERROR|Error)(?:\[[\w-]+\]| [A-Z]+\d+)?:\s")
 # SWE-agent answers an edit that broke the syntax with a generic notice and the linter's lines.
 _LINT_ERRORS = re.compile(r"^ERRORS:\s*\n- (.+)$", re.M)
 
@@ -168,7 +169,14 @@ def error_string(output: str, refused: bool = False) -> str:
         return ""
     if _GENERIC_MESSAGE.match(lines[0]):
         return ""
+    # A diagnostic ("src/a.c:3:1: error: …", "x.ts:2:5 - error TS2345: …", "a.rst:9: ERROR: …")
+    # names the failure; a summary ("Found 1 error in x.ts") or a command echo does not.
+    diag = next((ln for ln in lines if _DIAGNOSTIC.search(ln)), None)
+    if diag:
+        return diag[:300]
+    if len(lines) <= 3:
+        return lines[0][:300]
     for ln in reversed(lines):
         if _GENERIC_ERROR.search(ln):
             return ln[:300]
-    return (lines[0] if len(lines) <= 3 else lines[-1])[:300]
+    return lines[-1][:300]
