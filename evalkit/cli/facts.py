@@ -16,7 +16,8 @@ def _facts_args(p):
         "--check",
         nargs="+",
         metavar="LABELS",
-        help="label files (tests/fixtures/labels/*.json): print precision and recall per fact kind",
+        help="label files (tests/fixtures/labels/*.json): print precision and recall per fact kind "
+        "and per source class",
     )
     p.add_argument(
         "--transcripts",
@@ -61,7 +62,7 @@ def cmd_facts(args) -> int:
 
 
 def _check(args) -> int:
-    from evalkit.facts.check import check_labels, find_transcripts, format_table
+    from evalkit.facts.check import check_labels, find_transcripts, format_source_table, format_table
 
     root = args.transcripts or find_transcripts()
     if root is None or not Path(root).is_dir():
@@ -69,6 +70,8 @@ def _check(args) -> int:
         return 2
     results = [check_labels(p, root) for p in args.check]
     print(format_table(results))
+    print()
+    print(format_source_table(results))
     if args.misses:
         for r in results:
             for s in r.sessions:

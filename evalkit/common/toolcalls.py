@@ -38,7 +38,7 @@ SHELL_TOOLS = {
     "run_shell_command",
 }
 READ_TOOLS = {"read", "read_file", "view", "view_file", "open", "open_file", "cat", "readfile"}
-WRITE_TOOLS = {"write", "write_file", "create", "create_file", "writefile"}
+WRITE_TOOLS = {"write", "write_file", "create", "create_file", "writefile", "write_to_file"}
 EDIT_TOOLS = {
     "edit",
     "multiedit",
@@ -50,6 +50,7 @@ EDIT_TOOLS = {
     "insert",
     "notebookedit",
     "patch",
+    "replace_in_file",
 }
 EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_tool"}
 PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "notebook_path", "filepath", "filePath")

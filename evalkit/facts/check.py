@@ -14,6 +14,7 @@ imports each labelled session, extracts its facts and counts matches kind by kin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -58,6 +59,7 @@ class SessionCheck:
     file: str
     session: str
     scores: dict[str, Score]
+    by_source: dict[tuple[str, str], Score] = field(default_factory=dict)  # (kind, source class)
     misses: dict[str, list] = field(default_factory=dict)  # kind -> unmatched labels
     extras: dict[str, list] = field(default_factory=dict)  # kind -> unmatched predictions
     fixed_agree: int = 0
@@ -77,6 +79,15 @@ class CheckResult:
             for k, sc in s.scores.items():
                 out[k].add(sc)
         return out
+
+    def source_totals(self) -> dict[tuple[str, str], Score]:
+        """Scores per (kind, source class): predictions by the class the extractor gave them,
+        labels by the class of the place they point at (:func:`label_source`)."""
+        out: dict[tuple[str, str], Score] = {}
+        for s in self.sessions:
+            for key, sc in s.by_source.items():
+                out.setdefault(key, Score()).add(sc)
+        return dict(sorted(out.items()))
 
     def fixed_agreement(self) -> tuple[int, int]:
         return sum(s.fixed_agree for s in self.sessions), sum(s.fixed_pairs for s in self.sessions)
@@ -124,20 +135,94 @@ def same_identifier(pred: tuple[str, str], label: tuple[str, str]) -> bool:
 
 def _match(
     preds: list, labels: list, same: Callable[[object, object], bool]
-) -> tuple[Score, list, list, list]:
-    """Greedy one-to-one matching in order; returns the score, matched pairs, misses and extras."""
+) -> tuple[Score, list, list, list, set[int], set[int]]:
+    """Greedy one-to-one matching in order; returns the score, matched pairs, misses, extras and
+    the indices of the matched predictions and labels."""
     free = list(range(len(preds)))
-    pairs, misses = [], []
-    for lab in labels:
+    pairs, misses, hit_labels = [], [], set()
+    for j, lab in enumerate(labels):
         hit = next((i for i in free if same(preds[i], lab)), None)
         if hit is None:
             misses.append(lab)
         else:
             free.remove(hit)
             pairs.append((preds[hit], lab))
+            hit_labels.add(j)
     extras = [preds[i] for i in free]
     n = len(pairs)
-    return Score(n, len(preds), n, len(labels)), pairs, misses, extras
+    hit_preds = set(range(len(preds))) - set(free)
+    return Score(n, len(preds), n, len(labels)), pairs, misses, extras, hit_preds, hit_labels
+
+
+# --------------------------------------------------------------------------- source classes
+
+
+def label_source(session: Session, kind: str, label) -> str:
+    """The source class of a labelled fact, from the place in the session it points at: the
+    same classes the extractor gives its facts (``extract.SOURCES``), so precision and recall can
+    be read per class. A label the classes do not cover is "other"."""
+    from evalkit.facts.commands import _path_arg
+    from evalkit.facts.constraints import is_template
+    from evalkit.facts.failures import edit_lint_error, failure_source
+    from evalkit.facts.identifiers import HARNESS_COMMIT, NEW_TEXT_KEYS
+    from evalkit.facts.tallies import find_tally
+
+    by_id = {_suffix(m.id): m for m in session.messages}
+    if kind == "constraints":
+        m = by_id.get(label[0])
+        if m is None:
+            return "other"
+        if m.role == "tool" or m.meta.get("rejection"):
+            return "rejection reason"
+        return "task template" if is_template(m.text) else "user turn"
+    if kind == "failures":
+        m = by_id.get(label[0])
+        res = m.tool_results()[0] if m is not None and m.tool_results() else None
+        if res is None:
+            return "other"
+        call = next((c for x in session.messages for c in x.tool_calls() if c.id == res.call_id), None)
+        src = failure_source(call, res, find_tally(res.output))
+        if src is None and edit_lint_error(call, res.output):
+            return "lint"  # an applied edit whose lint reported errors in its file (Cline)
+        if src is None and res.output.startswith("Applied edit to"):
+            nxt = session.messages[session.messages.index(m) + 1 :][:4]
+            if any(x.meta.get("harness") == "aider lint" for x in nxt):
+                return "lint"  # aider linted the edit it had just applied and found errors
+        return src or "other"
+    if kind == "identifiers":
+        k, value = label
+        if k == "error":
+            return "tool error"
+        if k == "symbol":
+            return "edit text"  # a name on a definition line of an edit's new text
+        if k == "sha" and any(
+            value in HARNESS_COMMIT.findall(r.output) for m in session.messages for r in m.tool_results()
+        ):
+            return "harness commit"
+        for m in session.messages:
+            if m.role in ("user", "assistant") and value in m.text:
+                return "message"
+            for c in m.tool_calls():
+                writes = _path_arg(c.args) is not None
+                for key, v in c.args.items():
+                    if value in str(v):
+                        content = (
+                            writes and key in (*NEW_TEXT_KEYS, "edits", "diff")
+                        ) or "Begin Patch" in str(v)
+                        return "edit text" if content else "call arguments"
+        return "other"
+    return "tool result" if kind == "tallies" else "call"
+
+
+def _record_sources(out, session, kind, preds, labels, pred_source, hit_preds, hit_labels) -> None:
+    for i, p in enumerate(preds):
+        sc = out.by_source.setdefault((kind, pred_source(p)), Score())
+        sc.pred += 1
+        sc.pred_hit += i in hit_preds
+    for j, lab in enumerate(labels):
+        sc = out.by_source.setdefault((kind, label_source(session, kind, lab)), Score())
+        sc.label += 1
+        sc.label_hit += j in hit_labels
 
 
 # --------------------------------------------------------------------------- one session
@@ -152,13 +237,14 @@ def check_session(session: Session, facts: Facts, label: dict) -> SessionCheck:
     mid = [_suffix(m.id) for m in session.messages]
     out = SessionCheck(label["file"], session.id, {})
 
-    def record(kind, preds, labels, same):
-        score, pairs, misses, extras = _match(preds, labels, same)
+    def record(kind, preds, labels, same, pred_source):
+        score, pairs, misses, extras, hit_preds, hit_labels = _match(preds, labels, same)
         out.scores[kind] = score
         if misses:
             out.misses[kind] = misses
         if extras:
             out.extras[kind] = extras
+        _record_sources(out, session, kind, preds, labels, pred_source, hit_preds, hit_labels)
         return pairs
 
     record(
@@ -169,32 +255,40 @@ def check_session(session: Session, facts: Facts, label: dict) -> SessionCheck:
             for t in label["tallies"]
         ],
         lambda a, b: a == b,
+        lambda p: "tool result",
     )
     pairs = record(
         "failures",
-        [(mid[f.message_index], f.fixed_at is not None, f.command) for f in facts.failures],
+        [(mid[f.message_index], f.fixed_at is not None, f.command, f.source) for f in facts.failures],
         [(f["msg"], bool(f["fixed"])) for f in label["failures"]],
         lambda a, b: a[0] == b[0],
+        lambda p: p[3] or "other",
     )
     out.fixed_pairs = len(pairs)
     out.fixed_agree = sum(p[1] == lab[1] for p, lab in pairs)
     record(
         "constraints",
-        [(mid[c.message_index], c.text) for c in facts.constraints],
+        [(mid[c.message_index], c.text, c.source) for c in facts.constraints],
         [(c["msg"], c["rule"]) for c in label["constraints"]],
         lambda a, b: a[0] == b[0] and same_rule(a[1], b[1]),
+        lambda p: p[2],
     )
     record(
         "files_modified",
         list(dict.fromkeys(f.path for f in facts.files_modified)),
         list(label["files_modified"]),
         same_path,
+        lambda p: "call",
     )
+    ids = {}
+    for i in facts.identifiers:
+        ids.setdefault((i.kind, i.value), i.source)
     record(
         "identifiers",
-        list(dict.fromkeys((i.kind, i.value) for i in facts.identifiers)),
+        list(ids),
         [(i["kind"], i["value"]) for i in label["identifiers"]],
         same_identifier,
+        lambda p: ids[p] or "other",
     )
     return out
 
@@ -226,12 +320,19 @@ def read_labels(path: str | os.PathLike) -> list[dict]:
 
 
 def check_labels(path: str | os.PathLike, transcripts: str | os.PathLike) -> CheckResult:
-    """Import every labelled session from ``transcripts``, extract its facts and score them."""
+    """Import every labelled session from ``transcripts``, extract its facts and score them. An
+    entry with a ``sha256`` is checked against the file first: labels of another version of a
+    session would score the extractor on the wrong text."""
     from evalkit.importers import import_paths
 
     root = Path(transcripts)
     checks = []
     for entry in read_labels(path):
+        want_sha = entry.get("sha256")
+        if want_sha:
+            got = hashlib.sha256((root / entry["file"]).read_bytes()).hexdigest()
+            if got != want_sha:
+                raise ValueError(f"{path}: {entry['file']}: sha256 {got} is not the labelled {want_sha}")
         sessions, report = import_paths([root / entry["file"]])
         want = entry.get("session")
         match = [s for s in sessions if want is None or s.id == want]
@@ -263,4 +364,20 @@ def format_table(results: Iterable[CheckResult]) -> str:
             )
         agree, pairs = r.fixed_agreement()
         rows.append(f"| {name} | {len(r.sessions)} | failures: fixed agrees | {agree}/{pairs} | | | |")
+    return "\n".join(rows)
+
+
+def format_source_table(results: Iterable[CheckResult]) -> str:
+    """Markdown table: per label file, kind and source class, precision and recall."""
+    rows = [
+        "| labels | fact | source class | precision | (hit/pred) | recall | (hit/label) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        name = Path(r.labels).name
+        for (kind, source), sc in r.source_totals().items():
+            rows.append(
+                f"| {name} | {kind} | {source} | {_fmt(sc.precision)} | {sc.pred_hit}/{sc.pred} "
+                f"| {_fmt(sc.recall)} | {sc.label_hit}/{sc.label} |"
+            )
     return "\n".join(rows)

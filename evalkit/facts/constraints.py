@@ -27,7 +27,9 @@ from collections.abc import Iterator
 # Prohibitions: sentence-level markers that forbid something.
 _PROHIBIT = (
     r"never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|can not|may not|"
-    r"no need to|under no circumstances|avoid|refrain from"
+    r"no need to|under no circumstances|avoid|refrain from|"
+    # "important not to commit until …", "be careful not to touch …": a prohibition with a lead word.
+    r"(?:important|remember|careful|sure|mind)\s+not\s+to"
 )
 # Obligations and limits that need no subject check.
 _OBLIGE = (
@@ -55,11 +57,23 @@ _KEYWORDLESS = (
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
     r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
+    # The answer's layout: "put them in a single table", "present it as bullet points".
+    r"\b(?:put|present|show|give|format|list|summari[sz]e|answer|write)\b[^.;]{0,40}?\b(?:in|as|into)\s+(?:a\s+|one\s+)?"
+    r"(?:single\s+|one\s+|markdown\s+|short\s+)?(?:table|bullet(?: point)?s?|bulleted list|numbered list)\b|"
+    # Claude Code's thinking-depth keywords set the form of the agent's thinking.
+    r"^(?:ultrathink|think (?:hard|harder|deeply)|megathink)\b|"
     # A verbless prohibition on a kind of tool or action: "No ClMail tools.", "No new dependencies."
     r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
     r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
 )
-_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}", re.I)
+# A standing property of all the work from now on, said in passing: "let's make it cross-browser",
+# "keep it backwards compatible" (a one-off change names a thing: "make `x` an optional param").
+_STANDING = (
+    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
+    r"(?:\w+\s+)?(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+-(?:safe|agnostic|free|independent|compatible)|"
+    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic)"
+)
+_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}", re.I)
 _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
@@ -83,7 +97,7 @@ _IMPERATIVE = re.compile(
 # markers above.
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
-    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull|fetch|stash|"
+    r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
     r"search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
@@ -128,6 +142,7 @@ _CHECK_VERB = re.compile(
     r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
     re.I,
 )
+_CHECK_AND_DELIVER = re.compile(r"\band\s+(?:then\s+)?(?:add|create|write|implement|fix|build)\b", re.I)
 # A sentence that introduces the list below it ("Follow these steps to resolve the issue:") is
 # its header: the steps are read one by one, the header itself states nothing.
 _LIST_HEADER = re.compile(
@@ -148,10 +163,13 @@ _STRAY = re.compile(
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
     re.I,
 )
+# "Remember, …", "Important: …", "Note that …" lead in to the rule; "important not to …" and
+# "remember to …" are the rule itself.
 _LEAD_IN = re.compile(
-    r"^(?:(?:remember|note(?: however)?(?: that)?|please note(?: that)?|important|n\.?b\.?)\s*[,:!-]?\s*)+",
+    r"^(?:(?:remember|note(?: however)?|important|n\.?b\.?)\s*[,:!-]\s*|(?:please\s+)?note(?: however)?(?: that)?\s+)+",
     re.I,
 )
+_THINKING = re.compile(r"^(?:ultrathink|think (?:hard|harder|deeply)|megathink)\b", re.I)
 # Headers that open quoted material (a pasted issue) and those that end it.
 _QUOTE_OPEN = re.compile(
     r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$", re.I
@@ -161,14 +179,52 @@ _QUOTE_CLOSE = re.compile(
 )
 _ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])")
+# Sentences end at . ! ? before a capital; in all-lower-case typing ("revise proposal. put them in
+# a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])")
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
+
+
+# A harness's task template (SWE-agent's INSTRUCTIONS, an OpenHands/SWE-bench issue prompt): its
+# numbered workflow ("Follow these steps to resolve the issue: 1. … 2. …") is advice like its TIPS.
+_TEMPLATE = re.compile(
+    r"^\s*(?:INSTRUCTIONS:|ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$",
+    re.M | re.I,
+)
+_WORKFLOW_HEADER = re.compile(r"\b(?:follow|take|complete|go through)\s+these\s+steps\b[^:]*:\s*$", re.I)
+# In advice, a prohibition still binds when it names what the environment cannot take ("DO NOT run
+# any command that produces binary output!"); hedged strategy does not ("Try to AVOID brute force",
+# "don't just use the scroll_down command multiple times").
+_HEDGED = re.compile(
+    r"^(?:please\s+)?try to\b|\b(?:don'?t|do not)\s+just\b|\b(?:if possible|might|it'?s a good idea|consider)\b",
+    re.I,
+)
+# "we don't control the process", "I can't see it": the speaker states a fact, not a prohibition.
+_STATED = re.compile(
+    r"\b(?:we|i)\s+(?:don'?t|do not|can'?t|cannot)\s+(?:control|have|know|see|think|understand|care|own|get|"
+    r"want|like|believe|mind|remember)\b",
+    re.I,
+)
+
+
+# Text a harness or IDE wraps around the user's words (Claude Code's IDE integration, Cline's
+# environment details), and the comments and checklists of a pasted template (a PR template's
+# "<!-- Describe your changes -->", "- [ ] I have run the tests"): none of it is the user's rule.
+_INJECTED = re.compile(
+    r"<(ide_opened_file|ide_selection|ide_diagnostics|system-reminder|environment_details|workspace_diagnostics)>"
+    r".*?(?:</\1>|\Z)|<!--.*?(?:-->|\Z)",
+    re.S,
+)
+_CHECKBOX = re.compile(r"^\s*[-*]\s+\[[ xX]\]\s")
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
     """(line, in_advice_section) for each line that is the user's own words."""
     fenced = quoted = advice = False
+    template = bool(_TEMPLATE.search(text))
+    if "<" in text:
+        text = _INJECTED.sub("", text)
     for raw in text.splitlines():
         line = raw.rstrip()
         if line.lstrip().startswith("```"):
@@ -189,11 +245,15 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         if _SECTION_HEADER.match(line) or _QUOTE_CLOSE.match(line):
             advice = False
         stripped = line.strip()
+        if template and _WORKFLOW_HEADER.search(stripped):
+            advice = True  # the steps below, and what follows them up to the next section
+            continue
         # Quotes, pasted shell sessions, pytest's "E   " lines and code or log blocks indented
         # past a list item's continuation are not instructions (an indented "# …" is a code
         # comment: Markdown headings are not indented).
         if (
             not stripped
+            or _CHECKBOX.match(line)
             or stripped.startswith((">", "$ ", "E   "))
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
@@ -231,6 +291,10 @@ def _directive(sentence: str, investigation: bool = False) -> bool:
     s = _FRAME.sub("", sentence, count=1)
     if investigation and _CHECK_VERB.match(s):
         return False
+    # "Check the existing tests and add the missing ones": a check joined to the deliverable is
+    # the request itself.
+    if _CHECK_VERB.match(s) and _CHECK_AND_DELIVER.search(s):
+        return False
     return bool(_DIRECTIVE.match(s) or _CHECK_PURPOSE.match(s))
 
 
@@ -263,31 +327,68 @@ def _clauses(sentence: str) -> list[str]:
     return [sentence]
 
 
-def constraint_sentences(text: str) -> Iterator[tuple[str, str]]:
+# An imperative opening a sentence of a rejection reason ("use pnpm instead", "Add the config to
+# the .vscode settings", "please look into X first"); "You didn't remove …" states a fault.
+_IMPERATIVE_START = re.compile(
+    r"^(?:please\s+|just\s+|instead,?\s+|first,?\s+)*(?:add|use|run|do|don'?t|make|put|keep|check|look|try|remove|"
+    r"write|create|fix|change|stop|wait|leave|skip|move|rename|call|read|ask|go|start|install|update|revert|undo|"
+    r"let'?s)\b",
+    re.I,
+)
+# Claude Code keeps the reason a user typed when rejecting a call in the rejection's tool result.
+_REJECTION_REASON = re.compile(
+    r"^The user doesn'?t want to (?:proceed with this tool use|take this action)\b.*?the user said:\s*\n(.+)\Z",
+    re.S,
+)
+
+
+def rejection_reason(output: str) -> str | None:
+    """The words a user typed when rejecting a tool call, as the harness recorded them."""
+    m = _REJECTION_REASON.match(output.strip())
+    return m.group(1).strip() if m else None
+
+
+def is_template(text: str) -> bool:
+    """A harness's task template (an issue prompt, SWE-agent's INSTRUCTIONS) rather than typed words."""
+    return bool(_TEMPLATE.search(text))
+
+
+def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule.
 
     A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,
     an answer-form limit) or is a process directive: an imperative about how the agent works
     (see ``_PROCESS_VERB``). The message's opening sentence is its request, the task itself, so
     a directive there counts only with a marker ("Run the tests" alone is the task).
+
+    ``reason``: the text is why the user rejected a call. It has no opening request, and any
+    imperative in it steers how the agent works, so it counts as a directive.
     """
-    first, investigation = True, False
+    first, investigation = not reason, False
     for line, advice in _candidate_lines(text):
+        # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
+        heading = line.startswith("#")
+        advice = advice or heading
         line = _LIST_MARK.sub("", line).strip()
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
             opening, first = first, first and not s
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
-            if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s):
+            if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
                 if not advice and (not opening or _BARE_STOP.match(s)) and _directive(s, investigation):
                     yield s, "directive"
+                elif reason and _IMPERATIVE_START.match(s):
+                    yield s, "rejection"
                 continue
-            if advice and not _PROHIBIT_OR_ONLY.search(s):
+            if advice and (not _PROHIBIT_OR_ONLY.search(s) or _HEDGED.search(s)):
+                continue
+            if _THINKING.match(s):  # the keyword is the rule; the rest of the sentence is the task
+                yield _THINKING.match(s).group(0), "thinking"
                 continue
             for clause in _clauses(s):
                 km = _rule_in(clause)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from evalkit.contracts.session import Compaction, Session, Text, ToolCall
 from evalkit.facts import identifiers
-from evalkit.facts.commands import command_of, files_of, normalize_command
-from evalkit.facts.constraints import constraint_lines, constraint_sentences
-from evalkit.facts.failures import attempt_key, call_failed
+from evalkit.facts.commands import _path_arg, command_of, files_of, normalize_command
+from evalkit.facts.constraints import constraint_lines, constraint_sentences, is_template, rejection_reason
+from evalkit.facts.failures import attempt_key, edit_lint_error, failure_source, lint_report_error
 from evalkit.facts.tallies import find_tally
 
 __all__ = ["compute_facts", "constraint_lines", "error_line", "is_test_command"]
@@ -45,6 +45,7 @@ class Constraint:
     message_index: int
     text: str
     keyword: str
+    source: str = "user turn"  # SOURCES["constraints"]: user turn | rejection reason | task template
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +61,7 @@ class Failure:
     error_line: str
     fixed_at: int | None  # message index of a later success of the same attempt (failures.attempt_key)
     tool: str = ""  # the tool's name: failures of edits, patches and rejected calls count too
+    source: str = ""  # SOURCES["failures"]: how the result says it failed (failures.failure_source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,15 @@ class FileTouch:
     message_index: int
     path: str
     tool: str
+
+
+# Where each kind of fact comes from, so a probe can weight or exclude a class and
+# ``evalkit facts --check`` can score each class apart.
+SOURCES = {
+    "constraints": ("user turn", "rejection reason", "task template"),
+    "failures": ("exit code", "error flag", "refusal", "rejection", "lint", "test tally", "crash"),
+    "identifiers": ("message", "call arguments", "edit text", "tool error", "harness commit"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +88,9 @@ class Identifier:
     message_index: int
     kind: str  # "pr" | "sha" | "url" | "branch" | "dir" | "symbol" | "error"
     value: str
+    source: str = (
+        ""  # SOURCES["identifiers"]: message | call arguments | edit text | tool error | harness commit
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,28 +162,47 @@ def _strings(value) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _call_identifiers(call: ToolCall) -> Iterator[tuple[str, str]]:
-    for text in _strings(call.args):
-        yield from identifiers.in_text(text)
+# Arguments of a call that writes a file which hold the file's content (not anchors for URLs).
+_CONTENT_KEYS = {*identifiers.NEW_TEXT_KEYS, "old_string", "old_str", "edits", "diff", "search"}
+
+
+def _call_identifiers(call: ToolCall) -> Iterator[tuple[str, str, str]]:
+    """(kind, value, source) of the identifiers in a call's arguments."""
+    writes_file = _path_arg(call.args) is not None
+    for key, value in call.args.items():
+        if key in ("thought", "description", "todos"):
+            continue
+        content = writes_file and key in _CONTENT_KEYS
+        for text in _strings(value):
+            patch = "*** Begin Patch" in text
+            for kind, v in identifiers.in_text(text, urls=not (content or patch)):
+                yield kind, v, "edit text" if content or patch else "call arguments"
     cmd = command_of(call)
     if cmd:
-        yield from identifiers.in_command(cmd)
+        yield from ((k, v, "call arguments") for k, v in identifiers.in_command(cmd))
         if cmd.lstrip().startswith(("edit ", "insert", "append")):  # SWE-agent: the body is the new text
-            yield from (("symbol", n) for n in identifiers.symbols(cmd.split("\n", 1)[-1]))
+            yield from (("symbol", n, "edit text") for n in identifiers.symbols(cmd.split("\n", 1)[-1]))
     for v in _new_texts(call):
-        yield from (("symbol", n) for n in identifiers.symbols(v))
-    for key in ("input", "patch"):  # apply_patch: the added lines
-        v = call.args.get(key)
-        if isinstance(v, str) and "*** Begin Patch" in v:
-            added = "\n".join(ln[1:] for ln in v.splitlines() if ln.startswith("+"))
-            yield from (("symbol", n) for n in identifiers.symbols(added))
+        yield from (("symbol", n, "edit text") for n in identifiers.symbols(v))
+    for text in _strings({k: call.args.get(k) for k in ("input", "patch", "command", "cmd")}):
+        if "*** Begin Patch" in text:  # apply_patch (also inside a shell heredoc): the added lines
+            added = "\n".join(ln[1:] for ln in text.splitlines() if ln.startswith("+"))
+            yield from (("symbol", n, "edit text") for n in identifiers.symbols(added))
+
+
+_REPLACE_HALF = re.compile(r"^={7}\s*\n(.*?)^>{7} REPLACE", re.M | re.S)
 
 
 def _new_texts(call: ToolCall) -> list[str]:
-    """The new text an edit call writes: its own text argument, and each edit of a batch
-    (Claude Code's MultiEdit carries ``edits: [{old_string, new_string}, …]``)."""
+    """The new text an edit call writes: its own text argument, each edit of a batch (Claude
+    Code's MultiEdit carries ``edits: [{old_string, new_string}, …]``), and the REPLACE half of
+    each block of a SEARCH/REPLACE ``diff`` (Cline's replace_in_file)."""
     parts = [call.args] + [e for e in call.args.get("edits") or [] if isinstance(e, dict)]
-    return [v for a in parts for k in identifiers.NEW_TEXT_KEYS if isinstance(v := a.get(k), str)]
+    texts = [v for a in parts for k in identifiers.NEW_TEXT_KEYS if isinstance(v := a.get(k), str)]
+    diff = call.args.get("diff")
+    if isinstance(diff, str) and ">>>>>>> REPLACE" in diff:
+        texts += _REPLACE_HALF.findall(diff)
+    return texts
 
 
 def _has_new_text(call: ToolCall) -> bool:
@@ -191,11 +224,36 @@ class _Builder:
         self.open_file: str | None = None
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
+        self.last_edit: tuple[int, ToolCall, object] | None = None  # the latest applied edit (aider lint)
 
-    def identifier(self, i: int, kind: str, value: str) -> None:
+    def identifier(self, i: int, kind: str, value: str, source: str = "message") -> None:
         if value and (kind, value) not in self.seen_ids:
             self.seen_ids.add((kind, value))
-            self.facts.identifiers.append(Identifier(i, kind, value))
+            self.facts.identifiers.append(Identifier(i, kind, value, source))
+
+    def constraints(self, i: int, text: str, source: str) -> None:
+        for rule, kw in constraint_sentences(text, reason=source == "rejection reason"):
+            self.facts.constraints.append(Constraint(i, rule, kw, source))
+
+    def fail(self, i: int, call: ToolCall, res, source: str, error: str) -> None:
+        """Record a failing call; later successes of the same attempt mark it fixed."""
+        cmd = command_of(call)
+        key = attempt_key(call)
+        self.open_failures.setdefault(key, []).append(len(self.facts.failures))
+        self.facts.failures.append(
+            Failure(
+                i,
+                res.call_id,
+                cmd or key,
+                normalize_command(cmd) if cmd else key,
+                res.exit_code,
+                error_line(res.output),
+                None,
+                call.name,
+                source,
+            )
+        )
+        self.identifier(i, "error", error, "tool error")
 
     def message(self, i: int, msg) -> None:
         for block in msg.blocks:
@@ -208,8 +266,19 @@ class _Builder:
         own = [b.text for b in msg.blocks if isinstance(b, Text) and not b.synthetic]
         if msg.is_genuine_user():
             for text in own:
-                for rule, kw in constraint_sentences(text):
-                    self.facts.constraints.append(Constraint(i, rule, kw))
+                source = (
+                    "rejection reason"
+                    if msg.meta.get("rejection")
+                    else "task template"
+                    if is_template(text)
+                    else "user turn"
+                )
+                self.constraints(i, text, source)
+        if msg.meta.get("harness") == "aider lint" and self.last_edit is not None:
+            # aider linted the file its last edit wrote and found errors: that edit failed.
+            at, call, res = self.last_edit
+            self.fail(at, call, res, "lint", lint_report_error(msg.text) or "")
+            self.last_edit = None
         if msg.role in ("user", "assistant") and not msg.meta.get("synthetic"):
             for text in own:
                 for kind, value in identifiers.in_text(text):
@@ -217,16 +286,18 @@ class _Builder:
                 if msg.role == "assistant":
                     for m in _AIDER_REPLACE.finditer(text):
                         for name in identifiers.symbols(m.group(1)):
-                            self.identifier(i, "symbol", name)
+                            self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)
             if self.cwd:
                 modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
-            for kind, value in _call_identifiers(call):
-                self.identifier(i, kind, value)
+            for kind, value, source in _call_identifiers(call):
+                self.identifier(i, kind, value, source)
         for res in msg.tool_results():
+            if msg.meta.get("missing_result"):
+                continue  # no result was recorded: nothing is known of what the call did
             self.result(i, res)
 
     def resolve_earlier(self, cwd: str) -> None:
@@ -260,7 +331,13 @@ class _Builder:
             )
         elif cmd and is_test_command(cmd):
             self.facts.untallied_runs.append(i)
-        failed = call_failed(call, res, tally)
+        source = failure_source(call, res, tally)
+        failed = source is not None
+        for sha in identifiers.HARNESS_COMMIT.findall(res.output) if "Commit " in res.output else ():
+            self.identifier(at, "sha", sha, "harness commit")
+        reason = rejection_reason(res.output) if failed else None
+        if reason:
+            self.constraints(i, reason, "rejection reason")
         if not failed:  # a failed or rejected edit changed nothing
             self.facts.files_modified.extend(FileTouch(at, p, call.name) for p in modified if call)
             if (
@@ -285,23 +362,23 @@ class _Builder:
             if self.cwd is None:
                 self.resolve_earlier(cwd[0])
             self.cwd = cwd[-1]
-        if call is None or not (failed or self.open_failures):
+        if call is None:
+            return
+        lint = None if failed else edit_lint_error(call, res.output)
+        if not failed and modified:
+            self.last_edit = (i, call, res)
+        if not (failed or lint or self.open_failures):
             return
         key = attempt_key(call)
         if failed:
-            command = cmd or key
-            norm = normalize_command(cmd) if cmd else key
-            self.open_failures.setdefault(key, []).append(len(self.facts.failures))
-            self.facts.failures.append(
-                Failure(i, res.call_id, command, norm, res.exit_code, error_line(res.output), None, call.name)
-            )
-            self.identifier(
-                i, "error", identifiers.error_string(res.output, refused=res.is_error and not cmd)
-            )
+            error = identifiers.error_string(res.output, refused=res.is_error and not cmd)
+            self.fail(i, call, res, source, error)
         else:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):
                 self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=i)
+            if lint:  # the file was written, and the harness's lint found an error in it
+                self.fail(i, call, res, "lint", lint)
 
 
 def compute_facts(session: Session) -> Facts:

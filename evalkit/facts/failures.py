@@ -74,26 +74,78 @@ def own_output(output: str) -> str:
     return text.strip()
 
 
-def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> bool:
-    """Whether the call ``res`` answers failed (see the module docstring)."""
+_REJECTED = re.compile(
+    r"^\s*(?:The user doesn'?t want to|User rejected|The user denied this operation|exec command rejected)"
+    r"|rejected by user|declined by user",
+    re.I,
+)
+
+
+def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> str | None:
+    """How the result ``res`` says its call failed (one of ``extract.SOURCES["failures"]``), or
+    None when it did not fail (see the module docstring)."""
     cmd = command_of(call) if call else None
+    out = res.output
     if res.exit_code not in (None, 0):
         no_match = res.exit_code == 1 and cmd and _first_word(cmd) in _NO_MATCH_TOOLS
-        return not (no_match and not own_output(res.output))
+        return None if (no_match and not own_output(out)) else "exit code"
+    head = out[:2000]
+    low = head.lower()
+    if ("reject" in low or "denied" in low or "want to" in low or "declined" in low) and _REJECTED.search(head):
+        return "rejection"
     if res.is_error:
-        return True
-    out = res.output
+        return "error flag"
     if _REFUSAL_START.match(out):
-        return True
-    head = out[:4000].lower()
-    if any(n in head for n in _REFUSAL_ANYWHERE):
-        return True
+        return "refusal"
+    if any(n in out[:4000].lower() for n in _REFUSAL_ANYWHERE):
+        return "refusal"
     if res.exit_code is None and tally is not None and (tally.failed or tally.errors):
-        return True
+        return "test tally"
     if res.exit_code is None and cmd and ("Traceback (most recent call last):" in out or "not found" in out):
         own = own_output(out)
-        return bool(_TRACEBACK.search(own) or _NOT_FOUND.search(own))
-    return False
+        if _TRACEBACK.search(own) or _NOT_FOUND.search(own):
+            return "crash"
+    return None
+
+
+def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> bool:
+    """Whether the call ``res`` answers failed (see the module docstring)."""
+    return failure_source(call, res, tally) is not None
+
+
+# A harness that lints right after an edit and shows the model what it found: Cline appends
+# "New problems detected after saving the file:" with the problems per file; aider sends
+# "# Fix any errors below" with its linter's report. Only an error in the edited file fails the
+# edit (a workspace-wide list names other files too; warnings alone do not fail it).
+_CLINE_PROBLEMS = "New problems detected after saving the file:"
+_CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+)$", re.M)
+_LINT_DIAGNOSTIC = re.compile(r"^(\S+?:\d+:\d+: [A-Z]+\d+ .+?)\s*$", re.M)
+
+
+def edit_lint_error(call: ToolCall | None, output: str) -> str | None:
+    """The first error a harness's automatic lint reported in the file this edit wrote."""
+    if call is None or _CLINE_PROBLEMS not in output:
+        return None
+    target = _path_arg(call.args)
+    body = output.split(_CLINE_PROBLEMS, 1)[1]
+    for section in re.split(r"\n\s*\n(?=\S)", body.strip()):
+        lines = section.strip().splitlines()
+        if lines and target and lines[0].strip() == target:
+            m = _CLINE_ERROR.search(section)
+            if m:
+                return m.group(1).strip()
+    return None
+
+
+def lint_report_error(report: str) -> str | None:
+    """The first diagnostic of aider's lint report (``path:line:col: CODE message``)."""
+    m = _LINT_DIAGNOSTIC.search(report)
+    if m:
+        return m.group(1)
+    for ln in report.splitlines():
+        if re.search(r"\berror\b", ln, re.I) and not ln.lstrip().startswith("#"):
+            return ln.strip()
+    return None
 
 
 _FLAG = re.compile(r"^-")

@@ -23,6 +23,8 @@ import re
 import shlex
 from collections.abc import Iterator
 
+# A commit the harness made for the agent (aider's "Commit 1a2b3c4 feat: …" status line).
+HARNESS_COMMIT = re.compile(r"^Commit ([0-9a-f]{7,40}) ", re.M)
 _URL = re.compile(r"https?://[^\s<>\"'`)\]}|]+")
 _PR = re.compile(
     r"(?:\b(?:PR|pull request)[ \t]*#?(\d{1,7})\b)"
@@ -61,11 +63,27 @@ def _sha_ok(h: str) -> bool:
     return any(c.isdigit() for c in h) and any(c.isalpha() for c in h)
 
 
-def in_text(text: str) -> Iterator[tuple[str, str]]:
-    """(kind, value) of the PR/issue numbers, SHAs and URLs in a message's or call's text."""
+# Content an edit writes, inside a message or a shell command: aider's SEARCH/REPLACE blocks and
+# heredoc bodies (``cat <<'EOF' > f``, ``apply_patch <<'PATCH'``). URLs there are content.
+_EDIT_BLOCK = re.compile(r"^<{7} SEARCH\s*$.*?^>{7} REPLACE\s*$", re.M | re.S)
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1[^\n]*\n.*?^\s*\2\s*$", re.M | re.S)
+
+
+def without_written_content(text: str) -> str:
+    """``text`` without the file content it carries (edit blocks, heredoc bodies)."""
+    if "<<" in text:
+        text = _EDIT_BLOCK.sub("", text) if "SEARCH" in text else text
+        text = _HEREDOC.sub("", text)
+    return text
+
+
+def in_text(text: str, urls: bool = True) -> Iterator[tuple[str, str]]:
+    """(kind, value) of the PR/issue numbers, SHAs and URLs in a message's or call's text;
+    ``urls=False`` for file content an edit writes (a URL there is content, not an anchor)."""
     # Substring checks first: most texts hold no URL and no "#N".
-    if "://" in text:
-        for m in _URL.finditer(text):
+    text_urls = without_written_content(text) if urls and "://" in text else ""
+    if "://" in text_urls:
+        for m in _URL.finditer(text_urls):
             yield "url", m.group(0).rstrip(".,;:!?")
     if "#" in text or "PR" in text or "pull" in text or "Pull" in text or "gh " in text:
         for m in _PR.finditer(text):
@@ -97,23 +115,65 @@ def symbols(new_text: str) -> Iterator[str]:
         yield m.group(1) or m.group(2)
 
 
+# Harness wording that holds nothing of this session (no path, argument or id of the call): a
+# continuation gains nothing from it as an anchor, so a failure answered only by one of these has
+# no error identifier (the failure itself still counts).
+_GENERIC_MESSAGE = re.compile(
+    r"^(?:File has not been read yet\b|Parameter `\w+` is required\b|This command requires approval\b|"
+    r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
+    r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
+    r"\[no result recorded\b|\[aborted\b|File does not exist\.?$|InputValidationError:|"
+    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$)",
+    re.I,
+)
+# Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
+# exec_command chunk header), and a build tool's wrapper around the error it reports.
+_HARNESS_HEADER = re.compile(
+    r"^(?:Exit code:? -?\d+|Chunk ID: \S+|Wall time: .*|Process (?:exited with code -?\d+|running with session ID \d+)|"
+    r"Original token count: \d+|Output:|Total output lines: \d+)\s*$"
+)
+_WRAPPER = re.compile(
+    r"^(?:make(?:\[\d+\])?: \*\*\*|npm ERR!|npm error\b|ERR_PNPM_|error Command failed with exit code|"
+    r"Command failed with exit code|error: Recipe `|\s*ELIFECYCLE\b)"
+)
+_DIAGNOSTIC = re.compile(r"\b(?:error|ERROR|Error)(?:\[[\w-]+\]| [A-Z]+\d+)?:\s")
+# SWE-agent answers an edit that broke the syntax with a generic notice and the linter's lines.
+_LINT_ERRORS = re.compile(r"^ERRORS:\s*\n- (.+)$", re.M)
+
+
 def error_string(output: str, refused: bool = False) -> str:
     """The exact error a failing call reported: the first line of a harness or tool refusal, else
     the exception line ("TypeError: …"), else the last line that says error/failed. ``refused``:
     the harness flagged a call that ran no command as an error, so its output opens with the
-    refusal whatever its wording."""
+    refusal whatever its wording. A generic harness message (``_GENERIC_MESSAGE``) is no anchor:
+    the specific error under it, or "" when there is none; a build tool's wrapper line gives way
+    to the error it wraps."""
     from evalkit.facts.failures import refusal_line
 
     text = _TOOL_ERROR_TAG.sub("", output).strip()
+    lines = text.splitlines()
+    while lines and (not lines[0].strip() or _HARNESS_HEADER.match(lines[0].strip())):
+        lines = lines[1:]
+    text = "\n".join(lines).strip()
+    m = _LINT_ERRORS.search(text)
+    if m:
+        return m.group(1).strip()[:300]
     refused = refusal_line(text) or (refused and text.splitlines()[0].strip() if text else None)
     if refused:
-        return refused[:300]
+        return "" if _GENERIC_MESSAGE.match(refused) else refused[:300]
     found = [m.group(1).strip() for m in _ERROR_LINE.finditer(text)]
     if found:
         return found[-1][:300]
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _WRAPPER.match(ln.strip())]
     if not lines:
         return ""
+    if _GENERIC_MESSAGE.match(lines[0]):
+        return ""
+    # A diagnostic ("src/a.c:3:1: error: …", "x.ts:2:5 - error TS2345: …", "a.rst:9: ERROR: …")
+    # names the failure; a summary ("Found 1 error in x.ts") or a command echo does not.
+    diag = next((ln for ln in lines if _DIAGNOSTIC.search(ln)), None)
+    if diag:
+        return diag[:300]
     if len(lines) <= 3:
         return lines[0][:300]
     for ln in reversed(lines):

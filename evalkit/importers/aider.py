@@ -11,6 +11,8 @@ output (token counts, commits, the echo of command output) and are skipped, exce
   to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error;
 - ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
   the model, so it is kept as synthetic user text (one message per report);
+- ``> Commit 1a2b3c4 …``: aider committed the applied edits; the line is appended to the result
+  of the latest applied edit (the commit's SHA is an anchor a continuation needs);
 - ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
 
 A ``(y/n…)`` line is aider's prompt followed by the user's reply, filed as user text. The rest is
@@ -20,8 +22,9 @@ assistant text. Aider writes no exit codes and no compaction records.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from evalkit.contracts.session import ToolCall
+from evalkit.contracts.session import ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, short_id
 from evalkit.importers.inputs import ImportReport, Probe, decode_reported
@@ -37,6 +40,26 @@ NOT_APPLIED = re.compile(r"^(?:Skipping edits to (.+?)|# \d+ SEARCH/REPLACE bloc
 LINT_START = "# Fix any errors below"
 # aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
 COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
+
+
+# "> Commit 1a2b3c4 feat: …": aider committed the edits it just applied.
+COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ")
+
+
+def _note_commit(b: SessionBuilder, line: str, pending: list[str]) -> None:
+    """Append aider's commit line to the result of the edit it committed (the latest applied
+    edit), so the commit's SHA stays with the call that made the change. A commit of the user's
+    own changes before the edits apply ("Committing X before applying edits.") waits for the
+    next applied edit."""
+    if pending and pending[-1] == "":
+        pending[-1] = line
+        return
+    for msg in reversed(b.messages):
+        if msg.role == "tool":
+            res = msg.blocks[0]
+            if isinstance(res, ToolResult) and res.output.startswith("Applied edit to"):
+                msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
+            return
 
 
 def detect(probe: Probe) -> bool:
@@ -64,6 +87,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
     lint_line = 0
     command = ""
     count = 0
+    pending_commits: list[str] = []  # commits aider made before applying the next edit
 
     def flush_user():
         nonlocal user
@@ -110,7 +134,11 @@ def read(probe: Probe, report: ImportReport, options: dict):
             n,
             {"synthetic": True, "harness": "aider"},
         )
-        b.result(cid, status or f"Applied edit to {path_text}", is_error=status is not None, line=n)
+        output = status or f"Applied edit to {path_text}"
+        if status is None and pending_commits:
+            output = "\n".join([output, *(c for c in pending_commits if c)])
+            pending_commits.clear()
+        b.result(cid, output, is_error=status is not None, line=n)
 
     def finish():
         flush_lint()
@@ -188,6 +216,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 continue
             if body.startswith(LINT_START):
                 lint, lint_line = [body], n
+                continue
+            if COMMIT.match(body):
+                _note_commit(b, body, pending_commits)
+                continue
+            if body.startswith("Committing ") and body.endswith("before applying edits."):
+                pending_commits.append("")  # the commit line that follows belongs to the next edit
                 continue
             if body.startswith("Models:"):
                 b.meta.setdefault("model", body[len("Models:") :].split(" with ")[0].strip())

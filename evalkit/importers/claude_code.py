@@ -43,6 +43,7 @@ SKIPPED_TYPES = ENTRY_TYPES - {"user", "assistant", "system", "summary"}
 _SYNTHETIC = re.compile(
     r"^\s*(?:<command-(?:name|message|args)>|<local-command-(?:stdout|stderr)>|<system-reminder>|<task-notification>|"
     r"<user-prompt-submit-hook>|<bash-(?:input|stdout|stderr)>|Caveat: The messages below were generated|"
+    r"<ide_opened_file>|<ide_selection>|<ide_diagnostics>|"
     r"\[Request interrupted by user)"
 )
 

@@ -1,8 +1,9 @@
 """Codex CLI rollout JSONL (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 
 ``response_item`` lines are the replayable history; ``event_msg`` lines are UI telemetry that
-mostly repeat them, so only ``exec_command_end`` (exit codes) and ``turn_aborted`` are used and
-the rest are counted as skipped. Calls pair with outputs by ``call_id``. A ``compacted`` line is
+mostly repeat them, so only ``exec_command_end`` (exit codes), ``turn_aborted`` and a
+``user_message`` with no response_item twin (some rollouts keep the user's words only there) are
+used and the rest are counted as skipped. Calls pair with outputs by ``call_id``. A ``compacted`` line is
 a :class:`Compaction` whose message meta keeps the ``replacement_history`` texts (what Codex itself
 kept); a ``turn_aborted`` answers the calls still open with an aborted result and adds a
 synthetic interruption notice. ``web_search_call`` items become a ``web_search`` call (with the
@@ -74,6 +75,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
     results: dict[str, tuple] = {}  # call_id -> (message, block index) to patch a late exec_command_end
     open_calls: list[str] = []
     last_tokens: int | None = None
+    after_user_item = False  # the last response_item was a user message (its event_msg twin follows)
     for n, e in jsonl_records(path, report):
         t, p = e.get("type"), e.get("payload")
         if not isinstance(t, str) or t not in LINE_TYPES:
@@ -120,6 +122,13 @@ def read(probe: Probe, report: ImportReport, options: dict):
                         old.is_error or status == "failed" or code not in (None, 0),
                         code,
                     )
+            elif kind == "user_message" and isinstance(p.get("message"), str):
+                # Normally a repeat of the response_item user message just before it; some
+                # rollouts keep only this one, and then it is the only record of the user's words.
+                if after_user_item:
+                    report.skip(path, n, "codex event_msg/user_message")
+                else:
+                    b.text("user", p["message"], n, synthetic=bool(_SYNTHETIC.match(p["message"])))
             elif kind == "turn_aborted":
                 for cid in open_calls:
                     b.add(
@@ -143,6 +152,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             else:
                 report.skip(path, n, f"codex event_msg/{kind}")
         else:
+            after_user_item = p.get("type") == "message" and p.get("role") == "user"
             _item(b, p, n, exits, results, open_calls)
     s = b.finish()
     if s:

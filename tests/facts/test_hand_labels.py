@@ -243,11 +243,10 @@ def test_failed_or_rejected_edits_modify_nothing():
     f = compute_facts(s)
     assert [x.path for x in f.files_modified] == ["b.py"]
     assert [(x.tool, x.fixed_at) for x in f.failures] == [("Edit", None)]
-    assert {(i.kind, i.value) for i in f.identifiers} >= {
-        ("symbol", "f"),
-        ("symbol", "K"),
-        ("error", "File has not been read yet."),
-    }
+    ids = {(i.kind, i.value) for i in f.identifiers}
+    assert ids >= {("symbol", "f"), ("symbol", "K")}
+    # The refusal is a generic harness message (issue #37's anchor index): a failure, no anchor.
+    assert not any(k == "error" for k, _ in ids)
 
 
 def test_batch_edits_refusals_and_the_shell_folder():
@@ -281,8 +280,10 @@ def test_batch_edits_refusals_and_the_shell_folder():
     f = compute_facts(s)
     ids = {(i.kind, i.value) for i in f.identifiers}
     assert ("symbol", "g") in ids
-    assert ("error", "Found 2 matches of the string to replace, but replace_all is false.") in ids
-    assert ("error", "String:    x = compute()") not in ids
+    # A bare count of matches is a generic harness message (issue #37): the failure has no error
+    # anchor, and the echoed argument under it is not one either.
+    assert not any(k == "error" for k, _ in ids)
+    assert len(f.failures) == 1
     assert [x.path for x in f.files_modified] == ["/repo/b.py"]
 
 

@@ -20,7 +20,8 @@ def _facts(path):
 
 def test_facts_over_every_real_sample(transcripts):
     sessions, report = import_paths([transcripts])
-    assert not report.problems
+    # Only the Cline exports' calls left unanswered when the export ends (test_importers_real).
+    assert set(report.problems) <= {"call without result"}
     facts = [compute_facts(s) for s in sessions]
     assert [f.session for f in facts] == [s.id for s in sessions]
     for s, f in zip(sessions, facts, strict=True):
@@ -86,28 +87,18 @@ def test_openhands_ponyc_4595(transcripts):
     assert f.failures[1].error_line == "make: *** [Makefile:192: build] Error 2"
     assert all(x.fixed_at is None for x in f.failures)
     # The pasted issue (<issue_description>…</issue_description>) is quoted material: its "don't",
-    # "always" and "avoid" are the issue author's. The task's own rules, one sentence or clause
-    # each: the marked ones and the process steps of its "Follow these steps" list (README rule).
+    # "always" and "avoid" are the issue author's. A task template binds only its scope and
+    # environment rules (issue #37): the two "don't" sentences and "minimal changes to non-test
+    # files"; its numbered "Follow these steps" workflow and the line after it are advice.
     texts = [c.text for c in f.constraints]
-    assert [c.keyword for c in f.constraints][:3] == ["don't", "don't", "minimal changes"]
+    assert [c.keyword for c in f.constraints] == ["don't", "don't", "minimal changes"]
+    assert {c.source for c in f.constraints} == {"task template"}
     for start in (
         "Rerun your reproduce script",
-        "Once you are done with the initial implementation, please carefully re-read",
-        "Run all of the tests in the repo",
-        "Repeat this process",
-        "Make sure all these tests pass with your changes.",
+        "Create a script to reproduce",
         "Your thinking should be thorough",
     ):
-        assert any(t.startswith(start) for t in texts), start
-    # The list's header introduces the steps and is no rule itself; steps that make scaffolding to
-    # check the work ("Create a script to reproduce …", "Write tests to check …") and coordinated
-    # process verbs ("Find and run …") are process steps; "Edit the sourcecode …" is the task.
-    assert "Follow these steps to resolve the issue:" not in texts
-    for start in ("Create a script to reproduce", "Write tests to check", "Find and run any tests"):
-        assert any(t.startswith(start) for t in texts), start
-    assert not any(t.startswith("Edit the sourcecode") for t in texts)
-    # A rule that ends a list of steps keeps the whole sentence.
-    assert any(t.startswith("Think about edgecases") and t.endswith("as well.") for t in texts)
+        assert not any(t.startswith(start) for t in texts), start
     assert f.tallies == []
 
 
@@ -122,5 +113,7 @@ def test_aider_session0325(transcripts):
         (1, 3, "pytest tests/basic/test_io.py"),
         (4, 0, "pytest tests/basic/test_io.py"),
     ]
-    assert [(x.command, x.fixed_at is not None) for x in f.failures] == [("pytest tests/basic/test_io.py", True)]
+    assert [(x.command, x.fixed_at is not None) for x in f.failures] == [
+        ("pytest tests/basic/test_io.py", True)
+    ]
     assert f.constraints == []

@@ -1,0 +1,487 @@
+"""The error classes of issue #37, each with a positive and a negative case on a real-shaped sample
+(the shapes of Claude Code JSONL, aider's chat history, Cline's exports, OpenHands' editor and
+SWE-agent's templates as the files in ../shared/transcripts show them), and the source class each
+fact carries."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
+from evalkit.facts import compute_facts
+from evalkit.facts.check import check_labels
+from evalkit.facts.constraints import constraint_sentences
+from evalkit.facts.extract import SOURCES
+from evalkit.importers import import_paths
+from tests.conftest import FIXTURES
+
+LABELS = FIXTURES / "labels"
+
+
+def _session(*msgs: Message) -> Session:
+    return Session("s", Source("test"), list(msgs))
+
+
+def _rules(text: str, **kw) -> list[str]:
+    return [r for r, _ in constraint_sentences(text, **kw)]
+
+
+def _ids(f, kind: str) -> set[str]:
+    return {i.value for i in f.identifiers if i.kind == kind}
+
+
+def _claude_jsonl(tmp_path, records: list[dict]):
+    base = {"sessionId": "c1", "cwd": "/repo", "version": "1.0.0", "isSidechain": False}
+    lines = []
+    for n, r in enumerate(records):
+        lines.append(json.dumps({**base, "uuid": f"u{n}", "parentUuid": f"u{n - 1}" if n else None, **r}))
+    p = tmp_path / "c1.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    (s,), _ = import_paths([p])
+    return s
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+def test_ide_context_wrappers_are_not_the_users_words(tmp_path):
+    # Claude Code's IDE integration sends the opened file and the selection as text blocks of the
+    # user's message, each in its own wrapper with the same boilerplate.
+    s = _claude_jsonl(
+        tmp_path,
+        [
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "<ide_opened_file>The user opened the file /repo/src/app.ts in the IDE. "
+                            "This may or may not be related to the current task.</ide_opened_file>",
+                        },
+                        {
+                            "type": "text",
+                            "text": "<ide_selection>The user selected the lines 3 to 9 from /repo/src/app.ts:\n"
+                            "// Always validate input before you call the API\nexport function f() {}\n\n"
+                            "This may or may not be related to the current task.</ide_selection>",
+                        },
+                        {"type": "text", "text": "Rename f to parseInput. Don't touch the tests."},
+                    ],
+                },
+            }
+        ],
+    )
+    f = compute_facts(s)
+    assert [c.text for c in f.constraints] == ["Don't touch the tests."]
+    assert f.constraints[0].source == "user turn"
+    # Negative: the same wrapper inside one text block is still not read.
+    text = "<ide_selection>Please always run make lint first.</ide_selection>\nFix the build."
+    assert _rules(text) == []
+
+
+def test_pasted_template_comments_and_checklists_are_not_rules():
+    pasted = (
+        "Write the PR description for this change using our template:\n\n"
+        "## Pull request title\n<!-- Please make sure the title follows conventional commits -->\n"
+        "## Checklist\n- [ ] You must add a changelog entry\n- [ ] I have run the tests\n"
+    )
+    assert _rules(pasted) == []
+    # Negative: the user's own rule after the pasted template still binds.
+    assert _rules(pasted + "\nDon't push the branch yourself.") == ["Don't push the branch yourself."]
+
+
+SWE_TEMPLATE = """<uploaded_files>
+/workspace/repo
+</uploaded_files>
+<issue_description>
+The parser never returns. You should always close the stream.
+</issue_description>
+
+Can you help me implement the necessary changes to the repository so that the requirements specified in the <issue_description> are met?
+This means you DON'T have to modify the testing logic or any of the tests in any way!
+Your task is to make the minimal changes to non-test files in the /workspace directory to ensure the <issue_description> is satisfied.
+Follow these steps to resolve the issue:
+1. As a first step, it might be a good idea to explore the repo to familiarize yourself with its structure.
+2. Create a script to reproduce the error and execute it with `python <filename.py>` using the BashTool, to confirm the error.
+3. Rerun your reproduce script and confirm that the error is fixed!
+4. Think about edgecases and make sure your fix handles them as well.
+Your thinking should be thorough and so it's fine if it's very long.
+"""
+
+
+def test_task_template_binds_only_its_scope_and_environment_rules():
+    f = compute_facts(_session(Message("s:m0", "user", [Text(SWE_TEMPLATE)])))
+    assert [c.keyword for c in f.constraints] == ["don't", "minimal changes"]
+    assert {c.source for c in f.constraints} == {"task template"}
+    # Negative: the numbered workflow, the line after it and the pasted issue's "should always".
+    texts = " ".join(c.text for c in f.constraints)
+    for advice in ("Create a script", "Rerun", "edgecases", "thorough", "close the stream"):
+        assert advice not in texts
+
+
+def test_template_tips_hedged_advice_is_not_a_rule_but_environment_limits_are():
+    tips = (
+        "INSTRUCTIONS:\nSolve the challenge.\n\nIMPORTANT TIPS:\n"
+        "1. Try to AVOID brute force attacks, but when you encounter one, use a script.\n"
+        "2. If you open a file, don't just use the scroll_down command multiple times.\n"
+        "3. DO NOT run any command that produces binary output! Instead try to use `hexdump`.\n"
+        "4. Do not try to install any packages with `pip`.\n"
+    )
+    assert _rules(tips) == [
+        "DO NOT run any command that produces binary output!",
+        "Do not try to install any packages with `pip`.",
+    ]
+
+
+def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
+    reason = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+        "edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n"
+        "use pnpm instead of npm. You already ran it once."
+    )
+    s = _claude_jsonl(
+        tmp_path,
+        [
+            {"type": "user", "message": {"role": "user", "content": "Install the deps and build."}},
+            {
+                "type": "assistant",
+                "message": {
+                    "id": "a1",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [
+                        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm ci"}}
+                    ],
+                },
+            },
+            {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": reason, "is_error": True}
+                    ],
+                },
+            },
+        ],
+    )
+    f = compute_facts(s)
+    assert [(c.text, c.source) for c in f.constraints] == [("use pnpm instead of npm.", "rejection reason")]
+    assert [x.source for x in f.failures] == ["rejection"]
+    assert _ids(f, "error") == set()  # a user's rejection is no error anchor
+    # Negative: a rejection with no reason, and a reason that only states a fault.
+    assert _rules("You didn't remove whitespaces in otherwise empty lines", reason=True) == []
+    assert _rules("Install the deps and build.") == []
+
+
+def test_cline_denial_feedback_is_a_rejection_reason(tmp_path):
+    text = (
+        "**User:**\n\n<task>\nConfigure pytest.\n</task>\n\n---\n\n**Assistant:**\n\n"
+        "<execute_command>\n<command>pytest -v</command>\n</execute_command>\n\n---\n\n**User:**\n\n"
+        "[execute_command for 'pytest -v'] Result:\nThe user denied this operation and provided the following "
+        "feedback:\n<feedback>\nAdd the pytest configuration to the .vscode settings\n</feedback>\n"
+    )
+    p = tmp_path / "task.md"
+    p.write_text(text)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert [(c.text, c.source) for c in f.constraints] == [
+        ("Add the pytest configuration to the .vscode settings", "rejection reason")
+    ]
+    # Negative: the same words as the opening request of a turn are the task.
+    assert _rules("Add the pytest configuration to the .vscode settings") == []
+
+
+AIDER = """# aider chat started at 2024-08-09 18:45:35
+
+> Aider v0.48.1
+> Models: claude-3-5-sonnet-20240620 with diff edit format
+
+#### add a --verbose flag to main
+
+Here is the change:
+
+aider/main.py
+```
+<<<<<<< SEARCH
+def main():
+=======
+def main(verbose=False):
+>>>>>>> REPLACE
+```
+
+> Applied edit to aider/main.py
+> Commit 1a2b3c4 feat: add verbose flag
+> You can use /undo to undo and discard each aider commit.
+> Run shell command?
+(y/n/instructions) don't run the tests yet, just fix the import
+> Add tests/test_main.py to the chat?
+(y/n/instructions) n
+
+The edit did not apply cleanly:
+
+aider/io.py
+```
+<<<<<<< SEARCH
+def get_input(self):
+=======
+def get_input(self, fnames):
+>>>>>>> REPLACE
+```
+
+> # 1 SEARCH/REPLACE block failed to match!
+>
+> ## SearchReplaceNoExactMatch: The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc
+"""
+
+
+def test_aider_answers_commits_and_failed_blocks(tmp_path):
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(AIDER)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    # What the user typed at a (y/n/instructions) prompt is the user's words; a bare "n" is not.
+    assert [c.text for c in f.constraints] == ["don't run the tests yet, just fix the import"]
+    # aider's commit SHA is an anchor; the failed SEARCH/REPLACE is a failing edit of aider/io.py.
+    assert "1a2b3c4" in _ids(f, "sha")
+    assert [(x.tool, x.source) for x in f.failures] == [("edit", "error flag")]
+    failed = s.messages[f.failures[0].message_index].tool_results()[0].output
+    assert failed.startswith("# 1 SEARCH/REPLACE block failed to match!")
+    assert [x.path for x in f.files_modified] == ["aider/main.py"]
+    # Symbols from the REPLACE half of both blocks (the edit the model wrote), not its SEARCH half.
+    assert {"main", "get_input"} <= _ids(f, "symbol")
+
+
+def test_aider_lint_errors_fail_the_edit(tmp_path):
+    lint = (
+        "> Applied edit to tests/test_repomap.py\n> Commit 978cc55 style: Fix formatting\n>\n"
+        "> # Fix any errors below, if possible.\n>\n"
+        "> ## Running: flake8 tests/test_repomap.py\n>\n"
+        "> tests/test_repomap.py:332:20: F821 undefined name 'GitRepo'\n"
+        "> with GitRepo() as repo:\n> ^\n>\n"
+    )
+    head = AIDER.split("#### add")[0] + "#### use GitRepo in the test\n\nOk.\n\n"
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(head + lint)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert [(x.source, x.tool) for x in f.failures] == [("lint", "edit")]
+    assert "tests/test_repomap.py:332:20: F821 undefined name 'GitRepo'" in _ids(f, "error")
+    assert [x.path for x in f.files_modified] == ["tests/test_repomap.py"]  # the edit was applied
+    # Negative: the same edit with no lint report does not fail.
+    p.write_text(head + "> Applied edit to tests/test_repomap.py\n> Commit 978cc55 style: Fix formatting\n")
+    (s,), _ = import_paths([p])
+    assert compute_facts(s).failures == []
+
+
+def _cline_write(result: str) -> Session:
+    return _session(
+        Message("s:m0", "user", [Text("fix the agents")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [ToolCall("w1", "write_to_file", {"path": "backend/a.py", "content": "def f():\n    pass\n"})],
+        ),
+        Message("s:m2", "tool", [ToolResult("w1", result)]),
+    )
+
+
+def test_cline_new_problems_in_the_written_file_fail_the_edit():
+    ok = "The content was successfully saved to backend/a.py."
+    own = (
+        f"{ok}\n\nNew problems detected after saving the file:\nbackend/a.py\n"
+        "- [Pylint Error] Line 4: No name 'g' in module 'backend.b'\n- [Pylint Warning] Line 9: unused"
+    )
+    f = compute_facts(_cline_write(own))
+    assert [x.source for x in f.failures] == ["lint"]
+    assert _ids(f, "error") == {"[Pylint Error] Line 4: No name 'g' in module 'backend.b'"}
+    assert [x.path for x in f.files_modified] == ["backend/a.py"]
+    # Negative: errors only in other files, or only warnings in this one.
+    other = f"{ok}\n\nNew problems detected after saving the file:\nbackend/b.py\n- [Mypy Error] Line 1: bad"
+    warn = f"{ok}\n\nNew problems detected after saving the file:\nbackend/a.py\n- [Pylint Warning] Line 9: unused"
+    assert compute_facts(_cline_write(other)).failures == []
+    assert compute_facts(_cline_write(warn)).failures == []
+
+
+def _editor(output: str) -> Session:
+    return _session(
+        Message("s:m0", "user", [Text("fix it")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [ToolCall("e1", "str_replace_editor", {"command": "view", "path": "/workspace/src/lib"})],
+        ),
+        Message("s:m2", "tool", [ToolResult("e1", output)]),
+    )
+
+
+def test_openhands_editor_error_invalid_is_a_failure():
+    out = "ERROR:\nInvalid `path` parameter: /workspace/src/lib. The path /workspace/src/lib does not exist."
+    f = compute_facts(_editor(out))
+    assert [x.source for x in f.failures] == ["refusal"]
+    assert _ids(f, "error") == {
+        "Invalid `path` parameter: /workspace/src/lib. The path /workspace/src/lib does not exist."
+    }
+    # Negative: the editor's ordinary answer.
+    assert (
+        compute_facts(
+            _editor("Here's the files and directories up to 2 levels deep in /workspace/src/lib")
+        ).failures
+        == []
+    )
+
+
+# --------------------------------------------------------------------------- identifiers
+
+
+def _shell(output: str, code: int | None, cmd: str = "make") -> Session:
+    return _session(
+        Message("s:m0", "user", [Text("build it")]),
+        Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": cmd})]),
+        Message("s:m2", "tool", [ToolResult("c1", output, code not in (None, 0), code)]),
+    )
+
+
+def test_generic_harness_messages_and_wrappers_are_not_error_anchors():
+    generic = _editor("ERROR:\nParameter `old_str` is required for command: str_replace.")
+    f = compute_facts(generic)
+    assert len(f.failures) == 1 and _ids(f, "error") == set()
+    make = "cc -c src/a.c\nsrc/a.c:3:1: error: expected ';' before '}' token\nmake: *** [Makefile:12: all] Error 2"
+    assert _ids(compute_facts(_shell(make, 2)), "error") == {
+        "src/a.c:3:1: error: expected ';' before '}' token"
+    }
+    # A checker's summary line is not the error; its diagnostic is.
+    tsc = "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist\n\nFound 1 error in src/a.ts:220"
+    assert _ids(compute_facts(_shell(tsc, 2, "npx tsc")), "error") == {
+        "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist"
+    }
+    # Negative: a refusal that quotes the call's argument is specific, and stays an anchor.
+    quoted = "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in /a.py."
+    assert _ids(compute_facts(_editor(quoted)), "error") == {
+        "No replacement was performed, old_str `x = 1` did not appear verbatim in /a.py."
+    }
+
+
+def test_urls_in_written_content_are_not_anchors_but_fetched_ones_are():
+    s = _session(
+        Message("s:m0", "user", [Text("add a test")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [
+                ToolCall(
+                    "w1",
+                    "write_to_file",
+                    {"path": "t.py", "content": 'URL = "https://example.com/1"\ndef test_a():\n    pass\n'},
+                ),
+                ToolCall("c1", "bash", {"command": "curl -s https://api.github.com/repos/o/r"}),
+            ],
+        ),
+        Message("s:m2", "tool", [ToolResult("w1", "saved")]),
+        Message("s:m3", "tool", [ToolResult("c1", '{"html_url": "https://github.com/o/r"}', False, 0)]),
+    )
+    f = compute_facts(s)
+    assert _ids(f, "url") == {"https://api.github.com/repos/o/r"}
+    assert _ids(f, "symbol") == {"test_a"}
+
+
+def test_cline_replace_in_file_symbols_come_from_the_replace_half():
+    diff = "<<<<<<< SEARCH\ndef old_name(x):\n=======\ndef new_helper(x):\n>>>>>>> REPLACE"
+    s = _session(
+        Message("s:m0", "user", [Text("rename it")]),
+        Message("s:m1", "assistant", [ToolCall("r1", "replace_in_file", {"path": "a.py", "diff": diff})]),
+        Message("s:m2", "tool", [ToolResult("r1", "The content was successfully saved to a.py.")]),
+    )
+    f = compute_facts(s)
+    assert _ids(f, "symbol") == {"new_helper"}
+    assert [x.path for x in f.files_modified] == ["a.py"]
+
+
+def test_a_sha_in_tool_output_is_not_an_anchor_but_a_harness_commit_is():
+    log = "1a2b3c4 feat: add flag\n5d6e7f8 fix: typo"
+    assert _ids(compute_facts(_shell(log, 0, "git log --oneline -2")), "sha") == set()
+    commit = _session(
+        Message("s:m0", "user", [Text("add a flag")]),
+        Message("s:m1", "assistant", [ToolCall("e1", "edit", {"path": "a.py"})], {"synthetic": True}),
+        Message("s:m2", "tool", [ToolResult("e1", "Applied edit to a.py\nCommit 1a2b3c4 feat: add flag")]),
+    )
+    f = compute_facts(commit)
+    assert _ids(f, "sha") == {"1a2b3c4"}
+    assert {i.source for i in f.identifiers} == {"harness commit"}
+
+
+# --------------------------------------------------------------------------- sources and --check
+
+
+def test_every_fact_source_is_a_named_class(transcripts):
+    sessions, _ = import_paths([transcripts / "cline", transcripts / "aider"])
+    for s in sessions:
+        f = compute_facts(s)
+        assert {c.source for c in f.constraints} <= set(SOURCES["constraints"])
+        assert {x.source for x in f.failures} <= set(SOURCES["failures"])
+        assert {i.source for i in f.identifiers} <= set(SOURCES["identifiers"])
+
+
+def test_a_no_result_placeholder_is_not_a_failure():
+    s = _session(
+        Message("s:m0", "user", [Text("go on")]),
+        Message("s:m1", "assistant", [ToolCall("w1", "write_to_file", {"path": "a.py", "content": "x"})]),
+        Message(
+            "s:m2",
+            "tool",
+            [ToolResult("w1", "[no result recorded: the session ended]", True)],
+            {"synthetic": True, "missing_result": True},
+        ),
+    )
+    f = compute_facts(s)
+    assert f.failures == [] and f.files_modified == []
+
+
+def test_facts_check_prints_scores_per_source_class(transcripts):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalkit",
+            "facts",
+            "--check",
+            str(LABELS / "dev37.json"),
+            "--transcripts",
+            str(transcripts),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| labels | fact | source class | precision |" in out
+    assert "| dev37.json | failures | lint |" in out
+    assert "| dev37.json | constraints | rejection reason |" in out
+
+
+def test_label_files_pin_the_sessions_they_label(transcripts, tmp_path):
+    # dev37 and heldout37 name each session by path and sha256 (nothing of it is copied here).
+    for name in ("dev37.json", "heldout37.json"):
+        entries = json.loads((LABELS / name).read_text())
+        assert len(entries) == 9 and all(len(e["sha256"]) == 64 for e in entries)
+    wrong = json.loads((LABELS / "dev37.json").read_text())[:1]
+    wrong[0]["sha256"] = "0" * 64
+    p = tmp_path / "wrong.json"
+    p.write_text(json.dumps(wrong))
+    with pytest.raises(ValueError, match="sha256"):
+        check_labels(p, transcripts)
+
+
+def test_dev_labels_meet_the_targets(transcripts):
+    """dev37 is what the issue #37 rule changes were measured on (heldout37 is measured once, by
+    hand, and reported; it is not asserted here so that no test run tunes against it)."""
+    result = check_labels(LABELS / "dev37.json", transcripts)
+    t = result.totals()
+    assert t["failures"].precision >= 0.95 and t["failures"].recall >= 0.95
+    assert t["constraints"].precision >= 0.85 and t["constraints"].recall >= 0.85
+    assert t["identifiers"].precision >= 0.90 and t["identifiers"].recall >= 0.90
+    assert t["files_modified"].precision >= 0.95 and t["files_modified"].recall >= 0.98
