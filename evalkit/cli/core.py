@@ -46,7 +46,7 @@ def cmd_run(args) -> int:
         print(paths.root)
         return 0
     print(out / "report.md" if out else paths.report)
-    from evalkit.cli import EXIT_GATE_FAILED
+    from evalkit.contracts.exit_codes import EXIT_GATE_FAILED
     from evalkit.score.examcheck import nothing_to_judge
 
     why = nothing_to_judge(paths.root)  # the report is written first; the exit code says it is empty

@@ -198,8 +198,8 @@ def pin_banks(
     its questions skipped (``require_match`` False, a shard's part of the corpus: every bank session
     may be missing). Returns the pinned questions' hash, an input of the score stage's
     completion marker (:func:`bank_hash`): an edited bank is graded again on ``--resume``."""
+    from evalkit.common.files import index_jsonl
     from evalkit.common.progress import log
-    from evalkit.corpus import index_jsonl
 
     by_session = load_banks(patterns, root)
     ids = set(index_jsonl(Path(run_dir) / "corpus" / "sessions.jsonl", "id"))

@@ -10,7 +10,8 @@ import re
 import pandas as pd
 import pytest
 
-from evalkit.cli import EXIT_GATE_FAILED, main
+from evalkit.cli import main
+from evalkit.contracts.exit_codes import EXIT_GATE_FAILED
 from evalkit.facts import compute_facts
 from evalkit.models.extractive import LABEL as EXTRACTIVE_LABEL
 from evalkit.replay.candidates import BRIDGE
