@@ -1,0 +1,3 @@
+"""``evalkit view RUN``: a static viewer of a run, written into the run folder (``view/``)."""
+
+VIEW_DIR = "view"
