@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.contracts.event import arm_filename, events_path
+from evalkit.contracts.metrics import question_family
 from evalkit.corpus.io import index_jsonl
-from evalkit.events import arm_filename, events_path
-from evalkit.metrics import question_family
 from evalkit.report.data import ReportData, load_report_data
 from evalkit.report.sections.common import is_standin, session_means
 from evalkit.report.sections.effects import glossary
@@ -164,8 +164,8 @@ def _questions(run: Path) -> dict[str, dict[str, str]]:
 
 def write_view(run_dir: str | os.PathLike, workers: int | None = None) -> Path:
     """Write the viewer into ``RUN/view/``; returns its ``index.html``."""
-    from evalkit.metrics import read_metrics
-    from evalkit.workers import worker_pool
+    from evalkit.common.workers import worker_pool
+    from evalkit.contracts.metrics import read_metrics
 
     run = Path(run_dir)
     data = load_report_data(run)

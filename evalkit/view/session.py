@@ -1,7 +1,7 @@
 """One session's viewer data: per arm, each compaction's resulting context, the facts it kept or
 lost, and the exam questions asked there.
 
-Kept/lost uses the probes' own tests (:mod:`evalkit.probes.teststate`, ``intent``,
+Kept/lost uses the probes' own tests (:mod:`evalkit.score.teststate`, ``intent``,
 ``identifiers``), so a fact marked lost here is one the metrics counted as lost. Every text is
 redacted here and escaped by the page (it is set as text, never as markup).
 """
@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.common.plaintext import message_plain_text
+from evalkit.common.redact import redact_text
+from evalkit.contracts.event import Event
+from evalkit.contracts.session import session_from_dict
 from evalkit.corpus.io import Span, read_span
-from evalkit.events import Event
 from evalkit.facts import compute_facts, facts_from_dict
-from evalkit.plaintext import message_plain_text
-from evalkit.probes.base import ProbeInput, SessionView, normalize
-from evalkit.probes.identifiers import left_view, question_id, visible_in_context
-from evalkit.probes.intent import _plain_visible
-from evalkit.probes.tallymatch import describe
-from evalkit.probes.teststate import latest_tally, tally_visible
-from evalkit.redact import redact_text
-from evalkit.session import session_from_dict
+from evalkit.score.base import ProbeInput, SessionView, normalize
+from evalkit.score.identifiers import left_view, question_id, visible_in_context
+from evalkit.score.intent import _plain_visible
+from evalkit.score.tallymatch import describe
+from evalkit.score.teststate import latest_tally, tally_visible
 
 TEXT_CAP = 20_000  # characters of one summary or carried text shown (the rest is counted, not shown)
 REMOVED_SHOWN = 30  # messages of the context before compaction shown per event (the latest ones)

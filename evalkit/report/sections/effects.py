@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.metrics import question_family, question_key
+from evalkit.contracts.metrics import question_family, question_key
 from evalkit.report.data import ReportData
 from evalkit.report.markdown import (
     code,

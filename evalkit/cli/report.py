@@ -1,0 +1,57 @@
+"""Report verbs beyond ``evalkit report``: comparing two runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from evalkit.cli.commands import arguments, command
+
+
+def _compare_args(p):
+    p.add_argument("run_a", help="the earlier run folder (e.g. main's)")
+    p.add_argument("run_b", help="the later run folder (e.g. the PR's)")
+    p.add_argument("--out", help="write the Markdown to this file instead of printing it")
+
+
+@command("compare", "Markdown of what changed between two runs (verdicts, effect sizes), for PR comments")
+@arguments(_compare_args)
+def cmd_compare(args) -> int:
+    from evalkit.report.compare import render_compare
+
+    text = render_compare(args.run_a, args.run_b)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(args.out)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _view_args(p):
+    p.add_argument("run", help="run folder")
+    p.add_argument("--workers", type=int, help="processes building the session pages (default: cores)")
+
+
+@command("view", "write a static viewer of a run into RUN/view/ (opens from file://, no server)")
+@arguments(_view_args)
+def cmd_view(args) -> int:
+    from evalkit.view import write_view
+
+    run = Path(args.run)
+    if not run.is_dir():
+        print(f"evalkit view: {run}: no such run folder", file=sys.stderr)
+        return 2
+    try:
+        index = write_view(run, args.workers)
+    except FileNotFoundError as e:
+        print(f"evalkit view: {e}", file=sys.stderr)
+        return 2
+    # The run folder's own report links its evidence to the viewer once the viewer exists.
+    if (run / "report" / "report.md").is_file():
+        from evalkit.report import write_report
+
+        write_report(run)
+    print(index.resolve().as_uri())
+    return 0
