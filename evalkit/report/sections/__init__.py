@@ -49,19 +49,20 @@ class Section:
 def preamble(data: ReportData, titles: list[str]) -> list[str]:
     out = [f"# evalkit report: {escape_inline(data.name)}", ""]
     model = data.config.get("model", {})
+    notices = []
     if is_standin(data):
-        out += [
-            f"> **Offline stand-in.** Summaries come from the `{model.get('backend')}` backend, a "
-            "deterministic extractive summarizer, not a language model: these numbers check the pipeline.",
-            "",
-        ]
+        notices.append(
+            f"**Offline stand-in.** Summaries come from the `{model.get('backend')}` backend, a "
+            "deterministic extractive summarizer, not a language model: these numbers check the pipeline."
+        )
     cont = continuation_manifest(data)
     if cont.get("proxy"):
-        out += [
-            f"> **Proxy agent.** Continuation metrics come from the `{cont.get('agent')}` agent "
-            "(information availability, not a model's behaviour).",
-            "",
-        ]
+        notices.append(
+            f"**Proxy agent.** Continuation metrics come from the `{cont.get('agent')}` agent "
+            "(information availability, not a model's behaviour)."
+        )
+    if notices:
+        out += ["> " + " ".join(notices), ""]
     out += [
         f"Each candidate is compared with the baseline `{data.baseline}` over the same recorded sessions; "
         "every effect is *candidate − baseline*, the session is the unit. "

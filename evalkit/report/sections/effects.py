@@ -126,13 +126,39 @@ def section_means(data: ReportData, out: Path) -> list[str]:
         d = info[m][0] if m in info else metric_direction(data, m)
         return {"higher": " ↑", "lower": " ↓"}.get(d or "", "")
 
-    return [
-        "Mean of per-session means (↑/↓: which direction is better); *err*: values a scorer could not "
-        "compute, left out of the mean, never counted as zero. The viewer's overview says what each metric measures.",
+    # Descriptive counts (no better direction: tokens, calls, turns) are the viewer's and the
+    # cadence section's; this table holds what can be better or worse.
+    counts = [m for m in sorted(keep) if not arrow(m)]
+    keep -= set(counts)
+    # A metric with the same mean under every arm needs no row of its own: one line names them.
+    same = {
+        m: cell[(m, arms[0])]
+        for m in sorted(keep)
+        if len(arms) > 1 and len({cell.get((m, a)) for a in arms}) == 1 and "err" not in cell[(m, arms[0])]
+    }
+    shown = [m for m in sorted(keep) if m not in same]
+    lines = [
+        "Mean of per-session means (↑/↓: which direction is better), an arm a row as in every per-arm "
+        "table here; *err*: values a scorer could not compute, left out of the mean, never counted as "
+        "zero. The viewer's overview says what each metric measures.",
         "",
         *questions_left_out(families, "here"),
-        table(
-            ["metric", *[name(a) for a in arms]],
-            [[name(m) + arrow(m), *[cell.get((m, a), "–") for a in arms]] for m in sorted(keep)],
-        ),
     ]
+    if counts:
+        lines += [
+            f"Descriptive counts (no better direction) are in the viewer: {', '.join(map(name, counts))}.",
+            "",
+        ]
+    if same:
+        lines += [
+            "The same under every arm: " + ", ".join(f"{name(m)} {v}" for m, v in same.items()) + ".",
+            "",
+        ]
+    if shown:
+        lines.append(
+            table(
+                ["arm", *[name(m) + arrow(m) for m in shown]],
+                [[name(a), *[cell.get((m, a), "–") for m in shown]] for a in arms],
+            )
+        )
+    return lines

@@ -61,5 +61,8 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
             if others
             else []
         ),
-        table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
+        # A table of zeros says less than one sentence does.
+        f"Every listed A/A difference and interval is exactly zero ({len(listed)} metrics)."
+        if listed and all(nf[m].get("exactly_zero") for m in listed)
+        else table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
     ]

@@ -217,11 +217,13 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             scores.append((label, picked[0], arm_summary(m, *picked)))
     if not scores:
         return ["No exam in this run (no `judge`, `bank` or `identifiers` probe rows)."]
+    paired_cols, paired, noise = _paired(m, arms, base, scores)
     header = [
         "arm",
         "tokens kept",
         *[f"{label} (`{metric}`)" for label, metric, _ in scores],
         "sessions (per score)",
+        *paired_cols,
     ]
     rows = []
     for arm in arms:
@@ -232,11 +234,13 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             cells.append(_pct(s.loc[arm, "mean"], s.loc[arm, "half"]) if arm in s.index else "–")
             ns.append(int(s.loc[arm, "n"]) if arm in s.index else 0)
         # each score has its own n (an arm is asked only where an answer left its view)
-        rows.append([*cells, " / ".join(map(str, ns)) if len(set(ns)) > 1 else str(ns[0])])
+        rows.append([*cells, " / ".join(map(str, ns)) if len(set(ns)) > 1 else str(ns[0]), *paired[arm]])
     lines = [
         "Per arm, what it kept against what it still knows. Scores are % of expected facts (mean of "
         "per-session means ± the 95% t half-width over sessions); tokens kept is the context right after "
-        f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference.",
+        f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference. "
+        f"*W / L / T*: per question of each session (its grade averaged over the events where it was asked), "
+        f"the arm's grade above, below or equal to `{base}`'s. Exam noise: " + "; ".join(noise) + ".",
         "",
         *(_budget_note(cal) if cal else []),
         table(header, rows),
@@ -263,15 +267,15 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         f"![Each score against tokens kept per arm; the ceiling arm is the black star]({rel_link(fig, out)})",
         "",
     ]
-    lines += _paired_section(m, arms, base, scores)
     return lines
 
 
-def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list[str]:
-    """One table: per arm and exam, paired per-question win/loss/tie against the baseline; then
-    each exam's noise (binomial error of its k questions, the A/A arm's spread)."""
+def _paired(m: pd.DataFrame, arms: list[str], base: str, scores):
+    """Per exam with per-question grades: a column header, per arm its paired win/loss/tie cell
+    against the baseline, and the exam's noise in words (binomial error of its k questions, the
+    A/A arm's spread)."""
     cols: list[str] = []
-    cells: dict[str, list[str]] = {a: [] for a in arms if a != base}
+    cells: dict[str, list[str]] = {a: [] for a in arms}
     noise: list[str] = []
     for label, prefixes in QUESTION_PREFIXES:
         grades = question_grades(m, prefixes)
@@ -279,11 +283,11 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
         if base not in graded:
             continue
         k = int(grades[grades["arm"] == base][["session", "metric"]].drop_duplicates().shape[0])
-        cols.append(f"{label}: W / L / T (paired)")
-        for arm in cells:
-            if arm in graded:
+        cols.append(f"{label}: W / L / T")
+        for arm in arms:
+            if arm != base and arm in graded:
                 w, lo, t = win_loss_tie(grades, arm, base)
-                cells[arm].append(f"{w} / {lo} / {t} ({w + lo + t})")
+                cells[arm].append(f"{w} / {lo} / {t}")
             else:
                 cells[arm].append("–")
         p = next((s.loc[base, "mean"] for lb, _, s in scores if lb == label and base in s.index), math.nan)
@@ -294,12 +298,4 @@ def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list
         if aa is not None and AA in aa.index and base in aa.index:
             words += f", A/A spread {100 * (aa.loc[AA, 'mean'] - aa.loc[base, 'mean']):+.1f} points"
         noise.append(words)
-    if not cols:
-        return []
-    return [
-        f"**Per-question paired win/loss/tie vs `{base}`** (each question of each session, its grade averaged "
-        "over the events where it was asked). Exam noise: " + "; ".join(noise) + ".",
-        "",
-        table(["arm", *cols], [[code(a), *c] for a, c in cells.items()]),
-        "",
-    ]
+    return cols, cells, noise or ["no per-question grades"]
