@@ -8,7 +8,7 @@ so reports can be written from worker threads and never open a window.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +16,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under common colour-vision deficiencies.
 OKABE_ITO = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
@@ -76,6 +76,8 @@ class Panel:
     dots: dict[str, Dot]
     lines: tuple[tuple[float, str, str], ...] = ()
     band: tuple[float, float] | None = None
+    notes: dict[str, str] = field(default_factory=dict)  # per row, text right of the panel
+    symlog: float | None = None  # linear within ±symlog, logarithmic beyond (far outliers)
 
 
 def short_label(name: str, limit: int = LABEL_CHARS) -> str:
@@ -148,8 +150,17 @@ def dot_grid(
             if y % 2 == 0:  # banded rows guide the eye along an arm across panels
                 ax.axhspan(y - 0.5, y + 0.5, color="#F6F6F6", zorder=0, linewidth=0)
         ax.margins(x=0.12)
+        if p.symlog:
+            ax.set_xscale("symlog", linthresh=p.symlog)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))  # 10, not 10^1
     axes[0, 0].set_yticks(list(ys.values()), [short_label(r) for r in rows], fontsize=8)
     axes[0, 0].set_ylim(-0.6, len(rows) - 0.4)
+    for ax, p in zip(axes.flat, panels, strict=False):
+        if p.notes:  # a twin axis's tick labels: the layout makes room for them, nothing is cut off
+            right = ax.twinx()
+            right.set_ylim(ax.get_ylim())
+            right.set_yticks(list(ys.values()), [p.notes.get(r, "") for r in rows], fontsize=8)
+            right.tick_params(length=0)
     if legend:
         handles = [
             Line2D(
@@ -197,6 +208,11 @@ def compounding_plot(
         after_share=100 * events["tokens_after"] / events["window"].where(events["window"] > 0),
         summary_share=100 * events["summary_tokens"] / events["window"].where(events["window"] > 0),
     )
+    # A session is dead from its first compaction above the window: the × marks that one, and its
+    # later compactions (a dead session can go on for hundreds of rounds) leave the curves.
+    died = ev[ev["over_limit"].astype(bool)].groupby(["arm", "session"])["round"].min().rename("died")
+    ev = ev.join(died, on=["arm", "session"])
+    ev = ev[ev["died"].isna() | (ev["round"] <= ev["died"])]
     shown = [a for a in arms if (ev["arm"] == a).any()]
     cols = min(4, max(1, len(shown)))
     grid_rows = math.ceil(len(shown) / cols)
@@ -204,7 +220,9 @@ def compounding_plot(
     axes = fig.subplots(grid_rows, cols, squeeze=False, sharex=True, sharey=True)
     base = shown[0] if shown else None
     base_med = _round_medians(ev[ev["arm"] == base], "after_share")[0] if base else pd.Series(dtype=float)
-    last, top = 1, 105.0
+    last = 1
+    # Every plotted value fits, the deaths included (a death far above the window is clipped at 3x).
+    top = min(300.0, max(105.0, 1.05 * float(ev["after_share"].max() or 0)))
     for k, ax in enumerate(axes.flat):
         if k >= len(shown):
             ax.set_visible(False)
@@ -215,7 +233,6 @@ def compounding_plot(
         smed = _round_medians(sub, "summary_share")[0]
         if len(med):
             last = max(last, int(med.index.max()))
-            top = max(top, float(q3.max()) * 1.05)
         if arm != base and len(base_med):
             ax.plot(base_med.index, base_med.values, color="#999999", linewidth=1.4, linestyle="--")
         ax.fill_between(med.index, q1.values, q3.values, color="#0072B2", alpha=0.18, linewidth=0)
@@ -224,7 +241,7 @@ def compounding_plot(
         ax.axhline(100, color="#000000", linewidth=1)
         if trigger_pct is not None:
             ax.axhline(trigger_pct, color="#D55E00", linestyle=":", linewidth=1.2)
-        dead = sub[sub["over_limit"]]
+        dead = sub[sub["round"] == sub["died"]]
         if not dead.empty:
             ax.scatter(
                 dead["round"],

@@ -116,8 +116,8 @@ def scorecard_plot(
 
     grid = [
         Panel(
-            "tokens kept after compaction",
-            "tokens (mean per session)",
+            "tokens kept",
+            "after compaction (mean per session)",
             {a: dot(a, float(first.loc[a, "tokens"])) for a in shown},
         )
     ]
