@@ -242,10 +242,10 @@
   function sessionList(list, cand) {
     const c = cand || O.verdicts.map((v) => v.cand)[0] || O.arms.find((a) => a !== O.baseline);
     return table(
-      ["session", "events per arm"],
+      ["session", cand ? "compactions" : "compactions per arm"],
       list.map((s) =>
         h("tr", { "data-filter": 1, "data-session": s.session }, h("td", {}, c ? link({ cand: c, s: s.session }, s.session) : s.session),
-          h("td", { class: "muted" }, Object.entries(s.events).map(([a, n]) => `${a} ${n}`).join(", "))),
+          h("td", { class: "muted" }, Object.entries(s.events).filter(([a]) => !cand || a === cand || a === O.baseline).map(([a, n]) => `${a} ${n}`).join(", "))),
       ),
     );
   }
