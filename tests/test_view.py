@@ -138,3 +138,36 @@ def test_overview_candidate_and_session_pages_in_chromium(viewed_run, tmp_path):
     assert scripts and all(re.fullmatch(r'<script src="(app\.js|data/[\w.-]+\.js)">', t) for t in scripts)
     for name in ("overview.png", "candidate.png", "event.png"):
         assert (shots / name).stat().st_size > 10_000, name
+
+
+def test_a_real_session_run_in_chromium(transcripts, tmp_path):
+    """Real recorded sessions (Claude Code, from ../shared/transcripts) under a message-count
+    trigger: every page loads without a console message, the panes and marks are there, and the
+    sessions' own markup (command tags in user messages) shows as text."""
+    src = transcripts / "claude-code" / "d-kimuson-claude-code-viewer"
+    if not src.is_dir():
+        pytest.skip(f"{src} not present")
+    assert main(["import", "auto", str(src), "--redact", "--out", str(tmp_path / "corpus")]) == 0
+    cfg = tmp_path / "real.toml"
+    cfg.write_text(
+        f'name = "real"\n[corpus]\nkind = "path"\npath = "{tmp_path / "corpus"}"\n'
+        '[replay]\narms = ["baseline", "masking"]\ntrigger = "messages"\nmax_messages = 20\nworkers = 2\n'
+        "[continuation]\nenabled = false\n"
+    )
+    run = tmp_path / "run"
+    assert main(["run", "--config", str(cfg), "--run-dir", str(run)]) == 0
+    assert main(["view", str(run), "--workers", "1"]) == 0
+    index = run / "view" / "index.html"
+    overview = json.loads(
+        (run / "view" / "data" / "overview.js").read_text().split(",", 1)[1].rsplit(");", 1)[0]
+    )
+    session = max(overview["sessions"], key=lambda s: s["events"].get("baseline", 0))["session"]
+    for fragment, page in (({}, "overview"), ({"cand": "masking"}, "candidate")):
+        dom, console = load_page(index, tmp_path, fragment)
+        assert console == [] and f'data-page="{page}"' in dom and 'data-ready="1"' in dom
+    dom, console = load_page(index, tmp_path, {"cand": "masking", "s": session})
+    assert console == [] and 'data-page="session"' in dom
+    events = dom.count('class="event"')
+    assert events >= 2 and dom.count('class="pane baseline"') == events
+    assert 'class="mark kept"' in dom or 'class="mark lost"' in dom
+    assert "&lt;command-name&gt;" in dom and "<command-name>" not in dom
