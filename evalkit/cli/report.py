@@ -55,3 +55,28 @@ def cmd_view(args) -> int:
         write_report(run)
     print(index.resolve().as_uri())
     return 0
+
+
+def _export_args(p):
+    p.add_argument("format", choices=["inspect"], help="inspect: Inspect AI eval logs (evalkit[inspect])")
+    p.add_argument("run", help="run folder")
+    p.add_argument("--out", help="output folder (default: RUN/inspect)")
+
+
+@command("export", "write a run in another tool's format (inspect: Inspect AI eval logs for inspect view)")
+@arguments(_export_args)
+def cmd_export(args) -> int:
+    run = Path(args.run)
+    if not run.is_dir():
+        print(f"evalkit export: {run}: no such run folder", file=sys.stderr)
+        return 2
+    from evalkit.report.inspect_log import export_inspect
+
+    try:
+        paths = export_inspect(run, args.out)
+    except (ImportError, FileNotFoundError) as e:
+        print(f"evalkit export: {e}", file=sys.stderr)
+        return 2
+    for p in paths:
+        print(p)
+    return 0
