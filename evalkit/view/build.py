@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from evalkit.common.files import index_jsonl
 from evalkit.contracts.event import arm_filename, events_path
 from evalkit.contracts.metrics import question_family
-from evalkit.corpus.io import index_jsonl
 from evalkit.report.data import ReportData, load_report_data
 from evalkit.report.sections.common import is_standin, session_means
 from evalkit.report.sections.effects import glossary

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.common.files import Span, read_span
 from evalkit.common.plaintext import message_plain_text
 from evalkit.common.redact import redact_text
 from evalkit.contracts.event import Event
 from evalkit.contracts.session import session_from_dict
-from evalkit.corpus.io import Span, read_span
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.score.base import ProbeInput, SessionView, normalize
 from evalkit.score.identifiers import left_view, question_id, visible_in_context
