@@ -37,7 +37,7 @@ def _view_args(p):
 @command("view", "write a static viewer of a run into RUN/view/ (opens from file://, no server)")
 @arguments(_view_args)
 def cmd_view(args) -> int:
-    from evalkit.view import write_view
+    from evalkit.report.view.build import write_view
 
     run = Path(args.run)
     if not run.is_dir():

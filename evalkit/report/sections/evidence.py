@@ -65,7 +65,7 @@ def viewer_link(data: ReportData, out: Path, **where: str) -> str | None:
     session, event), or None when the run folder has no viewer yet."""
     from urllib.parse import urlencode
 
-    from evalkit.view import VIEW_DIR
+    from evalkit.report.view import VIEW_DIR
 
     index = Path(data.run_dir) / VIEW_DIR / "index.html"
     if not index.is_file():

@@ -25,8 +25,8 @@ from evalkit.report.sections.common import is_standin, session_means
 from evalkit.report.sections.effects import glossary
 from evalkit.report.sections.evidence import _evidence_metric
 from evalkit.report.sections.readfirst import read_first
-from evalkit.view import VIEW_DIR
-from evalkit.view.session import SessionJob, build_session, write_data
+from evalkit.report.view import VIEW_DIR
+from evalkit.report.view.session import SessionJob, build_session, write_data
 
 ASSETS = ("index.html", "app.js", "app.css")
 TOP_SESSIONS = 10  # per candidate, the sessions where it differs most from the baseline
@@ -211,7 +211,7 @@ def write_view(run_dir: str | os.PathLike, workers: int | None = None) -> Path:
     for s in listed:
         s["files"] = {a: f"{s['chunk']}-{arm_filename(a)}.js" for a in s["events"]}
     write_data(out / "data" / "overview.js", "overview", _overview(data, listed))
-    assets = resources.files("evalkit.view") / "assets"
+    assets = resources.files("evalkit.report.view") / "assets"
     for name in ASSETS:
         (out / name).write_bytes((assets / name).read_bytes())
     return out / "index.html"
