@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 import pytest
 
 from evalkit.cli import main
+from tests.support.report_lint import check_file
 
 PLANTED = [
     "<script>document.title='PWNED'</script> planted in a user message",
@@ -98,9 +99,10 @@ def test_view_writes_a_self_contained_folder(viewed_run):
     # session texts are data in ASCII JSON: the planted tag is not in any file as markup
     for p in (view / "data").iterdir():
         assert "<script" not in p.read_text(encoding="ascii")
-    # the run folder's report now links its evidence to the viewer
+    # the run folder's report now links its evidence to the viewer, and every link resolves
     report = (run / "report" / "report.md").read_text()
     assert "../view/index.html#cand=carry-all&s=" in report
+    assert check_file(run / "report" / "report.md") == []
 
 
 def test_overview_candidate_and_session_pages_in_chromium(viewed_run, tmp_path):
