@@ -22,8 +22,10 @@ import pytest
 from evalkit.cli import main
 from tests.support.report_lint import check_file
 
+FAKE_KEY = "sk-proj-" + "Zx9" * 12
 PLANTED = [
     "<script>document.title='PWNED'</script> planted in a user message",
+    f"the key {FAKE_KEY} must never reach the viewer",
     "<img src=x onerror=\"document.title='PWNED'\"> and | a | table | row",
 ]
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -97,8 +99,10 @@ def test_view_writes_a_self_contained_folder(viewed_run):
     files = sorted(p.name for p in (view / "data").iterdir())
     assert "overview.js" in files and sum(f.endswith("-baseline.js") for f in files) == 3
     # session texts are data in ASCII JSON: the planted tag is not in any file as markup
-    for p in (view / "data").iterdir():
-        assert "<script" not in p.read_text(encoding="ascii")
+    texts = [p.read_text(encoding="ascii") for p in (view / "data").iterdir()]
+    assert not any("<script" in t for t in texts)
+    # the planted key is redacted wherever the planted message shows (carried texts, excerpts)
+    assert not any(FAKE_KEY in t for t in texts) and any("[REDACTED:" in t for t in texts)
     # the run folder's report now links its evidence to the viewer, and every link resolves
     report = (run / "report" / "report.md").read_text()
     assert "../view/index.html#cand=carry-all&s=" in report

@@ -46,10 +46,19 @@ class SessionJob:
     out_dir: str
 
 
+# Redaction runs on this much beyond what is shown, so a secret starting inside the shown part is
+# matched whole (a 4096-bit private key block is ~3.3k characters) and never half-shown, while a
+# 200 kB tool output is not scanned to show 400 characters of it.
+REDACT_MARGIN = 8_192
+
+
 def cap(text: str, limit: int = TEXT_CAP) -> str:
     """``text`` redacted and cut at ``limit`` characters with a note of how much was left out."""
-    text = redact_text(text or "")
-    return text if len(text) <= limit else text[:limit] + f"\n[… {len(text) - limit:,} more characters]"
+    text = text or ""
+    shown = redact_text(text[: limit + REDACT_MARGIN])
+    if len(text) <= limit + REDACT_MARGIN and len(shown) <= limit:
+        return shown
+    return shown[:limit] + f"\n[… {max(len(text) - limit, 1):,} more characters]"
 
 
 def _facts(inp: ProbeInput) -> list[list[Any]]:
@@ -74,13 +83,17 @@ def _facts(inp: ProbeInput) -> list[list[Any]]:
 
 
 def _removed(inp: ProbeInput) -> dict[str, Any]:
-    """The messages this compaction took out of the view (the latest :data:`REMOVED_SHOWN`)."""
+    """The messages this compaction took out of the view (the latest :data:`REMOVED_SHOWN`); each
+    message's excerpt is made once per session (every arm removes mostly the same ones)."""
     ids = inp.event.removed_ids
+    excerpts = inp.view.memo(("view_excerpts",), dict)
     shown = []
     for mid in ids[-REMOVED_SHOWN:]:
         msg = inp.view.by_id.get(mid)
         if msg is not None:
-            shown.append([inp.view.index[mid], msg.role, cap(message_plain_text(msg), REMOVED_CHARS)])
+            if mid not in excerpts:
+                excerpts[mid] = cap(message_plain_text(msg), REMOVED_CHARS)
+            shown.append([inp.view.index[mid], msg.role, excerpts[mid]])
     return {"count": len(ids), "shown": shown}
 
 
