@@ -110,6 +110,10 @@ class Verdict:
     n_sessions: int  # sessions of the deciding metric (each metric has its own n)
     metrics: dict[str, MetricResult]
     lost_sessions: int = 0
+    # The p-value of the test the reason cites, and which test it is: a report prints this one
+    # beside the verdict (a metric's other p-values belong to other tests). None: no test decided.
+    deciding_p: float | None = None
+    deciding_test: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -118,6 +122,8 @@ class Verdict:
             "deciding_metric": self.deciding_metric,
             "n_sessions": self.n_sessions,
             "lost_sessions": self.lost_sessions,
+            "deciding_p": self.deciding_p,
+            "deciding_test": self.deciding_test,
             "metrics": {m: r.to_json() for m, r in self.metrics.items() if r.present},
         }
 
@@ -169,8 +175,8 @@ def judge(
     a = rules.alpha
     lost = max((r.lost_sessions for r in results.values()), default=0)
 
-    def v(verdict, reason, metric):
-        return Verdict(verdict, reason, metric, results[metric].n_sessions, results, lost)
+    def v(verdict, reason, metric, p, test):
+        return Verdict(verdict, reason, metric, results[metric].n_sessions, results, lost, p, test)
 
     worse = [results[m] for m in success if results[m].p_worse < a]
     if worse:
@@ -180,6 +186,8 @@ def judge(
             f"drop: success metric {r.metric} {num(r.estimate, True)} {interval(r.ci)} is significantly worse "
             f"than {rules.baseline} ({pval(r.p_worse)} < α {a:g}; {r.direction} is better)",
             r.metric,
+            r.p_worse,
+            "worse than baseline",
         )
     broken = [results[m] for m in guards if results[m].p_worse < a]
     if broken:
@@ -189,6 +197,8 @@ def judge(
             f"drop: guardrail {r.metric} {num(r.estimate, True)} {interval(r.ci)} is significantly worse than its "
             f"margin {num(r.threshold, True)}{r.threshold_words} ({pval(r.p_worse)} < α {a:g})",
             r.metric,
+            r.p_worse,
+            "worse than margin",
         )
     # A lost session is the candidate's failure: k lost sessions against none in the baseline is
     # a sign-flip test whose exact p-value is 2^−k.
@@ -199,6 +209,8 @@ def judge(
             f"drop: {cand} lost {lost} sessions that {rules.baseline} has (a lost session is a failure; "
             f"sign-flip {pval(0.5**lost)} < α {a:g})",
             first,
+            0.5**lost,
+            "sign-flip on lost sessions",
         )
     wins = sorted((results[m] for m in success if results[m].p_holm < a), key=lambda r: r.p_holm)
     thin = [results[m] for m in guards if results[m].n_sessions < rules.min_sessions]
@@ -220,6 +232,8 @@ def judge(
             f"ship: {r.line(holm=True)} < α {a:g}, beyond min effect {num(r.threshold, True)}"
             f"{r.threshold_words}{guard_words}",
             r.metric,
+            r.p_holm,
+            "Holm-adjusted, beyond min effect",
         )
     if wins:
         if lost:
@@ -228,6 +242,8 @@ def judge(
                 f"inconclusive: {wins[0].line(holm=True)} is significant, but {cand} lost {lost} sessions that "
                 f"{rules.baseline} has (a lost session is a failure; sign-flip {pval(0.5**lost)} ≥ α {a:g})",
                 wins[0].metric,
+                0.5**lost,
+                "sign-flip on lost sessions",
             )
         if thin:
             g = thin[0]
@@ -236,6 +252,8 @@ def judge(
                 f"inconclusive: {wins[0].line(holm=True)} is significant, but guardrail {g.metric} has only "
                 f"{g.n_sessions} sessions < min_sessions {rules.min_sessions}: it cannot be shown within its margin",
                 g.metric,
+                None,
+                None,
             )
         g = max(not_ni, key=lambda r: r.p_value)
         return v(
@@ -244,6 +262,8 @@ def judge(
             f"{num(g.estimate, True)} {interval(g.ci)} is not shown within its margin {num(g.threshold, True)}"
             f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}; {g.mde_words(rules.power, 'shown within it')})",
             g.metric,
+            g.p_value,
+            "within margin",
         )
     r = min((results[m] for m in success), key=lambda r: r.p_holm)
     return v(
@@ -258,4 +278,6 @@ def judge(
         + f" with {r.n_sessions} sessions; "
         f"{num(r.sessions_needed)} needed for {num(r.target, True)}",
         r.metric,
+        r.p_holm,
+        "Holm-adjusted, beyond min effect",
     )

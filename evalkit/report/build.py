@@ -6,18 +6,20 @@ import os
 from pathlib import Path
 
 from evalkit.report.data import load_report_data
-from evalkit.report.sections import SECTIONS, preamble
+from evalkit.report.markdown import folded
+from evalkit.report.sections import SECTIONS, as_section, preamble
 
 
 def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> str:
     """The report's Markdown; figures are written into ``out_dir`` as a side effect."""
     data = load_report_data(run_dir)
     out = Path(out_dir)
-    parts = preamble(data, [title for title, _ in SECTIONS])
+    sections = [as_section(s) for s in SECTIONS]
+    parts = preamble(data, [s.title for s in sections])
     # The figures of every section are drawn on the other cores while the sections go on.
     with data.figures.background(os.cpu_count() or 1):
-        for title, fn in SECTIONS:
-            parts += [f"## {title}", "", *fn(data, out), ""]
+        for s in sections:
+            parts += [f"## {s.title}", "", *folded(s.render(data, out), s.folded), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

@@ -29,6 +29,7 @@ EVENT_FIELDS = [
     "tokens_after",
     "window",
     "replicate",
+    "summary_tokens",  # the summary's size under the run's tokenizer (compounding: its share of the window)
     "request_key",  # the summarizer call in the run's call cache (cadence: seconds and dollars)
 ]
 

@@ -92,3 +92,10 @@ def heading_anchor(title: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
     s = re.sub(r"[^\w\- ]", "", title.strip().lower())
     return s.replace(" ", "-")
+
+
+def folded(lines: list[str], fold: bool = True) -> list[str]:
+    """``lines`` inside a ``<details>`` block (GitHub renders Markdown inside it after a blank line)."""
+    if not fold or not lines:
+        return lines
+    return ["<details><summary>Show</summary>", "", *lines, "", "</details>"]

@@ -28,7 +28,7 @@ NASTY = [
     "| secret | table | [click](http://evil.example) |",
     "Keep &amp; as typed; <img src=x onerror=alert(1)> is not markup",
 ]
-SECTION_TITLES = [t for t, _ in SECTIONS]
+SECTION_TITLES = [s.title for s in SECTIONS]
 
 
 def _is_nasty(line: str) -> bool:
@@ -195,37 +195,55 @@ def test_every_section_in_order_with_its_content(run_dir, report):
     heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
     assert heads == SECTION_TITLES
     sec = dict(zip(SECTION_TITLES, re.split(r"^## .*$", md, flags=re.M)[1:], strict=True))
-    v = sec["Verdicts at a glance"]
-    assert "| `compound` | ❌ drop | `tally_present` | -0.200 [-0.200, -0.200] | 4 |" in v
-    assert "| `lean` | ✅ ship | `tally_present` | +0.200 [+0.200, +0.200] | 4 |" in v
+    v = sec["Verdicts"]
+    assert (
+        "| `compound` | ❌ drop | `tally_present` | -0.200 [-0.200, -0.200] | 0.062 (worse than baseline) | 4 |"
+        in v
+    )
+    # Holm over the two success tests doubles the exact 2^-4
+    assert (
+        "| `lean` | ✅ ship | `tally_present` | +0.200 [+0.200, +0.200] | 0.125 (Holm-adjusted, beyond" in v
+    )
     assert "⏸ untested" in v
     f = sec["Run facts"]
     assert "offline stand-in, not a language model" in f and "12 calls; cache hits n/a" in f
     assert "in 34000, out 2100 tokens" in f and "2000 resamples" in f and "evalkit run --config" in f
     assert "| sessions / messages / size | 4 / " in f
-    e = sec["Effects"]
-    assert "fig-effects-constraints_kept.png" in e and "fig-effects-tally_present.png" in e
-    lean = json.loads((run_dir / "decision.json").read_text())["verdicts"]["lean"]["metrics"]["tally_present"]
-    means = f"{lean['baseline_mean']:.3f} → {lean['candidate_mean']:.3f}"
+    assert "fig-effects.png" in sec["Effects at a glance"]
+    e = sec["Effects per metric"]
     assert (
-        f"| `tally_present` | `lean` | success, higher is better | {means} | +0.200 [+0.200, +0.200] |" in e
+        "| `tally_present` | success, ↑ | **-0.200** [-0.200, -0.200] | **+0.200** [+0.200, +0.200] | – |"
+        in e
     )
-    assert (
-        "| 0.062 | 0.125 | 0.050 | 0.050 |" in e
-    )  # raw p (2^-4, exact), Holm p over 2 tests, threshold, MDE
-    assert "| refail_30 | compound | 0 | n/a | 4 |" in e  # all errors: no mean, never 0
+    assert "| `constraints_kept` | guardrail, ↑ |" in e
+    lean = json.loads((run_dir / "decision.json").read_text())["verdicts"]["lean"]["metrics"]["tally_present"]
+    means = sec["Metric means"]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in means.splitlines() if ln.startswith("| ")]
+    cols = {name: k for k, name in enumerate(rows[0])}
+    by_arm = {r[0]: r for r in rows[1:]}
+    tally = cols["tally_present ↑"]
+    assert by_arm["baseline"][tally] == f"{lean['baseline_mean']:.3f}"
+    assert by_arm["lean"][tally] == f"{lean['candidate_mean']:.3f}"
+    refail = cols["refail_30 ↓"]  # every value an error: no mean, never 0
+    assert [by_arm[a][refail] for a in ("baseline", "compound", "lean", "aa")] == [
+        *["n/a (4 of 4 err)"] * 3,
+        "–",
+    ]
+    first = sec["Read these first"]
+    assert "**`refail_30` failed on every value under " in first and "**Dead sessions**" in first
     c = sec["Compounding and size"]
     row = next(ln for ln in c.splitlines() if ln.startswith("| `compound` |"))
     growth = float(re.search(r"×([\d.]+)", row).group(1))
     assert growth >= 1.9 and row.endswith("| **1** |")  # re-embedded summaries, one dead session
     assert next(ln for ln in c.splitlines() if ln.startswith("| `lean` |")).endswith("| 0 |")
     ev = sec["Evidence per candidate"]
-    assert "### compound (❌ drop)" in ev and "events/compound.jsonl line" in ev
-    assert "Kept by `compound`, not by `baseline`" in ev
+    assert "| `compound` | ❌ drop | `tally_present` | " in ev and "0.667 → 0.467 worse" in ev
+    assert "evalkit view " in ev  # no viewer yet: the sessions are not links
     with_rules = sum(
         bool(json.loads(x)["constraints"]) for x in (run_dir / "corpus/facts.jsonl").read_text().splitlines()
     )
-    assert f"| `constraints_kept` | +0.000 | [+0.000, +0.000] | 0.000 | {with_rules} |" in sec["Noise floor"]
+    assert with_rules > 0  # the A/A rows are exactly zero: one sentence instead of a table of zeros
+    assert "Every listed A/A difference and interval is exactly zero (2 metrics)." in sec["Noise floor"]
     assert "**A/A arm (aa) equals the baseline exactly on every metric" in sec["Noise floor"]
     cav = sec["Caveats"]
     for needle in (
@@ -242,24 +260,51 @@ def test_every_section_in_order_with_its_content(run_dir, report):
         assert needle in cav, needle
 
 
+def test_the_p_beside_each_verdict_is_the_deciding_tests(run_dir, report):
+    """Every p printed in the verdict table is decision.json's ``deciding_p`` for that candidate,
+    never the metric's other p-values (a drop printed p = 1.000, the superiority test's, beside a
+    reason citing p < 0.001)."""
+    from evalkit.report.markdown import pval
+
+    verdicts = json.loads((run_dir / "decision.json").read_text())["verdicts"]
+    md = report.read_text()
+    table = md.split("## Verdicts")[1].split("\n## ")[0]
+    rows = [ln for ln in table.splitlines() if ln.startswith("| `")]
+    assert len(rows) == len(verdicts) == 3
+    seen = set()
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        cand = cells[0].strip("`")
+        v = verdicts[cand]
+        printed = cells[4]
+        if v["deciding_p"] is None:
+            assert printed == "none", cand
+        else:
+            assert printed.split(" (")[0] == pval(v["deciding_p"]), (cand, printed, v["deciding_p"])
+            m = v["metrics"][v["deciding_metric"]]
+            # the test it names is the one the rule used: p_worse for a drop, Holm's p for a ship
+            want = m["p_worse"] if v["verdict"] == "drop" else m["p_holm"]
+            assert v["deciding_p"] == want and want != m["p_value"], cand
+        seen.add(cand)
+    assert seen == set(verdicts)
+    # the first 40 lines hold the verdict table and the warnings
+    head = "\n".join(md.splitlines()[:40])
+    assert all(r in head for r in rows) and "## Read these first" in head and "**Dead sessions**" in head
+
+
 def test_per_question_metrics_are_listed_as_their_exams_not_one_by_one(run_dir, report):
     md = report.read_text()
     sec = dict(zip(SECTION_TITLES, re.split(r"^## .*$", md, flags=re.M)[1:], strict=True))
     names = set(read_metrics(run_dir / "metrics.parquet")["metric"])
     questions = {f: {m for m in names if m.startswith(f + ":")} for f in ("identifier_q", "judge_offline_q")}
     assert all(questions.values())  # the default probes ask both exams on this corpus
-    for title in ("Metric health", "Effects", "Noise floor"):
+    for title in ("Metric health", "Effects per metric", "Metric means", "Noise floor"):
         assert not any(q in sec[title] for qs in questions.values() for q in qs), title
-    e = sec["Effects"]
-    for f, qs in questions.items():
-        assert (
-            f"| `{f}:*` | higher is better | one row per question of an exam ({len(qs):,} in this run)" in e
-        )
     listed = ", ".join(f"`{f}:*` ({len(qs):,})" for f, qs in sorted(questions.items()))
-    assert f"Per-question metrics are not listed here: {listed}." in e
+    assert f"Per-question metrics are not listed here: {listed}." in sec["Metric means"]
     assert "Per-question metrics are not listed in the noise floor: `identifier_q:*` (" in sec["Noise floor"]
     # the scorecard still pairs them question by question
-    assert "per-question paired win/loss/tie" in sec["Scorecard: exam score vs tokens kept"]
+    assert "identifier exam: W / L / T" in sec["Scorecard: exam score vs tokens kept"]
     # the caveats count an exam's errors together
     from evalkit.report.data import load_report_data
     from evalkit.report.sections.common import metric_errors
@@ -274,11 +319,11 @@ def test_per_question_metrics_are_listed_as_their_exams_not_one_by_one(run_dir, 
 def test_figures_open_at_github_width_and_are_not_blank(report):
     md = report.read_text()
     images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md)
-    assert len(images) == 4  # two forest plots, the compounding figure and the scorecard
+    assert len(images) == 3  # the effects overview, the scorecard and the compounding figure
     for rel in images:
         img = imread(report.parent / rel)
         h, w = img.shape[:2]
-        assert w == 900 and 300 <= h <= 1200, (rel, img.shape)
+        assert w == 900 and 200 <= h <= 1400, (rel, img.shape)
         rgb = img[..., :3]
         ink = (rgb < 0.9).any(axis=2).mean()  # share of pixels that are not (near) white
         assert 0.01 < ink < 0.6, (rel, ink)
@@ -295,12 +340,12 @@ def test_markdown_lint_finds_no_broken_tables_or_links(report):
 
 def test_transcript_text_is_escaped_and_redacted(report):
     md = report.read_text()
-    ev = md.split("## Evidence per candidate")[1].split("## Noise floor")[0]
+    ev = md.split("## Evidence per candidate")[1].split("## Scorecard")[0]
+    # The compound arm carries the planted lines; the evidence quotes the first (the viewer test
+    # shows every planted text as text).
     assert FAKE_KEY not in md and "[REDACTED:" in ev
     assert "<script>" not in md and "<img" not in md and "&lt;script&gt;" in ev
     assert "\\`rm -rf /\\`" in ev  # back-ticks cannot open a code span
-    assert "\\| secret \\| table \\|" in ev and "\\[click\\](http://evil.example)" in ev
-    assert "&amp;amp;" in ev  # an entity in the transcript shows as typed, not decoded
 
 
 def test_escape_and_redact_units():

@@ -27,15 +27,14 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
         else None
     )
     # only the columns the figure reads: the events go to a worker process
-    cols = ["arm", "round", "summary_chars", "tokens_after", "window", "over_limit"]
+    cols = ["arm", "session", "round", "summary_tokens", "tokens_after", "window", "over_limit"]
     fig = data.figures.draw(compounding_plot, out / "fig-compounding.png", ev[cols], arms, trigger)
     lines = [
-        "A summary that re-embeds the previous one grows with every round (the seed-004 failure: stacked "
-        "summaries until the context no longer fits). A healthy arm's curve stays flat; context after "
-        "compaction must stay well below the window. A session is *dead* when a compaction leaves it "
-        "above the window.",
+        "A summary that re-embeds the previous one grows with every round (the seed-004 failure) until the "
+        "context no longer fits: a healthy arm's fill stays flat, well below the window. A session is *dead* "
+        "when a compaction leaves it above the window.",
         "",
-        f"![Summary size and context after compaction by round, per arm]({rel_link(fig, out)})",
+        f"![Context after compaction and the summary's share of it by round, one panel per arm]({rel_link(fig, out)})",
         "",
     ]
     rows = []
@@ -51,7 +50,8 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
                 code(arm),
                 str(sub["session"].nunique()),
                 str(len(sub)),
-                f"{first / 1e3:.1f}k → {last / 1e3:.1f}k (round {last_round})",
+                f"{first / 1e3:.1f}k → {last / 1e3:.1f}k (round {last_round}: "
+                f"{sub.loc[sub['round'] == last_round, 'session'].nunique()})",
                 f"×{last / first:.1f}" if first > 0 else "n/a",
                 f"{share.median():.0f}% (max {share.max():.0f}%)",
                 str(int(sub["summary_failed"].sum())),
@@ -64,24 +64,13 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
                 "arm",
                 "sessions",
                 "compactions",
-                "median summary size, round 1 → last",
+                "median summary size, round 1 → last (sessions there)",
                 "growth",
                 "context after / window (median)",
                 "failed summaries",
                 "dead sessions",
             ],
             rows,
-        ),
-        "",
-    ]
-    counts = ev.groupby(["arm", "round"])["session"].nunique().unstack(fill_value=0)
-    rounds = [int(r) for r in counts.columns]
-    lines += [
-        "Sessions reaching each round (later rounds rest on fewer sessions, so their medians are noisier):",
-        "",
-        table(
-            ["arm", *[f"round {r}" for r in rounds]],
-            [[code(a), *[str(int(counts.loc[a, r])) for r in rounds]] for a in arms if a in counts.index],
         ),
     ]
     return lines

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.contracts.event import events_path
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.markdown import (
     code,
     num,
     rel_link,
+    table,
 )
 from evalkit.report.sections.common import metric_direction, session_means, verdict_mark
 
 EVIDENCE_SESSIONS = 3
-
-
-EVIDENCE_QUOTES = 3
+EVIDENCE_QUOTES = 1  # per session and side
 
 
 def _kept_lines(event: dict) -> list[str]:
@@ -62,76 +60,96 @@ def _evidence_metric(data: ReportData, cand: str) -> str | None:
     return str(both[0]) if both else None
 
 
-def _evidence_for(data: ReportData, out: Path, cand: str) -> list[str]:
-    base = data.baseline
-    if cand not in set(data.metrics["arm"].unique()) and cand not in set(data.events["arm"].unique()):
-        return [f"No events or metric values for {code(cand)} in this run folder."]
-    metric = _evidence_metric(data, cand)
-    if metric is None or data.metrics.empty:
-        return ["No metric values for this candidate and the baseline."]
+def viewer_link(data: ReportData, out: Path, **where: str) -> str | None:
+    """A link destination into the run's viewer (``evalkit view``) at ``where`` (candidate,
+    session, event), or None when the run folder has no viewer yet."""
+    from urllib.parse import urlencode
+
+    from evalkit.report.view import VIEW_DIR
+
+    index = Path(data.run_dir) / VIEW_DIR / "index.html"
+    if not index.is_file():
+        return None
+    dest = rel_link(index, out)
+    frag = "#" + urlencode(where) if where else ""
+    return f"<{dest.strip('<>')}{frag}>" if dest.startswith("<") else dest + frag
+
+
+def _top_sessions(data: ReportData, cand: str, metric: str):
+    """(session, baseline value, candidate value, difference) where the arms differ most on ``metric``."""
     means = session_means(data.metrics, metric)
+    base = data.baseline
     if cand not in means or base not in means:
-        return [f"No sessions scored on {code(metric)} under both {code(base)} and {code(cand)}."]
+        return []
     both = means[[base, cand]].dropna()
     diff = (both[cand] - both[base]).sort_values(key=abs, ascending=False)
     diff = diff[diff != 0].head(EVIDENCE_SESSIONS)
-    if diff.empty:
-        return [f"No session differs between {code(base)} and {code(cand)} on {code(metric)}."]
-    direction = metric_direction(data, metric)
-    better = {"higher": 1, "lower": -1}.get(direction or "", 0)
-    ev = data.events
-    lines = [
-        f"Sessions where {code(cand)} differs most from {code(base)} on {code(metric)} (mean over the "
-        f"session's compactions). Quotes come from each arm's last compaction: lines one arm kept in its "
-        "summary or carried texts that the other did not.",
-        "",
-    ]
-    for session, d in diff.items():
-        tag = (
-            "candidate better"
-            if d * better > 0
-            else "candidate worse"
-            if better
-            else "direction not recorded"
-        )
-        lines.append(
-            f"- Session {code(session)}: {num(both.loc[session, base])} → {num(both.loc[session, cand])} "
-            f"({num(d, signed=True)}, {tag})."
-        )
-        last: dict[str, dict] = {}
-        for arm in (base, cand):
-            rows = ev[(ev["arm"] == arm) & (ev["session"] == session)]
-            if rows.empty:
-                continue
-            r = rows.loc[rows["event"].idxmax()]
-            last[arm] = {"line": int(r["line"]), "round": int(r["round"])}
-        links = [
-            f"{code(arm)} round {x['round']}: [events/{escape_inline(events_path(data.run_dir, arm).name)} line {x['line']}]"
-            f"({rel_link(events_path(data.run_dir, arm), out)})"
-            for arm, x in last.items()
-        ]
-        if links:
-            lines.append("  - Last compaction: " + "; ".join(links) + ".")
-        if len(last) == 2:
-            kept = {a: _kept_lines(read_event(data.run_dir, a, last[a]["line"])) for a in (base, cand)}
-            for keeper, loser in ((cand, base), (base, cand)):
-                other = set(kept[loser])
-                only = [t for t in kept[keeper] if t not in other][:EVIDENCE_QUOTES]
-                if only:
-                    quotes = "; ".join(f"“{excerpt(t)}”" for t in only)
-                    lines.append(f"  - Kept by {code(keeper)}, not by {code(loser)}: {quotes}")
-    return lines
+    return [(s, both.loc[s, base], both.loc[s, cand], d) for s, d in diff.items()]
+
+
+def _last_event(data: ReportData, arm: str, session: str) -> dict | None:
+    rows = data.events[(data.events["arm"] == arm) & (data.events["session"] == session)]
+    if rows.empty:
+        return None
+    return read_event(data.run_dir, arm, int(rows.loc[rows["event"].idxmax(), "line"]))
+
+
+def _evidence_row(data: ReportData, out: Path, cand: str) -> list[str]:
+    base = data.baseline
+    v = data.verdicts.get(cand, {})
+    head = [code(cand), verdict_mark(v.get("verdict")) if v else "–"]
+    if cand not in set(data.metrics["arm"].unique()) and cand not in set(data.events["arm"].unique()):
+        return [*head, "–", "no events or metric values for this candidate", "", ""]
+    metric = _evidence_metric(data, cand)
+    top = _top_sessions(data, cand, metric) if metric and not data.metrics.empty else []
+    if not top:
+        why = f"no session differs on {code(metric)}" if metric else "no metric under both arms"
+        return [*head, code(metric) if metric else "–", why, "", ""]
+    better = {"higher": 1, "lower": -1}.get(metric_direction(data, metric) or "", 0)
+    sessions = []
+    for s, b, c, d in top:
+        tag = "" if not better else (" better" if d * better > 0 else " worse")
+        text = f"{code(s)} {num(b)} → {num(c)}{tag}"
+        link = viewer_link(data, out, cand=cand, s=str(s))
+        sessions.append(f"[{text}]({link})" if link else text)
+    # From each session's last compaction, the first line one arm kept and the other did not.
+    quotes: list[list[str]] = [[], []]
+    for sess, *_ in top:
+        last = {a: _last_event(data, a, sess) for a in (base, cand)}
+        if not all(last.values()):
+            continue
+        kept = {a: _kept_lines(e) for a, e in last.items()}
+        for k, (keeper, loser) in enumerate(((cand, base), (base, cand))):
+            only = [t for t in kept[keeper] if t not in set(kept[loser])][:EVIDENCE_QUOTES]
+            quotes[k] += [f"{code(sess)}: “{excerpt(t)}”" for t in only]
+    return [*head, code(metric), "; ".join(sessions), *["; ".join(q) for q in quotes]]
 
 
 def section_evidence(data: ReportData, out: Path) -> list[str]:
     cands = list(data.verdicts) or [a for a in data.arms if a != data.baseline]
     if not cands:
         return ["No candidate arms in this run: only the baseline was replayed."]
-    lines: list[str] = []
-    for cand in cands:
-        v = data.verdicts.get(cand, {})
-        head = f"### {escape_inline(cand)}"
-        if v:
-            head += f" ({verdict_mark(v.get('verdict'))})"
-        lines += [head, "", *_evidence_for(data, out, cand), ""]
-    return lines
+    base = data.baseline
+    linked = viewer_link(data, out) is not None
+    return [
+        f"Per candidate, the sessions where it differs most from {code(base)} on its deciding metric (mean over "
+        "the session's compactions), and from each one's last compaction a line one arm kept (summary "
+        "or carried texts) that the other did not. "
+        + (
+            "Each session opens in the viewer, compaction by compaction, side by side."
+            if linked
+            else f"`evalkit view {escape_inline(str(data.run_dir))}` writes a viewer these sessions then link to."
+        ),
+        "",
+        table(
+            [
+                "candidate",
+                "verdict",
+                "metric",
+                "sessions: baseline → candidate",
+                "kept only by the candidate",
+                f"kept only by {code(base)}",
+            ],
+            [_evidence_row(data, out, c) for c in cands],
+        ),
+    ]

@@ -27,6 +27,10 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
         ]
     rows = []
     listed, families = split_questions(sorted(nf))
+    # The metrics verdicts use; the rest of the floor is in decision.json (and the viewer).
+    used = {m for v in data.verdicts.values() for m in (v.get("metrics") or {})}
+    others = [m for m in listed if m not in used] if used & set(listed) else []
+    listed = [m for m in listed if m not in others]
     for metric in listed:
         d = nf[metric]
         ci = d.get("ci")
@@ -49,5 +53,16 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
         "",
         *([f"**{escape_inline(note.rstrip('.'))}.**", ""] if note else []),
         *questions_left_out(families, "in the noise floor"),
-        table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
+        *(
+            [
+                f"Listed: the {len(listed)} metrics verdicts use; `decision.json` has the other {len(others)}.",
+                "",
+            ]
+            if others
+            else []
+        ),
+        # A table of zeros says less than one sentence does.
+        f"Every listed A/A difference and interval is exactly zero ({len(listed)} metrics)."
+        if listed and all(nf[m].get("exactly_zero") for m in listed)
+        else table(["metric", "A/A difference", f"{confidence(data)}", "interval width", "n sessions"], rows),
     ]

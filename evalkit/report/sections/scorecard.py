@@ -18,11 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from evalkit.contracts.metrics_sessions import arm_summary, valued_rows
 from evalkit.report.data import ReportData
-from evalkit.report.figures import DPI, WIDTH_IN, _save, arm_style
+from evalkit.report.figures import Dot, Panel, dot_grid
 from evalkit.report.markdown import code, rel_link, table
 
 CEILING = "uncompacted"
@@ -91,70 +90,47 @@ def _pct(x: float, half: float = math.nan) -> str:
 def scorecard_plot(
     path: Path, panels: list[tuple[str, pd.DataFrame]], arms: list[str], baseline: str
 ) -> Path:
-    """One panel per score: each arm a point (tokens kept, score) with its interval; the ceiling
-    arm is a black star with a dotted line at its score."""
-    # Panels share the height of a tall screen (at most 12 in) however many exam families there are.
-    panel_in = min(3.6, 11.4 / len(panels))
-    fig = Figure(figsize=(WIDTH_IN, panel_in * len(panels) + 0.6), dpi=DPI, layout="constrained")
-    axes = fig.subplots(len(panels), 1, squeeze=False, sharex=True)[:, 0]
-    for k, (ax, (label, rows)) in enumerate(zip(axes, panels, strict=True)):
-        xs = [rows.loc[a, "tokens"] for a in arms if a in rows.index and math.isfinite(rows.loc[a, "tokens"])]
-        xspan = (max(xs) - min(xs)) if len(xs) > 1 else 1.0
-        ys = [
-            100 * rows.loc[a, "score"]
-            for a in arms
-            if a in rows.index and math.isfinite(rows.loc[a, "score"])
-        ]
-        yspan = (max(ys) - min(ys)) if len(ys) > 1 else 1.0
-        labels: list = []
-        for i, arm in enumerate(arms):
-            if arm not in rows.index or not math.isfinite(rows.loc[arm, "tokens"]):
-                continue
-            r = rows.loc[arm]
-            st = arm_style(i)
-            ceiling = arm == CEILING
-            # A t interval on a few sessions can pass 0% or 100%; a share cannot: draw it clipped.
-            half, score = r["half"], r["score"]
-            yerr = [[100 * min(half, score)], [100 * min(half, 1 - score)]] if math.isfinite(half) else None
-            ax.errorbar(
-                r["tokens"],
-                100 * r["score"],
-                yerr=yerr,
-                fmt="*" if ceiling else st["marker"],
-                color="#000000" if ceiling else st["color"],
-                markersize=16 if ceiling else 9,
-                capsize=4,
-                linewidth=1.6,
-                label=f"{arm} (ceiling)" if ceiling else (f"{arm} (baseline)" if arm == baseline else arm),
-            )
-            x, y = r["tokens"], 100 * r["score"]
-            # Arms on (nearly) the same spot share one label ("baseline = aa") instead of overprinting.
-            near = next(
-                (a for a in labels if abs(a.xy[0] - x) <= 0.02 * xspan and abs(a.xy[1] - y) <= 2), None
-            )
-            if near is not None:
-                near.set_text(f"{near.get_text()} = {arm}")
-            else:
-                # a neighbour's label would overprint this one: put it under its point instead
-                crowded = any(
-                    abs(a.xy[0] - x) <= 0.08 * xspan and abs(a.xy[1] - y) <= 0.06 * yspan for a in labels
-                )
-                off, ha = ((-10, 8), "right") if ceiling else ((8, -16 if crowded else 6), "left")
-                labels.append(
-                    ax.annotate(arm, (x, y), textcoords="offset points", xytext=off, ha=ha, fontsize=10)
-                )
-            if ceiling:
-                ax.axhline(100 * r["score"], color="#000000", linestyle=":", linewidth=1)
-        ax.margins(x=0.08, y=0.08)
-        ax.set_ylabel(f"{label} (%)")
-        ax.set_title(
-            f"{label} vs tokens kept (95% interval over sessions, clipped to 0-100%)", loc="left", fontsize=11
+    """Small multiples sharing one row per arm: tokens kept, then each score with its interval.
+    The ceiling arm is a black star with a dotted line at its score, the baseline black; reading
+    along a row compares one arm's cost with what it still knows, so no legend sits on the data
+    and 16 arms need no 16 colours."""
+    first = panels[0][1]
+    shown = [a for a in arms if a in first.index]
+
+    def dot(arm: str, value: float, half: float = math.nan, clip: bool = False) -> Dot:
+        lo, hi = value - half, value + half
+        if clip:  # a t interval on a few sessions can pass 0% or 100%; a share cannot
+            lo, hi = max(lo, 0.0), min(hi, 100.0)
+        color = "#000000" if arm in (CEILING, baseline) else "#0072B2"
+        return Dot(value, lo, hi, color, "*" if arm == CEILING else "o", size=11 if arm == CEILING else 6)
+
+    grid = [
+        Panel(
+            "tokens kept",
+            "after compaction (mean per session)",
+            {a: dot(a, float(first.loc[a, "tokens"])) for a in shown},
         )
-        ax.grid(color="#EEEEEE")
-        if k == 0 and ax.get_legend_handles_labels()[0]:  # no arm plotted (no tokens): no legend
-            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)
-    axes[-1].set_xlabel("tokens kept after compaction (mean per session; the ceiling keeps everything)")
-    return _save(fig, path)
+    ]
+    for label, rows in panels:
+        ceiling = 100 * float(rows.loc[CEILING, "score"]) if CEILING in rows.index else math.nan
+        grid.append(
+            Panel(
+                label,
+                "% (95% interval over sessions)",
+                {
+                    a: dot(a, 100 * float(rows.loc[a, "score"]), 100 * float(rows.loc[a, "half"]), clip=True)
+                    for a in shown
+                    if a in rows.index
+                },
+                lines=((ceiling, "#000000", ":"),),
+            )
+        )
+    legend = [
+        (baseline if baseline == "baseline" else f"{baseline} (baseline)", "#000000", "o", True),
+        ("candidate", "#0072B2", "o", True),
+        *([(f"{CEILING} (ceiling; dotted: its score)", "#000000", "*", True)] if CEILING in shown else []),
+    ]
+    return dot_grid(path, shown, grid, "Scores against tokens kept, per arm", legend, cols=min(4, len(grid)))
 
 
 def _exam_checks(data: ReportData, scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
@@ -236,6 +212,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             scores.append((label, picked[0], arm_summary(m, *picked)))
     if not scores:
         return ["No exam in this run (no `judge`, `bank` or `identifiers` probe rows)."]
+    paired_cols, paired, noise = _paired(m, arms, base, scores)
     header = [
         "arm",
         "tokens kept",
@@ -245,6 +222,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             for label, metric, _ in scores
         ],
         "sessions (per score)",
+        *paired_cols,
     ]
     rows = []
     for arm in arms:
@@ -259,11 +237,13 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             cells.append(_pct(s.loc[arm, "mean"], s.loc[arm, "half"]) if arm in s.index else "–")
             ns.append(int(s.loc[arm, "n"]) if arm in s.index else 0)
         # each score has its own n (an arm is asked only where an answer left its view)
-        rows.append([*cells, " / ".join(map(str, ns)) if len(set(ns)) > 1 else str(ns[0])])
+        rows.append([*cells, " / ".join(map(str, ns)) if len(set(ns)) > 1 else str(ns[0]), *paired[arm]])
     lines = [
         "Per arm, what it kept against what it still knows. Scores are % of expected facts (mean of "
         "per-session means ± the 95% t half-width over sessions); tokens kept is the context right after "
-        f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference.",
+        f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference. "
+        f"*W / L / T*: per question of each session (its grade averaged over the events where it was asked), "
+        f"the arm's grade above, below or equal to `{base}`'s. Exam noise: " + "; ".join(noise) + ".",
         "",
         *(_budget_note(cal) if cal else []),
         table(header, rows),
@@ -290,43 +270,37 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         f"![Each score against tokens kept per arm; the ceiling arm is the black star]({rel_link(fig, out)})",
         "",
     ]
-    lines += _paired_section(m, arms, base, scores)
     return lines
 
 
-def _paired_section(m: pd.DataFrame, arms: list[str], base: str, scores) -> list[str]:
-    out: list[str] = []
+def _paired(m: pd.DataFrame, arms: list[str], base: str, scores):
+    """Per exam with per-question grades: a column header, per arm its paired win/loss/tie cell
+    against the baseline, and the exam's noise in words (binomial error of its k questions, the
+    A/A arm's spread)."""
+    cols: list[str] = []
+    cells: dict[str, list[str]] = {a: [] for a in arms}
+    noise: list[str] = []
     for label, prefixes in QUESTION_PREFIXES:
         grades = question_grades(m, prefixes)
         graded = set(grades["arm"].unique()) if len(grades) else set()
         if base not in graded:
             continue
         k = int(grades[grades["arm"] == base][["session", "metric"]].drop_duplicates().shape[0])
-        rows = []
+        cols.append(f"{label}: W / L / T")
         for arm in arms:
-            if arm == base or arm not in graded:
-                continue
-            w, lo, t = win_loss_tie(grades, arm, base)
-            rows.append(
-                [code(arm), f"{w} W / {lo} L / {t} T", str(w + lo + t), str(unpaired(grades, arm, base))]
-            )
+            if arm != base and arm in graded:
+                w, lo, t = win_loss_tie(grades, arm, base)
+                u = unpaired(grades, arm, base)
+                # questions asked of one arm only (a point the other never reached) are counted apart
+                cells[arm].append(f"{w} / {lo} / {t}" + (f" (+{u} unpaired)" if u else ""))
+            else:
+                cells[arm].append("–")
         p = next((s.loc[base, "mean"] for lb, _, s in scores if lb == label and base in s.index), math.nan)
-        noise = [f"binomial error of a {k}-question exam at {_pct(p)}: ± {binomial_error(p, k):.1f} points"]
+        words = (
+            f"{label}: binomial error of a {k}-question exam at {_pct(p)} ± {binomial_error(p, k):.1f} points"
+        )
         aa = next((s for lb, _, s in scores if lb == label), None)
         if aa is not None and AA in aa.index and base in aa.index:
-            noise.append(
-                f"A/A spread (`{AA}` − `{base}`): {100 * (aa.loc[AA, 'mean'] - aa.loc[base, 'mean']):+.1f} points"
-            )
-        out += [
-            f"**{label}: per-question paired win/loss/tie vs `{base}`** (each question of each session, "
-            "its grade averaged over the events where it was asked). Exam noise: " + "; ".join(noise) + ".",
-            "",
-            table(
-                ["arm", "vs baseline", "paired questions", "unpaired (asked of one arm only)"],
-                rows,
-            )
-            if rows
-            else "No other arm was asked.",
-            "",
-        ]
-    return out
+            words += f", A/A spread {100 * (aa.loc[AA, 'mean'] - aa.loc[base, 'mean']):+.1f} points"
+        noise.append(words)
+    return cols, cells, noise or ["no per-question grades"]

@@ -1,4 +1,4 @@
-"""Section 1, verdicts at a glance: one line per candidate with the metric that decided it."""
+"""The verdicts: one line per candidate with what decided it (metric, effect, interval, p, n)."""
 
 from __future__ import annotations
 
@@ -6,26 +6,30 @@ from pathlib import Path
 
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
-from evalkit.report.markdown import (
-    code,
-    interval,
-    num,
-    table,
-)
-from evalkit.report.sections.common import confidence, verdict_mark
+from evalkit.report.markdown import code, interval, num, pval, table
+from evalkit.report.sections.common import confidence, interval_name, verdict_mark
 
 
-def _deciding(v: dict) -> tuple[str | None, dict]:
+def deciding(v: dict) -> tuple[str | None, dict]:
+    """The verdict's deciding metric and its per-metric result ({} when it has none)."""
     metrics = v.get("metrics") or {}
     name = v.get("deciding_metric")
-    if name and name in metrics:
-        return name, metrics[name]
-    return name, {}
+    return name, (metrics.get(name) or {}) if name else {}
+
+
+def deciding_p(v: dict) -> str:
+    """The p-value of the test that decided the verdict, with the test's name; ``n/a`` when no
+    test decided it (untested, a guardrail with too few sessions) or the decision predates
+    ``deciding_p``. Never a metric's other p-value: that belongs to another test."""
+    if "deciding_p" not in v:
+        return "n/a (decision.json predates `deciding_p`)"
+    if v["deciding_p"] is None:
+        return "none"
+    return f"{pval(v['deciding_p'])} ({escape_inline(str(v.get('deciding_test') or 'test'))})"
 
 
 def section_verdicts(data: ReportData, out: Path) -> list[str]:
     verdicts = data.verdicts
-    legend = "Markers: ✅ ship · ❌ drop · ❔ inconclusive · ⏸ untested."
     if not verdicts:
         candidates = [a for a in data.arms if a != data.baseline]
         why = (
@@ -44,34 +48,25 @@ def section_verdicts(data: ReportData, out: Path) -> list[str]:
         return [*lines[:1], "", *lines[1:]]
     rows = []
     for cand, v in verdicts.items():
-        name, m = _deciding(v)
-        est = f"{num(m.get('estimate'), signed=True)} {interval(m.get('ci'))}" if m else "n/a"
+        name, m = deciding(v)
         rows.append(
             [
                 code(cand),
                 verdict_mark(v.get("verdict")),
                 code(name) if name else "none",
-                est,
+                f"{num(m.get('estimate'), signed=True)} {interval(m.get('ci'))}" if m else "n/a",
+                deciding_p(v),
                 str(v.get("n_sessions", "n/a")),
                 escape_inline(str(v.get("reason") or "no reason recorded")),
             ]
         )
-    conf = confidence(data)
+    conf = f"{confidence(data)}, {interval_name(data)}"
     return [
-        legend,
-        "",
         table(
-            [
-                "candidate",
-                "verdict",
-                "deciding metric",
-                f"effect [{conf}]",
-                "n sessions",
-                "rule that decided",
-            ],
+            ["candidate", "verdict", "deciding metric", f"effect [{conf}]", "p (deciding test)", "n", "rule"],
             rows,
         ),
         "",
-        "The effect is the deciding metric's *candidate − baseline* difference; the Effects section has "
-        "every metric.",
+        "Effect: the deciding metric's *candidate − baseline*; p: the test the rule cites. "
+        "✅ ship · ❌ drop · ❔ inconclusive · ⏸ untested.",
     ]
