@@ -243,7 +243,8 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         "per-session means ± the 95% t half-width over sessions); tokens kept is the context right after "
         f"each compaction. `{CEILING}` never compacts and answers from the full history: the 100% reference. "
         f"*W / L / T*: per question of each session (its grade averaged over the events where it was asked), "
-        f"the arm's grade above, below or equal to `{base}`'s. Exam noise: " + "; ".join(noise) + ".",
+        f"the arm's grade above, below or equal to `{base}`'s; questions asked of one arm only (at a point "
+        "the other never reached) are counted apart as *unpaired*. Exam noise: " + "; ".join(noise) + ".",
         "",
         *(_budget_note(cal) if cal else []),
         table(header, rows),
