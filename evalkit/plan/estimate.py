@@ -279,7 +279,7 @@ def build_plan(
     replay, model = exp.section("replay"), exp.section("model")
     arms = list(replay["arms"])
     for a in arms:
-        check_arm(a)
+        check_arm(a, replay.get("variants"))
     run = Path(run_dir)
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")
