@@ -92,13 +92,26 @@ def check(root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path]) -
         m = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "unreadable completion marker"
-    if m.get("inputs") != json.loads(json.dumps(inputs)):
-        changed = sorted(
-            k for k in set(inputs) | set(m.get("inputs", {})) if inputs.get(k) != m["inputs"].get(k)
-        )
-        return f"inputs changed ({', '.join(changed)})"
+    now_in = json.loads(json.dumps(inputs))
+    if m.get("inputs") != now_in:
+        return f"inputs changed ({', '.join(_changed(m.get('inputs') or {}, now_in))})"
     now = files(root, outputs)
     if now != m.get("outputs"):
         changed = sorted(k for k in set(now) | set(m.get("outputs", {})) if now.get(k) != m["outputs"].get(k))
         return f"outputs changed or missing ({', '.join(changed)})"
     return None
+
+
+def _changed(old: dict, new: dict) -> list[str]:
+    """The keys whose values differ; for a table of named parts (the arms), which parts."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and k in ("arms", "commands"):
+            parts = sorted(x for x in set(a) | set(b) if a.get(x) != b.get(x))
+            out.append(f"{k}: {', '.join(parts)}")
+        else:
+            out.append(k)
+    return out

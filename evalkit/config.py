@@ -103,10 +103,16 @@ class Experiment:
 SPENDING_KEYS = ("max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds")
 
 
+# Sections that only judge results already made (the ship rules): changing them re-decides the
+# same run folder instead of starting a new one, so they are not part of the config hash.
+DECIDE_SECTIONS = ("rules",)
+
+
 def config_hash(config: dict) -> str:
     """sha256 of the canonical JSON of a resolved config (key order and spacing do not matter;
-    ``SPENDING_KEYS`` of ``[model]`` and ``[executor]`` left out: where a run ran never changes it)."""
-    config = {k: v for k, v in config.items() if k != "executor"}
+    ``SPENDING_KEYS`` of ``[model]`` and ``[executor]`` left out: where a run ran never changes it;
+    ``DECIDE_SECTIONS`` left out: how results are judged never changes the results)."""
+    config = {k: v for k, v in config.items() if k != "executor" and k not in DECIDE_SECTIONS}
     model = config.get("model")
     if isinstance(model, dict) and any(k in model for k in SPENDING_KEYS):
         config = {**config, "model": {k: v for k, v in model.items() if k not in SPENDING_KEYS}}
@@ -178,3 +184,23 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
 
     check_config(raw, cfg, source)
     return Experiment(cfg, source, root)
+
+
+def with_applied_rules(exp: Experiment) -> Experiment:
+    """``exp`` with its rules as the decide stage applies them (the project's extended by the
+    experiment's own, :func:`evalkit.decide.rules.inherit_rules`), checked: a typo in a rule fails
+    before the first model call, not after the last. Not done by :func:`load_experiment`, whose
+    callers mostly never decide (the rules' checks import the statistics and the probes)."""
+    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
+
+    cfg = exp.section("rules")
+    try:
+        rules = inherit_rules(cfg, exp.root)
+        check_rule_names(
+            parse_rules(rules, f"{exp.source} [rules]"),
+            list(exp.config["replay"]["arms"]),
+            exp.config["replay"].get("variants"),
+        )
+    except RulesError as e:
+        raise ConfigError(str(e)) from None
+    return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)

@@ -240,6 +240,9 @@ def run_experiment(
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
     (:class:`evalkit.shard.Shard`) only the per-session stages run, on that shard's sessions;
     ``evalkit merge`` then builds the run folder that decide and report read."""
+    from evalkit.config import with_applied_rules
+
+    exp = with_applied_rules(exp)  # every setting checked before any work (rules included)
     default = default_run_dir(exp)
     paths = RunPaths(
         Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
@@ -263,15 +266,58 @@ def write_model_usage(paths: RunPaths) -> dict | None:
     return usage
 
 
+def config_differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``section.key old → new`` for every setting that differs between two resolved configs,
+    leaving out what the config hash leaves out (decide sections, spending keys, the executor)."""
+    from evalkit.config import DECIDE_SECTIONS, SPENDING_KEYS
+
+    out = []
+    for k in sorted(set(old) | set(new), key=str):
+        if not prefix and (k in DECIDE_SECTIONS or k == "executor"):
+            continue
+        if prefix == "model." and k in SPENDING_KEYS:
+            continue
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_differences(a, b, f"{prefix}{k}.")
+        elif a != b:
+            out.append(f"{prefix}{k} {json.dumps(a, default=str)} → {json.dumps(b, default=str)}")
+    return out
+
+
+def check_folder(exp: Experiment, paths: RunPaths) -> None:
+    """A run folder holds one config's results: a run of another config into it (fresh or resumed)
+    is refused before anything is written, naming what differs. Another set of ship rules is the
+    same config (the folder is re-decided)."""
+    if not paths.config.exists():
+        return
+    try:
+        held = json.loads(paths.config.read_text(encoding="utf-8"))
+        old_hash, old_cfg = str(held["config_hash"]), held.get("config") or {}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{paths.config}: unreadable run config; use another --run-dir") from None
+    if old_hash == exp.hash:
+        return
+    from evalkit.config import config_hash
+
+    if isinstance(old_cfg, dict) and old_cfg and config_hash(old_cfg) == exp.hash:
+        return  # written before the rules left the hash: the same results
+    diff = config_differences(old_cfg, exp.config) if isinstance(old_cfg, dict) else []
+    what = (
+        "; ".join(diff[:4]) + (f"; {len(diff) - 4} more" if len(diff) > 4 else "")
+        if diff
+        else (f"config hash {old_hash[:8]} ≠ {exp.hash[:8]}")
+    )
+    raise ValueError(
+        f"{paths.root}: holds the results of another config ({what}); "
+        "use another --run-dir, or delete the folder to start over"
+    )
+
+
 def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
-    """Check a resumed folder's config, write the run's config, then run the stages under the spending limits."""
-    if resume and paths.config.exists():
-        old = json.loads(paths.config.read_text())["config_hash"]
-        if old != exp.hash:
-            raise ValueError(
-                f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
-                "use another --run-dir or drop --resume"
-            )
+    """Check the folder holds no other config's results, write the run's config, then run the
+    stages under the spending limits."""
+    check_folder(exp, paths)
     write_run_config(exp, paths, argv or ["run"])
     with spending(exp, paths):
         _run_stages(exp, paths, resume, report_out, shard)
@@ -328,10 +374,14 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     from evalkit.events import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
+    from evalkit.replay.fingerprint import arm_fingerprints
+
     replay_in = {
         **base,
         "corpus": completion.fingerprint(corpus_out[0]),
         "commands": completion.command_files(arms),
+        # Each arm's resolved policy and code: an edited candidate or prompt is replayed again.
+        "arms": arm_fingerprints(arms, exp.section("replay").get("variants")),
     }
     if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)

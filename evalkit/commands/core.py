@@ -27,7 +27,7 @@ def _run_args(p):
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
 @arguments(_run_args)
 def cmd_run(args) -> int:
-    from evalkit.config import load_experiment
+    from evalkit.config import load_experiment, with_applied_rules
     from evalkit.run import run_experiment
 
     overrides: dict = {}
@@ -35,7 +35,7 @@ def cmd_run(args) -> int:
         overrides.setdefault("corpus", {})["sessions"] = args.sessions
     if args.arms:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
-    exp = load_experiment(args.config, overrides)
+    exp = with_applied_rules(load_experiment(args.config, overrides))
     out = Path(args.report_out) / exp.name if args.report_out else None
     from evalkit.commands.scale import scaled_run
 
