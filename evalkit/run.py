@@ -85,8 +85,11 @@ def shell_command(argv: list[str]) -> str:
     return " ".join(quote(a) for a in argv)
 
 
-def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
-    """The resolved config, its hash, and the command that reproduces the run.
+def write_run_config(
+    exp: Experiment, paths: RunPaths, argv: list[str], endpoints: list | None = None
+) -> None:
+    """The resolved config, its hash, the command that reproduces the run, and the endpoints it
+    sends to (evalkit.models.endpoint).
 
     Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
     of the config as given, so ``--resume`` still recognises it."""
@@ -97,6 +100,7 @@ def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
             "config_hash": exp.hash,
             "source": exp.source,
             "command": redact_text(shell_command(["evalkit", *argv])),
+            "endpoints": [e.to_dict() for e in endpoints or []],
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },
@@ -232,6 +236,7 @@ def run_experiment(
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
     shard=None,
+    allow_remote: bool = False,
 ) -> RunPaths:
     """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
     outputs (evalkit.completion) is not run again.
@@ -239,10 +244,13 @@ def run_experiment(
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
     (:class:`evalkit.shard.Shard`) only the per-session stages run, on that shard's sessions;
-    ``evalkit merge`` then builds the run folder that decide and report read."""
+    ``evalkit merge`` then builds the run folder that decide and report read. Session content
+    goes to a remote endpoint nobody named only with ``allow_remote`` (evalkit.models.endpoint)."""
     from evalkit.config import with_applied_rules
+    from evalkit.models.endpoint import check_endpoints
 
     exp = with_applied_rules(exp)  # every setting checked before any work (rules included)
+    endpoints = check_endpoints(exp.config, allow_remote)
     default = default_run_dir(exp)
     paths = RunPaths(
         Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
@@ -252,7 +260,7 @@ def run_experiment(
         # Tags this invocation's lines in the call ledger (workers inherit it).
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:
-            return _run_in_folder(exp, paths, argv, resume, report_out, shard)
+            return _run_in_folder(exp, paths, argv, resume, report_out, shard, endpoints)
         finally:
             write_model_usage(paths)
 
@@ -314,11 +322,13 @@ def check_folder(exp: Experiment, paths: RunPaths) -> None:
     )
 
 
-def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
+def _run_in_folder(
+    exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None, endpoints=None
+) -> RunPaths:
     """Check the folder holds no other config's results, write the run's config, then run the
     stages under the spending limits."""
     check_folder(exp, paths)
-    write_run_config(exp, paths, argv or ["run"])
+    write_run_config(exp, paths, argv or ["run"], endpoints)
     with spending(exp, paths):
         _run_stages(exp, paths, resume, report_out, shard)
     return paths
@@ -415,7 +425,12 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
+    from evalkit import run_warnings
+
+    warnings = run_warnings.write(paths.root, exp.config)  # the report's first section reads it
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)
     report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
+    for line in run_warnings.summary_lines(warnings):
+        print(line, file=sys.stderr)

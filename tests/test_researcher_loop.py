@@ -167,6 +167,11 @@ def test_trap3_a_decide_setting_redecides_the_same_folder_with_no_request(tmp_pa
     first = evalkit("run", "--config", str(exp))
     assert first.returncode == 0, first.stderr
     (run,) = (tmp_path / "runs").iterdir()
+    # trap 5: the endpoint used is recorded in the run, the report and the summary
+    (ep,) = json.loads((run / "config.json").read_text())["endpoints"]
+    assert (ep["url"], ep["source"], ep["local"]) == (url.rstrip("/"), "config", True)
+    assert f"endpoint: model: {url.rstrip('/')} (config)" in first.stderr
+    assert url.rstrip("/") in (run / "report" / "report.md").read_text()
     sent = _posts(log)
     assert sent > 0
     exp.write_text(exp.read_text().replace("min_sessions = 2", "min_sessions = 3"))
@@ -182,3 +187,53 @@ def test_trap3_a_decide_setting_redecides_the_same_folder_with_no_request(tmp_pa
         assert f"resume: {stage} is complete, skipped" in resumed.stderr
     assert _posts(log) == sent
     assert json.loads((run / "decision.json").read_text())["stats"]["min_sessions"] == 4
+
+
+@pytest.mark.parametrize("url", ["htpp://127.0.0.1:9/v1", "127.0.0.1:9/v1", "http:///v1"])
+def test_trap5_an_endpoint_typo_fails_at_once(tmp_path, url):
+    """Trap 5: `htpp://…` or a URL without a scheme ran silent for more than 5 minutes."""
+    corpus = tiny_corpus(tmp_path / "corpus", n=1)
+    exp = write_experiment(
+        tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
+    )
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "base_url" in done.stderr and ("scheme" in done.stderr or "no host" in done.stderr)
+    assert not run.exists()
+
+
+def test_trap5_the_public_default_endpoint_needs_allow_remote(tmp_path):
+    """Trap 5: with no base_url and no OPENAI_BASE_URL the sessions went to the public API."""
+    corpus = tiny_corpus(tmp_path / "corpus", n=1)
+    exp = write_experiment(tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m"})
+    run = tmp_path / "run"
+    done = evalkit(
+        "run", "--config", str(exp), "--run-dir", str(run), env={"OPENAI_BASE_URL": ""}, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert "--allow-remote" in done.stderr and "api.openai.com" in done.stderr
+    assert not run.exists()
+
+
+def test_trap4_7_warnings_a_person_sees_and_strict(tmp_path):
+    """Traps 4 and 7: sessions that never reach the window replayed 0 events with no warning; a
+    corrupted session file dropped a session with exit 0 and no word."""
+    corpus = tiny_corpus(tmp_path / "corpus", n=2)
+    with open(corpus, "a") as fh:
+        fh.write('{"id": "broken", "messages": [\n')
+    exp = write_experiment(
+        tmp_path / "exp.toml", corpus, replay={"window": 200_000, "reserve": 16_384, "keep_recent": 20_000}
+    )
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    assert "warnings: 2" in done.stderr
+    assert "no compaction events for arm(s) baseline, head-tail" in done.stderr
+    assert 'trigger = "messages"' in done.stderr and "1 session record(s) skipped" in done.stderr
+    assert "endpoint: none" in done.stderr
+    report = (run / "report" / "report.md").read_text()
+    assert report.index("## Warnings") < report.index("## Verdicts at a glance")
+    assert "no compaction events" in report and "skipped while reading the corpus" in report
+    strict = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--strict")
+    assert strict.returncode == 2 and "--strict: 2 warning(s)" in strict.stderr

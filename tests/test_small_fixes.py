@@ -55,6 +55,7 @@ def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake
     assert purposes.get("judge", 0) > 0, purposes  # the unparseable verdicts are kept...
     errors = _judge_errors(run)
     assert errors > 0  # ...and scored as errors, never as grades
+    assert "are errors, above 5%" in done.stderr  # a failing judge is a warning a person sees
     n = _posts(log)
     for args in (["score", str(run)], ["run", "--config", str(exp), "--run-dir", str(run)]):
         done = evalkit(*args)

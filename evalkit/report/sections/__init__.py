@@ -26,6 +26,7 @@ from evalkit.report.sections.evidence import section_evidence
 from evalkit.report.sections.noise import section_noise
 from evalkit.report.sections.runfacts import section_run_facts
 from evalkit.report.sections.verdicts import section_verdicts
+from evalkit.report.sections.warnings import section_warnings
 
 
 def preamble(data: ReportData, titles: list[str]) -> list[str]:
@@ -58,6 +59,7 @@ def preamble(data: ReportData, titles: list[str]) -> list[str]:
 
 
 SECTIONS: list[tuple[str, Callable[[ReportData, Path], list[str]]]] = [
+    ("Warnings", section_warnings),
     ("Verdicts at a glance", section_verdicts),
     ("Calibration of the rules", section_calibration),
     ("Metric health", section_health),

@@ -1,0 +1,34 @@
+"""The report's "Warnings" section: what the run found a person must see before trusting it
+(evalkit.run_warnings: skipped sessions, arms that never compacted, failing scorers or judges),
+and the endpoints the run sent session content to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalkit.report.data import ReportData
+from evalkit.report.escape import escape_inline
+from evalkit.report.markdown import code
+
+
+def section_warnings(data: ReportData, out_dir: Path) -> list[str]:
+    from evalkit.run_warnings import FILE, read
+
+    body = read(data.run_dir)
+    if body is None:
+        return [f"_No `{FILE}` in the run folder (written by `evalkit run`): warnings not collected._", ""]
+    ws = body.get("warnings", [])
+    out = [f"**{len(ws)} warning{'s' if len(ws) != 1 else ''}.**" if ws else "No warnings.", ""]
+    out += [f"- ⚠ {escape_inline(w['text'])}" for w in ws]
+    eps = body.get("endpoints") or []
+    if ws:
+        out.append("")
+    if eps:
+        out += [
+            f"- endpoint ({escape_inline(e['role'])}): {code(e['url'])} ({escape_inline(e['source'])}, "
+            f"{'local' if e.get('local') else 'remote'})"
+            for e in eps
+        ]
+    else:
+        out.append("- endpoint: none; every model in this run is an offline stand-in")
+    return [*out, ""]
