@@ -27,7 +27,7 @@ from evalkit.replay.settings import TRIGGERS
 # Policy changes: key -> what it holds.
 POLICY_KEYS = {
     "from": "the arm it starts from (default baseline)",
-    "description": "one line for the report and `evalkit candidates`",
+    "description": "one line saying what the variant changes (kept with the config)",
     "instructions": "list of instructions replacing the arm's own",
     "instructions_add": "list of instructions appended to the arm's own",
     "guidance": "the line closing the summarizer's instructions",
