@@ -61,6 +61,8 @@ class Line:
             d[f] = round(d[f] * k)
         for f in tokens:
             d[f] = d[f] * k
+        if d["cost_usd"] is not None:  # dollars scale with the tokens they pay for
+            d["cost_usd"] = d["cost_usd"] * k
         return Line(**d)
 
 
@@ -75,6 +77,8 @@ class Plan:
     assumptions: dict[str, Any]
     wall_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The scale-up's sampling error (one standard error of the corpus totals): requests, cost_usd.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def totals(self, stage: str | None = None) -> Line:
         t = Line("all", stage or "all")
@@ -108,11 +112,21 @@ class Ledger:
         self.seen: set[str] = set()
         self.prefix = PrefixIndex()
         self.index: list[tuple[Line, int, float]] = []  # line, prefix-index position, chars per token
+        # Per sampled session: the requests it sends and their dollars (for the sampling error).
+        self.by_session: dict[str, list[float]] = {}
 
     def line(self, arm: str, stage: str) -> Line:
         return self.lines.setdefault((arm, stage), Line(arm, stage))
 
-    def add(self, arm: str, stage: str, request: ChatRequest, expected_out: float) -> ChatResponse | None:
+    def count(self, session: str, requests: int, cost: float | None) -> None:
+        """Charge ``requests`` (and ``cost`` dollars) to ``session``."""
+        row = self.by_session.setdefault(session, [0, 0.0])
+        row[0] += requests
+        row[1] += cost or 0.0
+
+    def add(
+        self, arm: str, stage: str, request: ChatRequest, expected_out: float, session: str = ""
+    ) -> ChatResponse | None:
         """Record a request; returns its cached answer when the call cache holds one."""
         key = self.key(request)
         ln = self.line(arm, stage)
@@ -134,8 +148,10 @@ class Ledger:
             return hit
         ln.cached_prefix_tokens += reused
         ln.output_tokens += expected_out
-        if self.price is not None:
-            ln.cost_usd = (ln.cost_usd or 0.0) + self.price.cost(n_in, expected_out, reused, self.batch)
+        cost = self.price.cost(n_in, expected_out, reused, self.batch) if self.price is not None else None
+        if cost is not None:
+            ln.cost_usd = (ln.cost_usd or 0.0) + cost
+        self.count(session, 1, cost)
         return None
 
     def finish(self) -> list[Line]:
@@ -159,6 +175,7 @@ class SummarizerClient:
     """The dry replay's summarizer: the cached answer when there is one, else a stand-in."""
 
     arm = ""
+    session = ""  # set by the dry replay (evalkit.replay.frontier.walk) before each session
 
     def __init__(self, ledger: Ledger, summary_chars: int, summary_tokens: float):
         self.ledger, self.summary_chars, self.summary_tokens = ledger, summary_chars, summary_tokens
@@ -167,7 +184,7 @@ class SummarizerClient:
         return self.ledger.key(request)
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens)
+        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens, self.session)
         if hit is not None:
             return hit
         return ChatResponse(standin_summary(request, self.summary_chars), "plan", request.model)
@@ -325,8 +342,9 @@ def build_plan(
             sessions, known, result.events, name, per_kind, reps, answer * chars_per_token
         ):
             asked[arm, i] += 1
-            ledger.add(arm, "judge", ans, answer)
-            ledger.add(arm, "judge", jud, JUDGE_MAX)
+            sid = result.events[arm][i].session
+            ledger.add(arm, "judge", ans, answer, sid)
+            ledger.add(arm, "judge", jud, JUDGE_MAX, sid)
         conc = max(1, int(model.get("concurrency", 16)))
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
@@ -347,9 +365,12 @@ def build_plan(
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
     k = total / max(1, len(sessions))
+    sampling = sampling_error([ledger.by_session.get(s.id, [0, 0.0]) for s in sessions], total)
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
-        notes.append(f"dry-replayed {len(sessions)} of {total} sessions; counts scaled ×{k:.2f}")
+        notes.append(
+            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f}"
+        )
     if price is None:
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
     plan = Plan(
@@ -372,10 +393,30 @@ def build_plan(
             "prices": (model.get("prices") or {}).get(name),
         },
         notes=notes,
+        sampling=sampling,
     )
     plan.wall_s = wall_time(plan, latency_s)
     client.close()
     return plan
+
+
+def sampling_error(per_session: list[list[float]], total: int) -> dict[str, Any]:
+    """One standard error of the scaled-up totals (requests, dollars) from the sampled sessions'
+    own counts, with the finite-population correction (0 when every session was sampled; None
+    when one session cannot tell)."""
+    import statistics
+
+    n = len(per_session)
+    out: dict[str, Any] = {"sampled": n, "sessions": total}
+    for i, name in ((0, "requests_se"), (1, "cost_usd_se")):
+        xs = [float(r[i]) for r in per_session]
+        if n >= total:
+            out[name] = 0.0
+        elif n < 2:
+            out[name] = None
+        else:
+            out[name] = total * statistics.stdev(xs) / math.sqrt(n) * math.sqrt(1 - n / total)
+    return out
 
 
 def _offline(model: dict) -> bool:
@@ -400,6 +441,7 @@ def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
     for arm, evs in events.items():
         ln = ledger.line(arm, "agent")
         for ev in evs:
+            ledger.count(ev.session, n, None)
             ln.requests += n
             ln.input_tokens += sum(ev.tokens_after + k * AGENT_STEP_TOKENS for k in range(n))
             # Each call resends the previous one's prompt: all but the growth is a shared prefix.
