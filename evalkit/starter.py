@@ -16,9 +16,7 @@ from evalkit.config import DEFAULTS
 from evalkit.replay.trigger_choice import choose_trigger
 
 VARIANT = "my-prompt"
-INSTRUCTION = (
-    "Keep the latest test result and the command that produced it verbatim, in a section of their own."
-)
+INSTRUCTION = "Target about 300 words in all; keep file paths, commands and test results verbatim."
 
 
 def _rows(corpus: Path) -> list[dict]:
@@ -69,9 +67,10 @@ arms = ["baseline", "aa", "{VARIANT}"]
 description = "the baseline with one more instruction"
 instructions_add = [{json.dumps(INSTRUCTION)}]
 
-# What the variant must improve; the project's guardrails (and other rules) apply too.
+# What the variant must improve (shorter summaries); the project's guardrails (tally_present,
+# constraints_kept, ...) and other rules apply too. `evalkit probes` lists the metrics.
 [rules.candidates.{VARIANT}]
-success = ["tally_present"]
+success = ["summary_tokens"]
 
 [continuation]
 enabled = false

@@ -32,8 +32,8 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
 
     # 2. the prompt variant, in the experiment file only
     text = exp.read_text().replace(
-        'instructions_add = ["Keep the latest test result',
-        'instructions_add = ["Name every file you changed.", "Keep the latest test result',
+        'instructions_add = ["Target about 300 words',
+        'instructions_add = ["Name every file you changed.", "Target about 300 words',
     )
     exp.write_text(text)
 
@@ -63,7 +63,8 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
     v = json.loads((run / "decision.json").read_text())["verdicts"]["my-prompt"]
     report = (run / "report" / "report.md").read_text()
     assert "my-prompt" in report and v["verdict"] in report
-    assert v["verdict"] == "untested" and "min_sessions" in v["reason"]  # 3 sessions: too few to judge
+    # 3 sessions with no test tally: too few, and a guardrail with nothing to measure
+    assert v["verdict"] == "untested" and ("min_sessions" in v["reason"] or "missing" in v["reason"])
 
     # 6. the gate: untested fails by default; a rerun sends nothing
     gate = evalkit("gate", str(run), "--require", "my-prompt=ship")

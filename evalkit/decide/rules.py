@@ -230,8 +230,9 @@ def read_rules_file(path: str | os.PathLike) -> Rules:
 
 def project_rules(root: str | os.PathLike | None = None) -> tuple[dict[str, Any], str] | None:
     """The ``[tool.evalkit.rules]`` table of the nearest pyproject (from ``root``, then the working
-    directory) and its source name; None when there is none."""
-    for start in (Path(root) if root else Path.cwd(), Path.cwd()):
+    directory, then evalkit's own source checkout) and its source name; None when there is none."""
+    here = Path(__file__).resolve().parents[2]
+    for start in (Path(root) if root else Path.cwd(), Path.cwd(), here):
         pp = find_pyproject(start)
         if pp is not None:
             raw = tomllib.loads(pp.read_text(encoding="utf-8"))["tool"]["evalkit"].get("rules")
