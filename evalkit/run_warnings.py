@@ -46,7 +46,7 @@ def skipped_sessions(manifest: dict) -> list[RunWarning]:
 
 def silent_arms(run_dir: Path, arms: list[str], replay: dict, manifest: dict) -> list[RunWarning]:
     """Arms whose events file is empty, with the trigger setting that would make them compact."""
-    from evalkit.events import events_path
+    from evalkit.contracts.event import events_path
     from evalkit.replay.settings import ReplaySettings
     from evalkit.replay.trigger_choice import choose_trigger
     from evalkit.replay.variants import settings_for

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from evalkit.config import DEFAULTS
+from evalkit.contracts.config import DEFAULTS
 from evalkit.replay.trigger_choice import choose_trigger
 
 VARIANT = "my-prompt"

@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from evalkit.models.serverlog import settled_log
+from evalkit.testing.serverlog import settled_log
 
 from .hardening import evalkit, verdict_script
 

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, main
-from evalkit.metrics import write_metrics
-from tests.test_decide import ARMS, table
+from evalkit.contracts.metrics import write_metrics
+from tests.decide.test_verdicts import ARMS, table
 
 RULES_TOML = """
 alpha = 0.025

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit.models.serverlog import settled_log
+from evalkit.testing.serverlog import settled_log
 
 from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 

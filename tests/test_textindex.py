@@ -8,10 +8,10 @@ import random
 import pytest
 
 from evalkit.facts import compute_facts
-from evalkit.probes import ProbeInput, SessionView
-from evalkit.probes.base import FORMS
-from evalkit.probes.textindex import TextIndex
-from tests.probe_helpers import Builder, event
+from evalkit.score import ProbeInput, SessionView
+from evalkit.score.base import FORMS
+from evalkit.score.textindex import TextIndex
+from tests.support.probe_sessions import Builder, event
 
 
 def test_positions_are_per_message_and_never_span_two():

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import find_pyproject, read_toml
+from evalkit.contracts.config import find_pyproject, read_toml
 
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")
@@ -287,8 +287,8 @@ def check_rule_names(rules: Rules, arms: list[str], variants: dict | None = None
     (registered, configured, a settings variant, or a ``+`` of known ones) and every metric named
     is one a probe or the continuation stage writes."""
     from evalkit.continuation.metrics import is_continuation_metric
-    from evalkit.probes import PROBES
     from evalkit.replay.candidates import ARMS
+    from evalkit.score import PROBES
 
     arms_known = {e.name for e in ARMS} | set(arms) | set(variants or {})
     for name in rules.candidates:
@@ -321,7 +321,7 @@ def resolve_rules(section: dict[str, Any] | None, root: str | os.PathLike | None
         return parse_rules(*project) if project else Rules()
     if project is not None and section == project[0]:
         return parse_rules(*project)
-    # An experiment's config already holds its rules as applied (evalkit.config.load_experiment);
+    # An experiment's config already holds its rules as applied (evalkit.contracts.config.load_experiment);
     # a table given here by hand is extended the same way (extending twice changes nothing).
     own = inherit_rules(section, root)
     inherits = project is not None and own.get("inherit") is not False

@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
-from evalkit.redact import redact_text
+from evalkit.common.redact import redact_text
 
 SENDING_BACKENDS = ("openai",)  # backends that send requests (replay answers from the cache only)
 
@@ -86,7 +86,7 @@ def endpoint_of(settings: dict, role: str) -> Endpoint | None:
 def run_endpoints(config: dict) -> list[Endpoint]:
     """Every endpoint a run of ``config`` sends to: [model]'s, and the continuation agent's when
     it is a model (its settings are [model] with [continuation.model] on top)."""
-    from evalkit.config import merge
+    from evalkit.contracts.config import merge
 
     out = []
     model = config.get("model", {})
