@@ -33,15 +33,15 @@ def _run_args(p):
 @command("run", "run an experiment end to end: corpus → replay → score → decide → report")
 @arguments(_run_args)
 def cmd_run(args) -> int:
-    from evalkit.contracts.config import load_experiment, with_applied_rules
-    from evalkit.pipeline.run import run_experiment
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.run import prepare, run_experiment
 
     overrides: dict = {}
     if args.sessions is not None:
         overrides.setdefault("corpus", {})["sessions"] = args.sessions
     if args.arms:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
-    exp = with_applied_rules(load_experiment(args.config, overrides))
+    exp = prepare(load_experiment(args.config, overrides))
     from evalkit.models.endpoint import check_endpoints
 
     check_endpoints(exp.config, args.allow_remote)  # before any work, whichever way the run goes
@@ -57,7 +57,7 @@ def cmd_run(args) -> int:
         print(paths.root)
         return 0
     print(out / "report.md" if out else paths.report)
-    from evalkit.run_warnings import read
+    from evalkit.pipeline.warnings import read
 
     warnings = (read(paths.root) or {}).get("warnings", [])
     if args.strict and warnings:

@@ -1,4 +1,4 @@
-"""The ``init`` verb: a starter experiment for a folder of sessions (evalkit.starter)."""
+"""The ``init`` verb: a starter experiment for a folder of sessions (evalkit.pipeline.starter)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def _init_args(p):
 @command("init", "write a starter experiment for a folder of sessions (trigger chosen from their sizes)")
 @arguments(_init_args)
 def cmd_init(args) -> int:
-    from evalkit.starter import write_starter
+    from evalkit.pipeline.starter import write_starter
 
     exp = write_starter(args.sessions, args.out, args.name)
     print(exp)

@@ -30,9 +30,11 @@ def _plan_args(p):
 def cmd_plan(args) -> int:
     from evalkit.contracts.config import load_experiment
     from evalkit.pipeline.plan import build_plan, render_plan, write_plan
-    from evalkit.pipeline.run import default_run_dir
+    from evalkit.pipeline.run import default_run_dir, prepare
 
-    exp = load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
+    exp = prepare(
+        load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
+    )
     run = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
     plan = build_plan(exp, run, max(1, args.sample), args.summary_tokens, args.latency, args.answer_tokens)
     print(render_plan(plan))

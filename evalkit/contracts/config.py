@@ -184,23 +184,3 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
 
     check_config(raw, cfg, source)
     return Experiment(cfg, source, root)
-
-
-def with_applied_rules(exp: Experiment) -> Experiment:
-    """``exp`` with its rules as the decide stage applies them (the project's extended by the
-    experiment's own, :func:`evalkit.decide.rules.inherit_rules`), checked: a typo in a rule fails
-    before the first model call, not after the last. Not done by :func:`load_experiment`, whose
-    callers mostly never decide (the rules' checks import the statistics and the probes)."""
-    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
-
-    cfg = exp.section("rules")
-    try:
-        rules = inherit_rules(cfg, exp.root)
-        check_rule_names(
-            parse_rules(rules, f"{exp.source} [rules]"),
-            list(exp.config["replay"]["arms"]),
-            exp.config["replay"].get("variants"),
-        )
-    except RulesError as e:
-        raise ConfigError(str(e)) from None
-    return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)

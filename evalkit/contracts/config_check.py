@@ -14,7 +14,7 @@ _FREE_TABLES = {("model", "prices")}
 # DEFAULTS would change every existing run's config hash.
 _OPTIONAL = {
     "model": {"max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds"},
-    "replay": {"request_layout", "variants"},  # variants: evalkit.replay.variants
+    "replay": {"request_layout", "variants"},  # variants: checked by evalkit.pipeline.run.prepare
     "corpus": {"session_tokens"},
     # evalkit.score.banks: question banks scored with the suite; evalkit.score.judge_budget
     "score": {"banks", "judge_budget"},
@@ -96,13 +96,6 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
         raise _err(source, "replay.arms", f"{arms!r}: expected a non-empty list of arm names")
     if len(set(arms)) != len(arms):
         raise _err(source, "replay.arms", f"{arms!r}: an arm is listed twice")
-    if "variants" in r:
-        from evalkit.replay.variants import check_variants
-
-        try:
-            check_variants(r["variants"])
-        except ValueError as e:
-            raise _err(source, str(e).split(":", 1)[0], str(e).split(":", 1)[1].strip()) from None
     if not isinstance(r.get("external_timeout"), int | float) or r["external_timeout"] <= 0:
         raise _err(source, "replay.external_timeout", f"{r.get('external_timeout')!r}: expected seconds > 0")
     if "judge_budget" in cfg["score"] and "uncompacted" not in arms:

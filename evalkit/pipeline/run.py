@@ -229,6 +229,27 @@ def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> P
     return write_report(paths.root, out)
 
 
+def prepare(exp: Experiment) -> Experiment:
+    """``exp`` as the stages use it, every setting checked before any work: its prompt variants
+    (evalkit.replay.variants), and its rules as the decide stage applies them (the project's
+    extended by the experiment's own, :func:`evalkit.decide.rules.inherit_rules`), so a typo in a
+    rule fails before the first model call, not after the last. Idempotent."""
+    from evalkit.contracts.config import ConfigError
+    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
+    from evalkit.replay.variants import check_variants
+
+    replay = exp.config["replay"]
+    try:
+        check_variants(replay.get("variants", {}))
+        rules = inherit_rules(exp.section("rules"), exp.root)
+        check_rule_names(
+            parse_rules(rules, f"{exp.source} [rules]"), list(replay["arms"]), replay.get("variants")
+        )
+    except (RulesError, ValueError) as e:
+        raise ConfigError(f"{exp.source}: {e}" if not str(e).startswith(exp.source) else str(e)) from None
+    return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)
+
+
 def run_experiment(
     exp: Experiment,
     run_dir: str | os.PathLike | None = None,
@@ -246,10 +267,9 @@ def run_experiment(
     (:class:`evalkit.pipeline.shard.Shard`) only the per-session stages run, on that shard's sessions;
     ``evalkit merge`` then builds the run folder that decide and report read. Session content
     goes to a remote endpoint nobody named only with ``allow_remote`` (evalkit.models.endpoint)."""
-    from evalkit.contracts.config import with_applied_rules
     from evalkit.models.endpoint import check_endpoints
 
-    exp = with_applied_rules(exp)  # every setting checked before any work (rules included)
+    exp = prepare(exp)  # every setting checked before any work (rules included)
     endpoints = check_endpoints(exp.config, allow_remote)
     default = default_run_dir(exp)
     paths = RunPaths(
@@ -425,7 +445,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
-    from evalkit import run_warnings
+    from evalkit.pipeline import warnings as run_warnings
 
     warnings = run_warnings.write(paths.root, exp.config)  # the report's first section reads it
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)

@@ -1,5 +1,5 @@
 """The report's "Warnings" section: what the run found a person must see before trusting it
-(evalkit.run_warnings: skipped sessions, arms that never compacted, failing scorers or judges),
+(evalkit.pipeline.warnings: skipped sessions, arms that never compacted, failing scorers or judges),
 and the endpoints the run sent session content to."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from evalkit.report.markdown import code
 
 
 def section_warnings(data: ReportData, out_dir: Path) -> list[str]:
-    from evalkit.run_warnings import FILE, read
+    from evalkit.pipeline.warnings import FILE, read
 
     body = read(data.run_dir)
     if body is None:
