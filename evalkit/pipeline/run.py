@@ -236,15 +236,20 @@ def prepare(exp: Experiment) -> Experiment:
     rule fails before the first model call, not after the last. Idempotent."""
     from evalkit.contracts.config import ConfigError
     from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
+    from evalkit.replay.candidates import check_arm
     from evalkit.replay.variants import check_variants
 
     replay = exp.config["replay"]
     try:
         check_variants(replay.get("variants", {}))
+        for arm in replay["arms"]:
+            check_arm(arm, replay.get("variants"))
         rules = inherit_rules(exp.section("rules"), exp.root)
         check_rule_names(
             parse_rules(rules, f"{exp.source} [rules]"), list(replay["arms"]), replay.get("variants")
         )
+    except KeyError as e:  # the registry's "no such candidate" names the known ones
+        raise ConfigError(f"{exp.source}: replay.arms: {e.args[0] if e.args else e}") from None
     except (RulesError, ValueError) as e:
         raise ConfigError(f"{exp.source}: {e}" if not str(e).startswith(exp.source) else str(e)) from None
     return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)
