@@ -190,24 +190,37 @@ class SummarizerClient:
         return ChatResponse(standin_summary(request, self.summary_chars), "plan", request.model)
 
 
-def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int]:
+def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int, dict[str, dict]]:
     """Up to ``k`` sessions: from the run folder's corpus when it exists, else generated (the first
-    ``k`` of a synthetic corpus are the same whatever its size); and the corpus size."""
+    ``k`` of a synthetic corpus are the same whatever its size); the corpus size; and the corpus
+    manifest's rows by session id (messages, bytes) when the whole corpus was read ({} for a
+    synthetic corpus generated only as far as the sample)."""
     from evalkit.corpus import build_corpus
 
     section = exp.section("corpus")
     existing = run_dir / "corpus" / "sessions.jsonl"
     if existing.is_file():
-        return _read_sessions(existing, k), _count_lines(existing)
+        return _read_sessions(existing, k), _count_lines(existing), _manifest_rows(existing.parent)
     if section.get("kind", "synth") == "synth":
         n = int(section.get("sessions", 200))
         with tempfile.TemporaryDirectory() as d:
             build_corpus({**section, "sessions": min(k, n)}, exp.seed, d, workers=1)
-            return _read_sessions(Path(d) / "sessions.jsonl", k), n
+            rows = _manifest_rows(Path(d)) if n <= k else {}
+            return _read_sessions(Path(d) / "sessions.jsonl", k), n, rows
     with tempfile.TemporaryDirectory() as d:
         build_corpus(section, exp.seed, d, exp.resolve_path(section["path"]), workers=1)
         p = Path(d) / "sessions.jsonl"
-        return _read_sessions(p, k), _count_lines(p)
+        return _read_sessions(p, k), _count_lines(p), _manifest_rows(Path(d))
+
+
+def _manifest_rows(corpus: Path) -> dict[str, dict]:
+    import json
+
+    try:
+        rows = json.loads((corpus / "manifest.json").read_text(encoding="utf-8")).get("sessions") or []
+    except (OSError, ValueError):
+        return {}
+    return {str(r.get("id")): r for r in rows if isinstance(r, dict)}
 
 
 def _read_sessions(path: Path, k: int) -> list[Session]:
@@ -311,7 +324,7 @@ def build_plan(
     out_tokens = summary_tokens if summary_tokens is not None else int(replay["summary_max_tokens"])
     chars_per_token = 4
     summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
-    sessions, total = sample_sessions(exp, run, sample)
+    sessions, total, rows = sample_sessions(exp, run, sample)
     result = walk(sessions, arms, replay, model, summarizer)
     for arm, evs in result.events.items():
         # Within a session the engine answers an arm's request from another arm's equal call
@@ -364,12 +377,26 @@ def build_plan(
     for ln in lines:
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
-    k = total / max(1, len(sessions))
-    sampling = sampling_error([ledger.by_session.get(s.id, [0, 0.0]) for s in sessions], total)
+    # Requests grow with a session's size (messages under a message trigger, else bytes), so the
+    # sample is scaled by the corpus's size over the sample's (a ratio estimate) when the corpus's
+    # sizes are known, else by its session count.
+    size_key = "messages" if replay.get("trigger") == "messages" else "bytes"
+    sizes = [float(rows[s.id][size_key]) if s.id in rows else None for s in sessions]
+    by_size = bool(rows) and len(sessions) < total and all(x for x in sizes)
+    corpus_size = sum(float(r.get(size_key) or 0) for r in rows.values()) if by_size else 0.0
+    per_session = [ledger.by_session.get(s.id, [0, 0.0]) for s in sessions]
+    if by_size:
+        k = corpus_size / sum(sizes)
+        sampling = sampling_error(per_session, total, sizes)
+    else:
+        k = total / max(1, len(sessions))
+        sampling = sampling_error(per_session, total)
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
+        basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
         notes.append(
-            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f}"
+            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f} "
+            f"({basis})"
         )
     if price is None:
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
@@ -400,22 +427,31 @@ def build_plan(
     return plan
 
 
-def sampling_error(per_session: list[list[float]], total: int) -> dict[str, Any]:
+def sampling_error(
+    per_session: list[list[float]],
+    total: int,
+    sizes: list[float] | None = None,
+) -> dict[str, Any]:
     """One standard error of the scaled-up totals (requests, dollars) from the sampled sessions'
     own counts, with the finite-population correction (0 when every session was sampled; None
-    when one session cannot tell)."""
+    when one session cannot tell). With the sampled sessions' ``sizes`` the totals are ratio
+    estimates and the error is the ratio estimator's (Cochran, Sampling Techniques §6.3)."""
     import statistics
 
     n = len(per_session)
-    out: dict[str, Any] = {"sampled": n, "sessions": total}
+    out: dict[str, Any] = {"sampled": n, "sessions": total, "scaled_by": "size" if sizes else "sessions"}
     for i, name in ((0, "requests_se"), (1, "cost_usd_se")):
-        xs = [float(r[i]) for r in per_session]
+        ys = [float(r[i]) for r in per_session]
         if n >= total:
             out[name] = 0.0
         elif n < 2:
             out[name] = None
+        elif sizes:
+            ratio = sum(ys) / sum(sizes)
+            resid = [y - ratio * x for y, x in zip(ys, sizes, strict=True)]
+            out[name] = total * statistics.stdev(resid) / math.sqrt(n) * math.sqrt(1 - n / total)
         else:
-            out[name] = total * statistics.stdev(xs) / math.sqrt(n) * math.sqrt(1 - n / total)
+            out[name] = total * statistics.stdev(ys) / math.sqrt(n) * math.sqrt(1 - n / total)
     return out
 
 
