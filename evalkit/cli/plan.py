@@ -21,6 +21,9 @@ def _plan_args(p):
     p.add_argument(
         "--answer-tokens", type=int, help="assumed judge-answer length (default: its max_tokens, 400)"
     )
+    p.add_argument(
+        "--grade-tokens", type=int, help="assumed judge-grade length (default: its max_tokens, 300)"
+    )
     p.add_argument("--latency", type=float, default=10.0, help="assumed seconds per call (default 10)")
     p.add_argument("--backend", help="plan as if [model] backend were this (e.g. openai)")
 
@@ -36,7 +39,15 @@ def cmd_plan(args) -> int:
         load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
     )
     run = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
-    plan = build_plan(exp, run, max(1, args.sample), args.summary_tokens, args.latency, args.answer_tokens)
+    plan = build_plan(
+        exp,
+        run,
+        max(1, args.sample),
+        args.summary_tokens,
+        args.latency,
+        args.answer_tokens,
+        args.grade_tokens,
+    )
     print(render_plan(plan))
     if run.exists():
         print(f"\nplan: {write_plan(plan, run / 'plan.json')}")

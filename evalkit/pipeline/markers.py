@@ -46,6 +46,20 @@ def files(root: Path, paths: list[Path]) -> dict[str, Any]:
     return out
 
 
+def package_source(*packages: str) -> str:
+    """sha256 over the Python source of ``packages`` (dotted names): a stage's marker holds it, so
+    an edited probe or judge prompt re-runs the stage instead of keeping what the old code scored."""
+    import importlib
+
+    h = hashlib.sha256()
+    for name in packages:
+        root = Path(importlib.import_module(name).__file__).parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(f"{f.relative_to(root)}\n".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def command_files(arms: list[str]) -> dict[str, Any]:
     """Fingerprints of the files an ``external:CMD`` arm's command names (its script), so an
     edited compactor is replayed again."""

@@ -430,6 +430,8 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "corpus": completion.fingerprint(corpus_out[0]),
         "events": completion.files(paths.root, events_out),
         "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+        # The probes' and the continuation's code (the judge's prompts among them).
+        "code": completion.package_source("evalkit.score", "evalkit.continuation"),
     }
     if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths, shard)

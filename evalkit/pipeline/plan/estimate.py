@@ -299,6 +299,7 @@ def build_plan(
     summary_tokens: int | None = None,
     latency_s: float = 10.0,
     answer_tokens: int | None = None,
+    grade_tokens: int | None = None,
 ) -> Plan:
     """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
     from evalkit.common.tokens import get_counter
@@ -347,6 +348,7 @@ def build_plan(
     if judge is not None and not _offline(model):
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
         answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
+        grade = min(grade_tokens or JUDGE_MAX, JUDGE_MAX)
         asked: Counter = Counter()
         # The sampled sessions come from the run's corpus when it has one, and so do their facts:
         # computing them again took ~0.2-0.4 s a session on the default corpus.
@@ -357,14 +359,15 @@ def build_plan(
             asked[arm, i] += 1
             sid = result.events[arm][i].session
             ledger.add(arm, "judge", ans, answer, sid)
-            ledger.add(arm, "judge", jud, JUDGE_MAX, sid)
+            ledger.add(arm, "judge", jud, grade, sid)
         conc = max(1, int(model.get("concurrency", 16)))
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
         notes.append(
             f"judge: an answer and a grade per question; answers assumed {answer} tokens"
             + (" (max_tokens, an upper bound)" if answer_tokens is None else "")
-            + f", grades {JUDGE_MAX} (max_tokens)"
+            + f", grades {grade}"
+            + (" (max_tokens, an upper bound)" if grade_tokens is None else "")
         )
     cont = exp.section("continuation")
     if cont.get("enabled", True) and not _proxy_agent(cont) and not _offline(model):
