@@ -13,7 +13,7 @@ from evalkit.contracts.metrics import write_metrics
 from evalkit.decide import simulate
 from evalkit.report.data import load_report_data
 from evalkit.report.sections.calibration import section_calibration
-from tests.decide.test_verdicts import ARMS, RULES, table
+from tests.test_decide import ARMS, RULES, table
 
 
 @pytest.fixture(scope="module")

@@ -201,7 +201,7 @@ def test_a_ship_needs_the_printed_t_interval_beyond_the_threshold():
     """Heavy-tailed differences where the exact sign-flip test at 0 rejects but the t interval still
     includes 0: the verdict is not ship (before, it shipped beside an interval [sign-flip] that the
     report printed while the clustered t interval crossed 0). decision.json names the printed interval."""
-    from tests.decide.test_stats import AT_MARGIN
+    from tests.test_stats import AT_MARGIN
 
     diffs = np.array(AT_MARGIN) + 0.1868
     base = np.linspace(1.0, 2.0, 20)

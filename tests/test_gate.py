@@ -9,7 +9,7 @@ import pytest
 
 from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, main
 from evalkit.contracts.metrics import write_metrics
-from tests.decide.test_verdicts import ARMS, table
+from tests.test_decide import ARMS, table
 
 RULES_TOML = """
 alpha = 0.025

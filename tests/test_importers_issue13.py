@@ -15,7 +15,7 @@ from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
 from evalkit.importers.building import unwrap_envelope
 from evalkit.importers.inputs import UNRECOGNISED
-from tests.importers.test_codex_opencode_fixtures import OPENCODE_PARTS, _check_opencode
+from tests.test_importers_fixtures import OPENCODE_PARTS, _check_opencode
 
 CC_SMALL = "claude-code/moredip-session-share/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
 AIDER_0295 = "aider/Aider-AI-aider/sessions/aider-chat-history__session0295__2024-08-09T16-51-14.md"

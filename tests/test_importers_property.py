@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from evalkit.importers import import_paths
 from tests.conftest import TRANSCRIPTS
-from tests.importers.test_codex_opencode_fixtures import codex_rollout
+from tests.test_importers_fixtures import codex_rollout
 
 SETTINGS = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

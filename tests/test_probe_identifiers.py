@@ -7,7 +7,7 @@ from evalkit.facts import Identifier, compute_facts
 from evalkit.score import ProbeInput, SessionView
 from evalkit.score.identifiers import identifier_visible
 from evalkit.score.judge import select_questions
-from tests.support.probe_sessions import Builder, event, run_probe
+from tests.probe_helpers import Builder, event, run_probe
 
 SHA = "9f3c2ab71e"
 

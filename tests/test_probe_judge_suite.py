@@ -14,7 +14,7 @@ from evalkit.score.judge import DIMENSIONS, build_questions, judge, select_quest
 from evalkit.score.stage import ScoreContext
 from evalkit.score.suite import find_suite, suite_from_dict
 from tests.conftest import ROOT
-from tests.support.probe_sessions import Builder, event
+from tests.probe_helpers import Builder, event
 
 
 def judge_session():

@@ -11,7 +11,7 @@ from evalkit.facts import TallyFact, compute_facts
 from evalkit.replay.prompt import TEMPLATE as _HEADINGS
 from evalkit.score import PROBES, SessionView, Suite, score_events
 from evalkit.score.tallymatch import found_in, mentions
-from tests.support.probe_sessions import Builder, event, run_probe
+from tests.probe_helpers import Builder, event, run_probe
 
 TEMPLATE = "\n".join(_HEADINGS)
 

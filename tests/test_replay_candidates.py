@@ -13,7 +13,7 @@ from evalkit.models import make_client
 from evalkit.replay import ARMS, ReplaySettings, policy_for, replay_session, resolve_request
 from evalkit.replay.candidates import BRIDGE, FALLBACK_RATIO, USER_CAP, USERS_CAP
 from evalkit.replay.render import TOOL_RESULT_CHARS
-from tests.support.replay_sessions import Builder, echo_all, filler_turns, fixed, stacking
+from tests.replay_sessions import Builder, echo_all, filler_turns, fixed, stacking
 
 SMALL = ReplaySettings(window=6_000, reserve=1_000, keep_recent=800)
 MODEL = {"backend": "extractive", "model": "extractive-v1"}

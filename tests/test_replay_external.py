@@ -10,7 +10,7 @@ import pytest
 from evalkit.contracts.event import resolve_context
 from evalkit.replay import ReplaySettings, replay_session
 from evalkit.replay.external import ExternalError, external_policy
-from tests.support.replay_sessions import Builder, filler_turns
+from tests.replay_sessions import Builder, filler_turns
 
 SCRIPT = Path(__file__).with_name("external_compactor.py")
 MODEL = {"backend": "extractive", "model": "extractive-v1"}

@@ -11,7 +11,7 @@ from evalkit.facts import compute_facts
 from evalkit.score import ProbeInput, SessionView
 from evalkit.score.base import FORMS
 from evalkit.score.textindex import TextIndex
-from tests.support.probe_sessions import Builder, event
+from tests.probe_helpers import Builder, event
 
 
 def test_positions_are_per_message_and_never_span_two():
