@@ -10,8 +10,7 @@ import tomllib
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-
-from .hardening import evalkit, verdict_script
+from tests.support.runs import evalkit, verdict_script
 
 FOLDER = "claude-code/d-kimuson-claude-code-viewer"  # 3 sessions of 21-25 messages
 

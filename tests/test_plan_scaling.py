@@ -7,8 +7,7 @@ import pytest
 
 from evalkit.contracts.config import load_experiment
 from evalkit.pipeline.plan import build_plan, render_plan
-
-from .test_plan import write_config
+from tests.pipeline.test_plan import write_config
 
 
 def test_trap3_dollars_scale_with_tokens_and_the_sampling_error_is_stated(tmp_path):

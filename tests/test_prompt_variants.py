@@ -8,8 +8,7 @@ import json
 import pytest
 
 from evalkit.replay.trigger_choice import choose_trigger
-
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
 VARIANT = """
 [replay.variants.terse]

@@ -12,8 +12,7 @@ import pandas as pd
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-
-from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 def _posts(log: Path) -> int:
