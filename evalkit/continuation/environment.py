@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evalkit.common.toolcalls import Op, classify, result_failed
-from evalkit.continuation.recording import SessionRecord, pick
+from evalkit.continuation.recording import Op, SessionRecord, classify, pick, result_failed
 from evalkit.contracts.session import ToolCall
 
 UNAVAILABLE = "[not available in replay: the recording holds no result for this call]"

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.cli.memory import release_freed, use_system_allocator
-from evalkit.common.files import write_json
 from evalkit.common.progress import log
 from evalkit.common.redact import redact_text, redact_value
 from evalkit.contracts.config import Experiment
+from evalkit.corpus import write_json
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
 from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
@@ -119,7 +119,7 @@ def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
 def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
     """A corpus whose session ids repeat would mix two sessions' events: ValueError naming the
     file and the lines."""
-    from evalkit.common.files import index_jsonl
+    from evalkit.corpus import index_jsonl
 
     for sid, spans in index_jsonl(path, "id").items():
         if len(spans) > 1:
@@ -137,7 +137,7 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
     if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
-        from evalkit.replay.batch import batch_replay
+        from evalkit.models.batch import batch_replay
 
         batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
     return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)

@@ -122,7 +122,7 @@ def collect(run_dir: str | Path, config: dict) -> dict:
 
 
 def write(run_dir: str | Path, config: dict) -> dict:
-    from evalkit.common.files import write_json
+    from evalkit.corpus import write_json
 
     body = collect(run_dir, config)
     write_json(Path(run_dir) / FILE, body)

@@ -10,9 +10,9 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from evalkit.replay.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 
 from evalkit.contracts.config import load_experiment
+from evalkit.models.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.models.client import build_client
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
@@ -136,7 +136,7 @@ def test_stragglers_go_direct_with_fallback(tmp_path, fake_server_process):
 
 
 def _sessions(run):
-    from evalkit.replay.batch import _sessions as read
+    from evalkit.models.batch import _sessions as read
 
     return read(run / "corpus")
 

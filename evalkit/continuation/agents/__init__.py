@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 
 from evalkit.common.plaintext import context_plain_text, message_plain_text
 from evalkit.common.registry import Registry
-from evalkit.common.toolcalls import Op
 from evalkit.continuation.environment import Answer, ReplayEnvironment
-from evalkit.continuation.recording import SessionRecord
+from evalkit.continuation.recording import Op, SessionRecord
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.contracts.session import Message, ToolCall
 
