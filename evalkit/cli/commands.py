@@ -31,6 +31,7 @@ MODULES = [
     "facts",
     "scale",
     "judge_budget",
+    "init",
 ]
 
 

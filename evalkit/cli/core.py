@@ -19,6 +19,12 @@ def _run_args(p):
         "--report-out",
         help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
     )
+    p.add_argument("--strict", action="store_true", help="exit 2 when the run ends with warnings (for CI)")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="send session content to the default public endpoint when no base_url is set",
+    )
     from evalkit.cli.scale import scale_args
 
     scale_args(p)
@@ -28,24 +34,35 @@ def _run_args(p):
 @arguments(_run_args)
 def cmd_run(args) -> int:
     from evalkit.contracts.config import load_experiment
-    from evalkit.pipeline.run import run_experiment
+    from evalkit.pipeline.run import prepare, run_experiment
 
     overrides: dict = {}
     if args.sessions is not None:
         overrides.setdefault("corpus", {})["sessions"] = args.sessions
     if args.arms:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
-    exp = load_experiment(args.config, overrides)
+    exp = prepare(load_experiment(args.config, overrides))
+    from evalkit.models.endpoint import check_endpoints
+
+    check_endpoints(exp.config, args.allow_remote)  # before any work, whichever way the run goes
     out = Path(args.report_out) / exp.name if args.report_out else None
     from evalkit.cli.scale import scaled_run
 
     paths = scaled_run(exp, args, out)
     if paths is None:
-        paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume, report_out=out)
+        paths = run_experiment(
+            exp, args.run_dir, args._argv, resume=args.resume, report_out=out, allow_remote=args.allow_remote
+        )
     elif paths.root.joinpath("shard.json").is_file():
         print(paths.root)
         return 0
     print(out / "report.md" if out else paths.report)
+    from evalkit.pipeline.warnings import read
+
+    warnings = (read(paths.root) or {}).get("warnings", [])
+    if args.strict and warnings:
+        print(f"evalkit run: --strict: {len(warnings)} warning(s), see above", file=sys.stderr)
+        return 2
     from evalkit.contracts.exit_codes import EXIT_GATE_FAILED
     from evalkit.score.examcheck import nothing_to_judge
 

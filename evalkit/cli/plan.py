@@ -21,6 +21,9 @@ def _plan_args(p):
     p.add_argument(
         "--answer-tokens", type=int, help="assumed judge-answer length (default: its max_tokens, 400)"
     )
+    p.add_argument(
+        "--grade-tokens", type=int, help="assumed judge-grade length (default: its max_tokens, 300)"
+    )
     p.add_argument("--latency", type=float, default=10.0, help="assumed seconds per call (default 10)")
     p.add_argument("--backend", help="plan as if [model] backend were this (e.g. openai)")
 
@@ -30,11 +33,21 @@ def _plan_args(p):
 def cmd_plan(args) -> int:
     from evalkit.contracts.config import load_experiment
     from evalkit.pipeline.plan import build_plan, render_plan, write_plan
-    from evalkit.pipeline.run import default_run_dir
+    from evalkit.pipeline.run import default_run_dir, prepare
 
-    exp = load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
+    exp = prepare(
+        load_experiment(args.config, {"model": {"backend": args.backend}} if args.backend else None)
+    )
     run = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
-    plan = build_plan(exp, run, max(1, args.sample), args.summary_tokens, args.latency, args.answer_tokens)
+    plan = build_plan(
+        exp,
+        run,
+        max(1, args.sample),
+        args.summary_tokens,
+        args.latency,
+        args.answer_tokens,
+        args.grade_tokens,
+    )
     print(render_plan(plan))
     if run.exists():
         print(f"\nplan: {write_plan(plan, run / 'plan.json')}")

@@ -46,7 +46,9 @@ def scaled_run(exp, args, report_out):
             merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
         if not shard:
             return None
-        return run_experiment(exp, args.run_dir, args._argv, resume=args.resume, shard=shard)
+        return run_experiment(
+            exp, args.run_dir, args._argv, resume=args.resume, shard=shard, allow_remote=args.allow_remote
+        )
     paths = run_with_executor(exp, args.run_dir, args._argv, kind, args.shards, args.warm_cache)
     if report_out:
         from evalkit.pipeline.run import stage_report

@@ -101,10 +101,16 @@ class Experiment:
 SPENDING_KEYS = ("max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds")
 
 
+# Sections that only judge results already made (the ship rules): changing them re-decides the
+# same run folder instead of starting a new one, so they are not part of the config hash.
+DECIDE_SECTIONS = ("rules",)
+
+
 def config_hash(config: dict) -> str:
     """sha256 of the canonical JSON of a resolved config (key order and spacing do not matter;
-    ``SPENDING_KEYS`` of ``[model]`` and ``[executor]`` left out: where a run ran never changes it)."""
-    config = {k: v for k, v in config.items() if k != "executor"}
+    ``SPENDING_KEYS`` of ``[model]`` and ``[executor]`` left out: where a run ran never changes it;
+    ``DECIDE_SECTIONS`` left out: how results are judged never changes the results)."""
+    config = {k: v for k, v in config.items() if k != "executor" and k not in DECIDE_SECTIONS}
     model = config.get("model")
     if isinstance(model, dict) and any(k in model for k in SPENDING_KEYS):
         config = {**config, "model": {k: v for k, v in model.items() if k not in SPENDING_KEYS}}

@@ -20,7 +20,8 @@ _FREE_TABLES = {("model", "prices")}
 # DEFAULTS would change every existing run's config hash.
 _OPTIONAL = {
     "model": {"max_calls", "max_cost_usd", "batch", "batch_fallback", "batch_poll_s", "batch_max_rounds"},
-    "replay": {"request_layout", "once_at"},  # once_at: evalkit.replay.settings (trigger = "once")
+    # once_at: evalkit.replay.settings (trigger = "once"); variants: evalkit.pipeline.run.prepare
+    "replay": {"request_layout", "once_at", "variants"},
     "corpus": {"session_tokens"},
     # evalkit.score.banks: question banks scored with the suite; evalkit.score.judge_budget
     "score": {"banks", "judge_budget"},

@@ -114,7 +114,7 @@ GLOBAL_KEYS = {
     "baseline": str,
     "aa": str,
 }
-TABLE_KEYS = {"guardrails", "metrics", "candidates", "file"}
+TABLE_KEYS = {"guardrails", "metrics", "candidates", "file", "inherit"}
 
 
 def _amount(v: Any, where: str) -> Amount:
@@ -211,17 +211,103 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
     return Rules(**kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source)
 
 
-def read_rules_file(path: str | os.PathLike) -> Rules:
-    """Rules from a TOML file: top-level keys, a ``[rules]`` table, or a pyproject's ``[tool.evalkit.rules]``."""
+def _rules_table(path: str | os.PathLike) -> tuple[dict[str, Any], str]:
+    """The raw rules table of a TOML file and its source name (see :func:`read_rules_file`)."""
     p = Path(path)
     raw = read_toml(p, "rules", RulesError)
     if "tool" in raw:
-        raw, source = raw["tool"].get("evalkit", {}).get("rules", {}), f"{p}[tool.evalkit.rules]"
-    elif "rules" in raw and isinstance(raw["rules"], dict):
-        raw, source = raw["rules"], f"{p}[rules]"
-    else:
-        source = str(p)
+        return raw["tool"].get("evalkit", {}).get("rules", {}), f"{p}[tool.evalkit.rules]"
+    if "rules" in raw and isinstance(raw["rules"], dict):
+        return raw["rules"], f"{p}[rules]"
+    return raw, str(p)
+
+
+def read_rules_file(path: str | os.PathLike) -> Rules:
+    """Rules from a TOML file: top-level keys, a ``[rules]`` table, or a pyproject's ``[tool.evalkit.rules]``."""
+    raw, source = _rules_table(path)
     return parse_rules(raw, source)
+
+
+def project_rules(root: str | os.PathLike | None = None) -> tuple[dict[str, Any], str] | None:
+    """The ``[tool.evalkit.rules]`` table of the nearest pyproject (from ``root``, then the working
+    directory, then evalkit's own source checkout) and its source name; None when there is none."""
+    here = Path(__file__).resolve().parents[2]
+    for start in (Path(root) if root else Path.cwd(), Path.cwd(), here):
+        pp = find_pyproject(start)
+        if pp is not None:
+            raw = tomllib.loads(pp.read_text(encoding="utf-8"))["tool"]["evalkit"].get("rules")
+            if raw:
+                return raw, f"{pp}[tool.evalkit.rules]"
+    return None
+
+
+def extend_rules(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """``own`` rules on top of ``base``: settings and each metric's or candidate's keys replace
+    the base's, tables merge by name, and the default guardrails are the union of both lists (an
+    experiment adds guardrails; it drops one only with ``inherit = false``)."""
+    out = {k: v for k, v in base.items() if k not in ("file", "inherit")}
+    for k, v in own.items():
+        if k in ("file", "inherit"):
+            continue
+        if k == "guardrails" and isinstance(v, list) and isinstance(out.get(k), list):
+            out[k] = list(dict.fromkeys([*out[k], *v]))
+        elif k in ("metrics", "candidates") and isinstance(v, dict) and isinstance(out.get(k), dict):
+            merged = dict(out[k])
+            for name, table in v.items():
+                old = merged.get(name)
+                merged[name] = (
+                    {**old, **table} if isinstance(old, dict) and isinstance(table, dict) else table
+                )
+            out[k] = merged
+        else:
+            out[k] = v
+    return out
+
+
+def inherit_rules(section: dict[str, Any] | None, root: str | os.PathLike | None = None) -> dict[str, Any]:
+    """An experiment's rules table as it is applied: its ``file`` read, and — unless it says
+    ``inherit = false`` — on top of the project's rules (:func:`extend_rules`), so its own table
+    never silently drops the project's guardrails."""
+    section = dict(section or {})
+    inherit = section.pop("inherit", True)
+    if not isinstance(inherit, bool):
+        raise RulesError(f"experiment [rules]: inherit: expected true or false, got {inherit!r}")
+    if "file" in section:
+        f = Path(section.pop("file"))
+        f = f if f.is_absolute() else Path(root or Path.cwd()) / f
+        section = extend_rules(_rules_table(f)[0], section)
+    if not inherit:
+        return {**section, "inherit": False}  # kept, so the applied table is never extended later
+    project = project_rules(root)
+    return section if project is None else extend_rules(project[0], section)
+
+
+def check_rule_names(rules: Rules, arms: list[str], variants: dict | None = None) -> None:
+    """Unknown names are errors, not silently unjudged: every candidate of the rules is an arm
+    (registered, configured, a settings variant, or a ``+`` of known ones) and every metric named
+    is one a probe or the continuation stage writes."""
+    from evalkit.continuation.metrics import is_continuation_metric
+    from evalkit.replay.candidates import ARMS
+    from evalkit.score import PROBES
+
+    arms_known = {e.name for e in ARMS} | set(arms) | set(variants or {})
+    for name in rules.candidates:
+        if name not in arms_known and not all(p in arms_known for p in name.split("+")):
+            raise RulesError(
+                f"{rules.source}: candidates.{name}: no such arm (configured: {', '.join(arms)}; "
+                "`evalkit candidates` lists the others)"
+            )
+    metrics_known = {m for e in PROBES for m in e.info.get("metrics", {})}
+    named = [("metrics", m) for m in rules.metrics] + [("guardrails", g) for g in rules.guardrails]
+    named += [
+        (f"candidates.{c.name}", m) for c in rules.candidates.values() for m in (*c.success, *c.guardrails)
+    ]
+    for where, m in named:
+        if m not in metrics_known and not is_continuation_metric(m):
+            raise RulesError(
+                f"{rules.source}: {where}: {m!r} is no metric a probe or the continuation writes "
+                "(`evalkit probes` lists them)"
+            )
 
 
 def resolve_rules(section: dict[str, Any] | None, root: str | os.PathLike | None = None) -> Rules:
@@ -230,16 +316,13 @@ def resolve_rules(section: dict[str, Any] | None, root: str | os.PathLike | None
     directory), else built-in defaults that judge no candidate (every candidate comes out untested)."""
 
     section = dict(section or {})
-    base = Path(root) if root else Path.cwd()
-    if "file" in section:
-        f = Path(section.pop("file"))
-        return read_rules_file(f if f.is_absolute() else base / f)
-    if section:
-        return parse_rules(section, "experiment [rules]")
-    for start in (base, Path.cwd()):
-        pp = find_pyproject(start)
-        if pp is not None:
-            raw = tomllib.loads(pp.read_text(encoding="utf-8"))["tool"]["evalkit"].get("rules")
-            if raw:
-                return parse_rules(raw, f"{pp}[tool.evalkit.rules]")
-    return Rules()
+    project = project_rules(root)
+    if not section:
+        return parse_rules(*project) if project else Rules()
+    if project is not None and section == project[0]:
+        return parse_rules(*project)
+    # An experiment's config already holds its rules as applied (evalkit.contracts.config.load_experiment);
+    # a table given here by hand is extended the same way (extending twice changes nothing).
+    own = inherit_rules(section, root)
+    inherits = project is not None and own.get("inherit") is not False
+    return parse_rules(own, "experiment [rules]" + (f" extending {project[1]}" if inherits else ""))

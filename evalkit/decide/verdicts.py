@@ -217,15 +217,19 @@ def judge(
     not_ni = [
         results[m] for m in guards if results[m].p_value >= a and results[m].n_sessions >= rules.min_sessions
     ]
+    if wins and not guards:
+        # A success metric alone cannot show the candidate breaks nothing else: it never ships.
+        return v(
+            "untested",
+            f"untested: {wins[0].line(holm=True)} is significant, but {cand} has no guardrail, so nothing "
+            "checks what it may break; list guardrails in [rules] (an experiment's rules extend the "
+            "project's unless inherit = false)",
+            wins[0].metric,
+        )
     if wins and not not_ni and not thin and not lost:
         r = wins[0]
-        guard_words = (
-            "; guardrails non-inferior: "
-            + ", ".join(
-                f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards
-            )
-            if guards
-            else "; no guardrails"
+        guard_words = "; guardrails non-inferior: " + ", ".join(
+            f"{g} {interval(results[g].ci)} within {num(results[g].threshold, True)}" for g in guards
         )
         return v(
             "ship",

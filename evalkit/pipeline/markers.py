@@ -46,6 +46,20 @@ def files(root: Path, paths: list[Path]) -> dict[str, Any]:
     return out
 
 
+def package_source(*packages: str) -> str:
+    """sha256 over the Python source of ``packages`` (dotted names): a stage's marker holds it, so
+    an edited probe or judge prompt re-runs the stage instead of keeping what the old code scored."""
+    import importlib
+
+    h = hashlib.sha256()
+    for name in packages:
+        root = Path(importlib.import_module(name).__file__).parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(f"{f.relative_to(root)}\n".encode())
+            h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def command_files(arms: list[str]) -> dict[str, Any]:
     """Fingerprints of the files an ``external:CMD`` arm's command names (its script), so an
     edited compactor is replayed again."""
@@ -92,13 +106,26 @@ def check(root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path]) -
         m = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "unreadable completion marker"
-    if m.get("inputs") != json.loads(json.dumps(inputs)):
-        changed = sorted(
-            k for k in set(inputs) | set(m.get("inputs", {})) if inputs.get(k) != m["inputs"].get(k)
-        )
-        return f"inputs changed ({', '.join(changed)})"
+    now_in = json.loads(json.dumps(inputs))
+    if m.get("inputs") != now_in:
+        return f"inputs changed ({', '.join(_changed(m.get('inputs') or {}, now_in))})"
     now = files(root, outputs)
     if now != m.get("outputs"):
         changed = sorted(k for k in set(now) | set(m.get("outputs", {})) if now.get(k) != m["outputs"].get(k))
         return f"outputs changed or missing ({', '.join(changed)})"
     return None
+
+
+def _changed(old: dict, new: dict) -> list[str]:
+    """The keys whose values differ; for a table of named parts (the arms), which parts."""
+    out = []
+    for k in sorted(set(old) | set(new)):
+        a, b = old.get(k), new.get(k)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict) and k in ("arms", "commands"):
+            parts = sorted(x for x in set(a) | set(b) if a.get(x) != b.get(x))
+            out.append(f"{k}: {', '.join(parts)}")
+        else:
+            out.append(k)
+    return out

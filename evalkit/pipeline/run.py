@@ -85,8 +85,11 @@ def shell_command(argv: list[str]) -> str:
     return " ".join(quote(a) for a in argv)
 
 
-def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
-    """The resolved config, its hash, and the command that reproduces the run.
+def write_run_config(
+    exp: Experiment, paths: RunPaths, argv: list[str], endpoints: list | None = None
+) -> None:
+    """The resolved config, its hash, the command that reproduces the run, and the endpoints it
+    sends to (evalkit.models.endpoint).
 
     Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
     of the config as given, so ``--resume`` still recognises it."""
@@ -97,6 +100,7 @@ def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
             "config_hash": exp.hash,
             "source": exp.source,
             "command": redact_text(shell_command(["evalkit", *argv])),
+            "endpoints": [e.to_dict() for e in endpoints or []],
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         },
@@ -245,6 +249,32 @@ def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> P
     return write_report(paths.root, out)
 
 
+def prepare(exp: Experiment) -> Experiment:
+    """``exp`` as the stages use it, every setting checked before any work: its prompt variants
+    (evalkit.replay.variants), and its rules as the decide stage applies them (the project's
+    extended by the experiment's own, :func:`evalkit.decide.rules.inherit_rules`), so a typo in a
+    rule fails before the first model call, not after the last. Idempotent."""
+    from evalkit.contracts.config import ConfigError
+    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
+    from evalkit.replay.candidates import check_arm
+    from evalkit.replay.variants import check_variants
+
+    replay = exp.config["replay"]
+    try:
+        check_variants(replay.get("variants", {}))
+        for arm in replay["arms"]:
+            check_arm(arm, replay.get("variants"))
+        rules = inherit_rules(exp.section("rules"), exp.root)
+        check_rule_names(
+            parse_rules(rules, f"{exp.source} [rules]"), list(replay["arms"]), replay.get("variants")
+        )
+    except KeyError as e:  # the registry's "no such candidate" names the known ones
+        raise ConfigError(f"{exp.source}: replay.arms: {e.args[0] if e.args else e}") from None
+    except (RulesError, ValueError) as e:
+        raise ConfigError(f"{exp.source}: {e}" if not str(e).startswith(exp.source) else str(e)) from None
+    return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)
+
+
 def run_experiment(
     exp: Experiment,
     run_dir: str | os.PathLike | None = None,
@@ -252,6 +282,7 @@ def run_experiment(
     resume: bool = False,
     report_out: str | os.PathLike | None = None,
     shard=None,
+    allow_remote: bool = False,
 ) -> RunPaths:
     """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
     outputs (evalkit.pipeline.markers) is not run again.
@@ -259,7 +290,12 @@ def run_experiment(
     The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
     (:class:`evalkit.pipeline.shard.Shard`) only the per-session stages run, on that shard's sessions;
-    ``evalkit merge`` then builds the run folder that decide and report read."""
+    ``evalkit merge`` then builds the run folder that decide and report read. Session content
+    goes to a remote endpoint nobody named only with ``allow_remote`` (evalkit.models.endpoint)."""
+    from evalkit.models.endpoint import check_endpoints
+
+    exp = prepare(exp)  # every setting checked before any work (rules included)
+    endpoints = check_endpoints(exp.config, allow_remote)
     default = default_run_dir(exp)
     paths = RunPaths(
         Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
@@ -269,7 +305,7 @@ def run_experiment(
         # Tags this invocation's lines in the call ledger (workers inherit it).
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:
-            return _run_in_folder(exp, paths, argv, resume, report_out, shard)
+            return _run_in_folder(exp, paths, argv, resume, report_out, shard, endpoints)
         finally:
             write_model_usage(paths)
 
@@ -283,16 +319,61 @@ def write_model_usage(paths: RunPaths) -> dict | None:
     return usage
 
 
-def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
-    """Check a resumed folder's config, write the run's config, then run the stages under the spending limits."""
-    if resume and paths.config.exists():
-        old = json.loads(paths.config.read_text())["config_hash"]
-        if old != exp.hash:
-            raise ValueError(
-                f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
-                "use another --run-dir or drop --resume"
-            )
-    write_run_config(exp, paths, argv or ["run"])
+def config_differences(old: dict, new: dict, prefix: str = "") -> list[str]:
+    """``section.key old → new`` for every setting that differs between two resolved configs,
+    leaving out what the config hash leaves out (decide sections, spending keys, the executor)."""
+    from evalkit.contracts.config import DECIDE_SECTIONS, SPENDING_KEYS
+
+    out = []
+    for k in sorted(set(old) | set(new), key=str):
+        if not prefix and (k in DECIDE_SECTIONS or k == "executor"):
+            continue
+        if prefix == "model." and k in SPENDING_KEYS:
+            continue
+        a, b = old.get(k), new.get(k)
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_differences(a, b, f"{prefix}{k}.")
+        elif a != b:
+            out.append(f"{prefix}{k} {json.dumps(a, default=str)} → {json.dumps(b, default=str)}")
+    return out
+
+
+def check_folder(exp: Experiment, paths: RunPaths) -> None:
+    """A run folder holds one config's results: a run of another config into it (fresh or resumed)
+    is refused before anything is written, naming what differs. Another set of ship rules is the
+    same config (the folder is re-decided)."""
+    if not paths.config.exists():
+        return
+    try:
+        held = json.loads(paths.config.read_text(encoding="utf-8"))
+        old_hash, old_cfg = str(held["config_hash"]), held.get("config") or {}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ValueError(f"{paths.config}: unreadable run config; use another --run-dir") from None
+    if old_hash == exp.hash:
+        return
+    from evalkit.contracts.config import config_hash
+
+    if isinstance(old_cfg, dict) and old_cfg and config_hash(old_cfg) == exp.hash:
+        return  # written before the rules left the hash: the same results
+    diff = config_differences(old_cfg, exp.config) if isinstance(old_cfg, dict) else []
+    what = (
+        "; ".join(diff[:4]) + (f"; {len(diff) - 4} more" if len(diff) > 4 else "")
+        if diff
+        else (f"config hash {old_hash[:8]} ≠ {exp.hash[:8]}")
+    )
+    raise ValueError(
+        f"{paths.root}: holds the results of another config ({what}); "
+        "use another --run-dir, or delete the folder to start over"
+    )
+
+
+def _run_in_folder(
+    exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None, endpoints=None
+) -> RunPaths:
+    """Check the folder holds no other config's results, write the run's config, then run the
+    stages under the spending limits."""
+    check_folder(exp, paths)
+    write_run_config(exp, paths, argv or ["run"], endpoints)
     with spending(exp, paths):
         _run_stages(exp, paths, resume, report_out, shard)
     return paths
@@ -348,10 +429,14 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     from evalkit.contracts.event import events_path
 
     events_out = [events_path(paths.root, a) for a in arms]
+    from evalkit.replay.fingerprint import arm_fingerprints
+
     replay_in = {
         **base,
         "corpus": completion.fingerprint(corpus_out[0]),
         "commands": completion.command_files(arms),
+        # Each arm's resolved policy and code: an edited candidate or prompt is replayed again.
+        "arms": arm_fingerprints(arms, exp.section("replay").get("variants")),
     }
     if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)
@@ -366,6 +451,8 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "events": completion.files(paths.root, events_out),
         "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
         **({"banks": banks} if banks else {}),  # the pinned questions: an edited bank is graded again
+        # The probes' and the continuation's code (the judge's prompts among them).
+        "code": completion.package_source("evalkit.score", "evalkit.continuation"),
     }
     if not skip("score", score_in, score_out):
         rows = timed("score", stage_score, exp, paths, shard)
@@ -386,7 +473,12 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
     timed("decide", stage_decide, exp, paths)
+    from evalkit.pipeline import warnings as run_warnings
+
+    warnings = run_warnings.write(paths.root, exp.config)  # the report's first section reads it
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
     write_json(paths.root / "timings.json", timings)
     report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
+    for line in run_warnings.summary_lines(warnings):
+        print(line, file=sys.stderr)

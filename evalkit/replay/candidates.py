@@ -33,8 +33,14 @@ def arm(name: str, description: str, evidence: str, seed: str, prompt_only: bool
     return ARMS.register(name, description, evidence=evidence, seed=seed, prompt_only=prompt_only)
 
 
-def policy_for(name: str) -> Policy:
-    """The policy of an arm: ``baseline``, a candidate, ``a+b`` compositions or ``external:CMD``."""
+def policy_for(name: str, variants: dict | None = None) -> Policy:
+    """The policy of an arm: ``baseline``, a candidate, ``a+b`` compositions, ``external:CMD``, or a
+    variant defined by settings (``[replay.variants.NAME]``, :mod:`evalkit.replay.variants`)."""
+    if variants and name in variants:
+        from evalkit.replay.variants import apply_variant
+
+        spec = variants[name]
+        return apply_variant(policy_for(str(spec.get("from", "baseline")), variants), name, spec)
     if name.startswith("external:"):
         from evalkit.replay.external import external_policy
 
@@ -46,9 +52,9 @@ def policy_for(name: str) -> Policy:
     return replace(reduce(lambda pol, t: t(pol), transforms, Policy()), name=name)
 
 
-def check_arm(name: str) -> None:
+def check_arm(name: str, variants: dict | None = None) -> None:
     """Raise early (before any replay work) for an arm that cannot be built."""
-    policy_for(name)
+    policy_for(name, variants)
 
 
 @arm(

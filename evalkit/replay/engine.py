@@ -48,6 +48,7 @@ from evalkit.replay.job import (
 from evalkit.replay.render import RenderCache
 from evalkit.replay.requests import request_record
 from evalkit.replay.settings import ReplaySettings
+from evalkit.replay.variants import settings_for
 
 
 class SessionCache:
@@ -104,7 +105,8 @@ def replay_session(
     Recorded compaction messages (the recording harness's own summaries) never enter the
     replayed context; with ``trigger = "recorded"`` they are where compaction fires.
     """
-    policy = policy_for(arm)
+    policy = policy_for(arm, settings.variants)
+    settings = settings_for(settings, arm, settings.variants)
     cache = cache or SessionCache(session, settings.tokenizer)
     backend = client or make_client(model)
     n_reps = max(1, int(model.get("replicates", 1) or 1))
@@ -311,9 +313,9 @@ def replay_corpus(
     come back in corpus order, so the files are byte-identical run to run.
     """
     arms = list(replay.get("arms", ["baseline"]))
-    ReplaySettings.from_section(replay)  # a bad trigger fails here, before any work
+    settings = ReplaySettings.from_section(replay)  # a bad trigger fails here, before any work
     for a in arms:
-        check_arm(a)  # fail before any work on an unknown arm
+        check_arm(a, settings.variants)  # fail before any work on an unknown arm
     workers = int(replay.get("workers") or 0) or os.cpu_count() or 1
     out = {a: events_path(run_dir, a) for a in arms}
     for p in out.values():

@@ -42,6 +42,8 @@ def walk(sessions: Iterable[Session], arms: list[str], replay: dict, model: dict
     out = Walk({a: [] for a in arms})
     for session in sessions:
         cache = SessionCache(session, settings.tokenizer)
+        if hasattr(client, "session"):
+            client.session = session.id
         for arm in arms:
             if hasattr(client, "arm"):
                 client.arm = arm

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 TRIGGERS = ("tokens", "messages", "recorded", "once")
 # Summarizer request layouts: "reference" is the reference compactor's (instructions in the system
@@ -35,6 +35,8 @@ class ReplaySettings:
     tokenizer: str = "chars4"
     external_timeout: float = 60.0  # seconds per compaction for external:CMD candidates
     request_layout: str = "reference"  # reference | prefix (docs/models.md): the same for every arm
+    # Arms defined by settings (evalkit.replay.variants): name -> their table.
+    variants: dict | None = field(default=None, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.trigger not in TRIGGERS:

@@ -132,7 +132,7 @@ def model_grades(
     asks = [judge_request(qs[i], a.text or "", name, r) for i, r, a in asked]
     verdicts = client.map(asks, return_exceptions=True)
     grades: dict[int, list[dict[str, Any]]] = {}
-    for (i, _, answer), ask, verdict in zip(asked, asks, verdicts, strict=True):
+    for (i, _, answer), verdict in zip(asked, verdicts, strict=True):
         if isinstance(verdict, Exception):
             failed.setdefault(i, verdict)
             continue
@@ -142,10 +142,9 @@ def model_grades(
         try:
             g = parse_grades(verdict.text or "")
         except ValueError as e:
-            # Every verdict was sent, so each unparseable one is forgotten (not replayed by the
-            # next run), even when another replicate of its question failed first.
-            if hasattr(client, "forget"):
-                client.forget(ask)
+            # The reply stays cached: it is what the endpoint answered, so an unchanged rerun
+            # reads it again and records the same error instead of paying for the call twice.
+            # (`evalkit cache prune` drops it when asking again is wanted.)
             failed.setdefault(i, e)
             continue
         g["answer"] = answer.text

@@ -1,5 +1,5 @@
-"""Item 10 of issue 19: unparseable judge replies are not cached; the reproduce command is
-shell-quoted and escaped; evidence links of external arms resolve; `facts` escapes control
+"""Item 10 of issue 19 (revised by issue 39): unparseable judge replies replay as errors; the
+reproduce command is shell-quoted and escaped; evidence links of external arms resolve; `facts` escapes control
 characters; re-scoring, re-reporting and resuming an unchanged run send no request (README)."""
 
 from __future__ import annotations
@@ -26,8 +26,18 @@ def _posts(log: Path) -> int:
     return sum(e["method"] == "POST" for e in settled_log(log))
 
 
+def _judge_errors(run: Path) -> int:
+    import pandas as pd
+
+    m = pd.read_parquet(run / "metrics.parquet")
+    judged = m[m.metric.str.startswith("judge")]
+    return int(judged.error.notna().sum())
+
+
 @pytest.mark.slow
-def test_unparseable_verdicts_are_not_cached_and_reruns_send_nothing(tmp_path, fake_server_process):
+def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake_server_process):
+    """Issue 39 trap 6: an unchanged rerun re-sent every judge call whose reply had not parsed.
+    The reply is what the endpoint answered: it stays cached and replays as the same error."""
     rules = tmp_path / "rules.json"
     rules.write_text(json.dumps([{"match": "expected_facts", "reply": "The answer looks fine to me."}]))
     url, log = fake_server_process("--script", str(rules), "--no-bodies")
@@ -41,11 +51,16 @@ def test_unparseable_verdicts_are_not_cached_and_reruns_send_nothing(tmp_path, f
     with sqlite3.connect(run / "model-calls.sqlite") as con:
         purposes = dict(con.execute("SELECT purpose, COUNT(*) FROM calls GROUP BY purpose").fetchall())
     assert purposes.get("answer", 0) > 0 and purposes.get("summarize", 0) > 0
-    assert purposes.get("judge", 0) == 0, purposes  # every verdict was unparseable: none kept
-    # The judge is asked again next time (the verdicts were not replayed from the cache)...
+    assert purposes.get("judge", 0) > 0, purposes  # the unparseable verdicts are kept...
+    errors = _judge_errors(run)
+    assert errors > 0  # ...and scored as errors, never as grades
+    assert "are errors, above 5%" in done.stderr  # a failing judge is a warning a person sees
     n = _posts(log)
-    assert evalkit("score", str(run)).returncode == 0
-    assert _posts(log) > n
+    for args in (["score", str(run)], ["run", "--config", str(exp), "--run-dir", str(run)]):
+        done = evalkit(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert _posts(log) == n, args  # nothing asked again
+    assert _judge_errors(run) == errors
 
     # ...while with parseable verdicts, re-scoring, re-reporting and resuming send nothing.
     url2, log2 = fake_server_process("--script", str(verdict_script(tmp_path)), "--no-bodies")

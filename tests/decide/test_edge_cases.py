@@ -151,7 +151,11 @@ def test_many_success_tests_are_not_held_back_by_a_p_value_floor():
     raw = rules()
     raw["candidates"] = {a: {"success": ["m"], "guardrails": []} for a in arms}
     d = decide(frame(paired_table(base, arms, guard=False)), parse_rules(raw, "t"))
-    assert {v["verdict"] for v in d["verdicts"].values()} == {"ship"}
+    # Every win is significant after Holm; with no guardrail none may ship (issue 39), and the
+    # reason says that is the only thing holding it back.
+    for v in d["verdicts"].values():
+        assert v["verdict"] == "untested", v["reason"]
+        assert "is significant, but" in v["reason"] and "no guardrail" in v["reason"]
 
 
 def test_standard_error_cut_off_is_relative_to_the_metric_units():

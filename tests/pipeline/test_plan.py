@@ -59,7 +59,7 @@ output = 4.0
 
 def actual_by_purpose(run: Path) -> dict[str, tuple[int, int]]:
     """(calls sent, input tokens) per purpose, from the client's own ledger (model-usage.jsonl):
-    the cache is not the record of what was sent (an unparseable judge verdict is not kept)."""
+    the cache is not the record of what was sent (a failed call is not kept)."""
     out: dict[str, list[int]] = {}
     for x in read_ledger(run):
         if x.get("outcome") in ("sent", "failed"):

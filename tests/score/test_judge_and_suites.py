@@ -216,10 +216,10 @@ if "half-broken-judge" not in BACKENDS:
     BACKENDS.add("half-broken-judge", _half_broken_judge, "test backend: a failed, an unparseable verdict")
 
 
-def test_an_unparseable_verdict_is_forgotten_even_after_another_replicate_failed(tmp_path):
-    """Every verdict of an event is sent before any is read, so the unparseable one of replicate 1
-    is dropped from the call cache (the next run asks again) although replicate 0 already failed
-    the question; the question is an error with the first failure's reason."""
+def test_an_unparseable_verdict_stays_cached_and_the_question_is_an_error(tmp_path):
+    """The unparseable verdict of replicate 1 stays in the call cache (an unchanged rerun reads it
+    again instead of paying twice, issue 39) while the failed call of replicate 0 is never cached;
+    the question is an error with the first failure's reason."""
     from evalkit.score.judge_model import _client, judge_request, model_grades
 
     s = judge_session()
@@ -232,7 +232,7 @@ def test_an_unparseable_verdict_is_forgotten_even_after_another_replicate_failed
     assert isinstance(got, RuntimeError) and "scripted judge failure" in str(got)
     client = _client(inp)
     unparseable = judge_request(q, "an answer", "m", 1)
-    assert client.cache.get(client.key(unparseable)) is None
+    assert client.cache.get(client.key(unparseable)).text == "no grades here"
     failed_call = judge_request(q, "an answer", "m", 0)
     assert client.cache.get(client.key(failed_call)) is None  # a failed call is never cached
 

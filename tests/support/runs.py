@@ -39,7 +39,7 @@ def tiny_corpus(out: Path, n: int = 2, tokens: int = 60_000, seed: int = 7) -> P
 
 def verdict_script(folder: Path) -> Path:
     """A fake-server script whose judge replies parse (the echo reply is not a verdict, and an
-    unparseable verdict is dropped from the cache and asked again by design)."""
+    unparseable verdict would be scored as an error)."""
     import json
 
     from evalkit.score.judge import DIMENSIONS

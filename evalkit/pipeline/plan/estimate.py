@@ -61,6 +61,8 @@ class Line:
             d[f] = round(d[f] * k)
         for f in tokens:
             d[f] = d[f] * k
+        if d["cost_usd"] is not None:  # dollars scale with the tokens they pay for
+            d["cost_usd"] = d["cost_usd"] * k
         return Line(**d)
 
 
@@ -75,6 +77,8 @@ class Plan:
     assumptions: dict[str, Any]
     wall_s: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # The scale-up's sampling error (one standard error of the corpus totals): requests, cost_usd.
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def totals(self, stage: str | None = None) -> Line:
         t = Line("all", stage or "all")
@@ -108,11 +112,21 @@ class Ledger:
         self.seen: set[str] = set()
         self.prefix = PrefixIndex()
         self.index: list[tuple[Line, int, float]] = []  # line, prefix-index position, chars per token
+        # Per sampled session: the requests it sends and their dollars (for the sampling error).
+        self.by_session: dict[str, list[float]] = {}
 
     def line(self, arm: str, stage: str) -> Line:
         return self.lines.setdefault((arm, stage), Line(arm, stage))
 
-    def add(self, arm: str, stage: str, request: ChatRequest, expected_out: float) -> ChatResponse | None:
+    def count(self, session: str, requests: int, cost: float | None) -> None:
+        """Charge ``requests`` (and ``cost`` dollars) to ``session``."""
+        row = self.by_session.setdefault(session, [0, 0.0])
+        row[0] += requests
+        row[1] += cost or 0.0
+
+    def add(
+        self, arm: str, stage: str, request: ChatRequest, expected_out: float, session: str = ""
+    ) -> ChatResponse | None:
         """Record a request; returns its cached answer when the call cache holds one."""
         key = self.key(request)
         ln = self.line(arm, stage)
@@ -134,8 +148,10 @@ class Ledger:
             return hit
         ln.cached_prefix_tokens += reused
         ln.output_tokens += expected_out
-        if self.price is not None:
-            ln.cost_usd = (ln.cost_usd or 0.0) + self.price.cost(n_in, expected_out, reused, self.batch)
+        cost = self.price.cost(n_in, expected_out, reused, self.batch) if self.price is not None else None
+        if cost is not None:
+            ln.cost_usd = (ln.cost_usd or 0.0) + cost
+        self.count(session, 1, cost)
         return None
 
     def finish(self) -> list[Line]:
@@ -159,6 +175,7 @@ class SummarizerClient:
     """The dry replay's summarizer: the cached answer when there is one, else a stand-in."""
 
     arm = ""
+    session = ""  # set by the dry replay (evalkit.replay.frontier.walk) before each session
 
     def __init__(self, ledger: Ledger, summary_chars: int, summary_tokens: float):
         self.ledger, self.summary_chars, self.summary_tokens = ledger, summary_chars, summary_tokens
@@ -167,30 +184,43 @@ class SummarizerClient:
         return self.ledger.key(request)
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens)
+        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens, self.session)
         if hit is not None:
             return hit
         return ChatResponse(standin_summary(request, self.summary_chars), "plan", request.model)
 
 
-def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int]:
+def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int, dict[str, dict]]:
     """Up to ``k`` sessions: from the run folder's corpus when it exists, else generated (the first
-    ``k`` of a synthetic corpus are the same whatever its size); and the corpus size."""
+    ``k`` of a synthetic corpus are the same whatever its size); the corpus size; and the corpus
+    manifest's rows by session id (messages, bytes) when the whole corpus was read ({} for a
+    synthetic corpus generated only as far as the sample)."""
     from evalkit.corpus import build_corpus
 
     section = exp.section("corpus")
     existing = run_dir / "corpus" / "sessions.jsonl"
     if existing.is_file():
-        return _read_sessions(existing, k), _count_lines(existing)
+        return _read_sessions(existing, k), _count_lines(existing), _manifest_rows(existing.parent)
     if section.get("kind", "synth") == "synth":
         n = int(section.get("sessions", 200))
         with tempfile.TemporaryDirectory() as d:
             build_corpus({**section, "sessions": min(k, n)}, exp.seed, d, workers=1)
-            return _read_sessions(Path(d) / "sessions.jsonl", k), n
+            rows = _manifest_rows(Path(d)) if n <= k else {}
+            return _read_sessions(Path(d) / "sessions.jsonl", k), n, rows
     with tempfile.TemporaryDirectory() as d:
         build_corpus(section, exp.seed, d, exp.resolve_path(section["path"]), workers=1)
         p = Path(d) / "sessions.jsonl"
-        return _read_sessions(p, k), _count_lines(p)
+        return _read_sessions(p, k), _count_lines(p), _manifest_rows(Path(d))
+
+
+def _manifest_rows(corpus: Path) -> dict[str, dict]:
+    import json
+
+    try:
+        rows = json.loads((corpus / "manifest.json").read_text(encoding="utf-8")).get("sessions") or []
+    except (OSError, ValueError):
+        return {}
+    return {str(r.get("id")): r for r in rows if isinstance(r, dict)}
 
 
 def _read_sessions(path: Path, k: int) -> list[Session]:
@@ -269,6 +299,7 @@ def build_plan(
     summary_tokens: int | None = None,
     latency_s: float = 10.0,
     answer_tokens: int | None = None,
+    grade_tokens: int | None = None,
 ) -> Plan:
     """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
     from evalkit.common.tokens import get_counter
@@ -279,7 +310,7 @@ def build_plan(
     replay, model = exp.section("replay"), exp.section("model")
     arms = list(replay["arms"])
     for a in arms:
-        check_arm(a)
+        check_arm(a, replay.get("variants"))
     run = Path(run_dir)
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")
@@ -294,7 +325,7 @@ def build_plan(
     out_tokens = summary_tokens if summary_tokens is not None else int(replay["summary_max_tokens"])
     chars_per_token = 4
     summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
-    sessions, total = sample_sessions(exp, run, sample)
+    sessions, total, rows = sample_sessions(exp, run, sample)
     result = walk(sessions, arms, replay, model, summarizer)
     for arm, evs in result.events.items():
         # Within a session the engine answers an arm's request from another arm's equal call
@@ -317,6 +348,7 @@ def build_plan(
     if judge is not None and not offline_backend(model):
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
         answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
+        grade = min(grade_tokens or JUDGE_MAX, JUDGE_MAX)
         asked: Counter = Counter()
         # The sampled sessions come from the run's corpus when it has one, and so do their facts:
         # computing them again took ~0.2-0.4 s a session on the default corpus.
@@ -325,15 +357,17 @@ def build_plan(
             sessions, known, result.events, name, per_kind, reps, answer * chars_per_token
         ):
             asked[arm, i] += 1
-            ledger.add(arm, "judge", ans, answer)
-            ledger.add(arm, "judge", jud, JUDGE_MAX)
+            sid = result.events[arm][i].session
+            ledger.add(arm, "judge", ans, answer, sid)
+            ledger.add(arm, "judge", jud, grade, sid)
         conc = max(1, int(model.get("concurrency", 16)))
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
         notes.append(
             f"judge: an answer and a grade per question; answers assumed {answer} tokens"
             + (" (max_tokens, an upper bound)" if answer_tokens is None else "")
-            + f", grades {JUDGE_MAX} (max_tokens)"
+            + f", grades {grade}"
+            + (" (max_tokens, an upper bound)" if grade_tokens is None else "")
         )
     cont = exp.section("continuation")
     if cont.get("enabled", True) and not _proxy_agent(cont) and not offline_backend(model):
@@ -346,10 +380,27 @@ def build_plan(
     for ln in lines:
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
-    k = total / max(1, len(sessions))
+    # Requests grow with a session's size (messages under a message trigger, else bytes), so the
+    # sample is scaled by the corpus's size over the sample's (a ratio estimate) when the corpus's
+    # sizes are known, else by its session count.
+    size_key = "messages" if replay.get("trigger") == "messages" else "bytes"
+    sizes = [float(rows[s.id][size_key]) if s.id in rows else None for s in sessions]
+    by_size = bool(rows) and len(sessions) < total and all(x for x in sizes)
+    corpus_size = sum(float(r.get(size_key) or 0) for r in rows.values()) if by_size else 0.0
+    per_session = [ledger.by_session.get(s.id, [0, 0.0]) for s in sessions]
+    if by_size:
+        k = corpus_size / sum(sizes)
+        sampling = sampling_error(per_session, total, sizes)
+    else:
+        k = total / max(1, len(sessions))
+        sampling = sampling_error(per_session, total)
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
-        notes.append(f"dry-replayed {len(sessions)} of {total} sessions; counts scaled ×{k:.2f}")
+        basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
+        notes.append(
+            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f} "
+            f"({basis})"
+        )
     if price is None:
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
     plan = Plan(
@@ -372,10 +423,39 @@ def build_plan(
             "prices": (model.get("prices") or {}).get(name),
         },
         notes=notes,
+        sampling=sampling,
     )
     plan.wall_s = wall_time(plan, latency_s)
     client.close()
     return plan
+
+
+def sampling_error(
+    per_session: list[list[float]],
+    total: int,
+    sizes: list[float] | None = None,
+) -> dict[str, Any]:
+    """One standard error of the scaled-up totals (requests, dollars) from the sampled sessions'
+    own counts, with the finite-population correction (0 when every session was sampled; None
+    when one session cannot tell). With the sampled sessions' ``sizes`` the totals are ratio
+    estimates and the error is the ratio estimator's (Cochran, Sampling Techniques §6.3)."""
+    import statistics
+
+    n = len(per_session)
+    out: dict[str, Any] = {"sampled": n, "sessions": total, "scaled_by": "size" if sizes else "sessions"}
+    for i, name in ((0, "requests_se"), (1, "cost_usd_se")):
+        ys = [float(r[i]) for r in per_session]
+        if n >= total:
+            out[name] = 0.0
+        elif n < 2:
+            out[name] = None
+        elif sizes:
+            ratio = sum(ys) / sum(sizes)
+            resid = [y - ratio * x for y, x in zip(ys, sizes, strict=True)]
+            out[name] = total * statistics.stdev(resid) / math.sqrt(n) * math.sqrt(1 - n / total)
+        else:
+            out[name] = total * statistics.stdev(ys) / math.sqrt(n) * math.sqrt(1 - n / total)
+    return out
 
 
 def offline_backend(model: dict) -> bool:
@@ -400,6 +480,7 @@ def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
     for arm, evs in events.items():
         ln = ledger.line(arm, "agent")
         for ev in evs:
+            ledger.count(ev.session, n, None)
             ln.requests += n
             ln.input_tokens += sum(ev.tokens_after + k * AGENT_STEP_TOKENS for k in range(n))
             # Each call resends the previous one's prompt: all but the growth is a shared prefix.

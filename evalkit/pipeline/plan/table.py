@@ -61,6 +61,24 @@ def _row(ln: Line) -> tuple[str, ...]:
     )
 
 
+def _sampling_line(plan: Plan) -> str:
+    """How far the scaled-up totals may be from the corpus's, by sampling alone."""
+    sm = plan.sampling or {}
+    if sm.get("sampled", 0) >= sm.get("sessions", 0):
+        return f"sampling error: none (every one of the {plan.sessions} sessions dry-replayed)"
+    if sm.get("requests_se") is None:
+        return (
+            f"sampling error: unknown (1 of {plan.sessions} sessions dry-replayed; "
+            "--sample 8 or more gives one)"
+        )
+    cost = sm.get("cost_usd_se")
+    dollars = f", ± {_usd(cost)}" if cost and plan.totals().cost_usd is not None else ""
+    return (
+        f"sampling error: ± {_n(sm['requests_se'])} requests{dollars} (one standard error from "
+        f"{sm['sampled']} of {sm['sessions']} sessions; --sample {sm['sessions']} removes it)"
+    )
+
+
 def render_plan(plan: Plan) -> str:
     """The plan table: one row per arm and stage, then totals, wall time and the assumptions."""
     rows = [_row(ln) for ln in sorted(plan.lines, key=lambda x: (STAGES.index(x.stage), x.arm))]
@@ -85,6 +103,7 @@ def render_plan(plan: Plan) -> str:
         f"another request shares, {_share(tot.cached_prefix_tokens, tot.input_tokens)} a prefix an earlier "
         f"request sent (provider cache hits if the cache lives that long)",
         f"cost: {_usd(tot.cost_usd)}" + (" (batch prices)" if a["batch"] else ""),
+        _sampling_line(plan),
         "wall time at "
         + f"{a['latency_s']:g} s per call: "
         + ", ".join(f"{s} {_hms(t)}" for s, t in plan.wall_s.items())
@@ -99,8 +118,16 @@ def render_plan(plan: Plan) -> str:
 
 
 def write_plan(plan: Plan, path: Path) -> Path:
+    """``plan.json``, stamped with when it was made (and by which ``evalkit run``, when a run made
+    it): the report compares it with the calls sent from then on, not with older ones."""
+    import os
+    import time
+
+    from evalkit.models.usage import INVOCATION_ENV
+
+    body = {**plan.to_dict(), "created_at": time.time(), "invocation": os.environ.get(INVOCATION_ENV, "")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")
     return path
 
 

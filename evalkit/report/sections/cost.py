@@ -38,6 +38,39 @@ def actual_by_stage(cache: Path) -> dict[str, dict[str, float]]:
     return out
 
 
+def sent_since(run: Path, plan: dict) -> dict[str, dict[str, float]] | None:
+    """Calls the client sent (answered or failed) from the plan on, per stage, from the run's call
+    ledger (model-usage.jsonl): what the plan's "to send" predicts. None for a plan without a
+    timestamp (written by an older evalkit)."""
+    from evalkit.models.usage import read_ledger
+
+    t0, inv = plan.get("created_at"), plan.get("invocation") or None
+    if t0 is None:
+        return None
+
+    def after(x: dict) -> bool:
+        i = str(x.get("invocation") or "")
+        try:
+            return i == inv or float(i.split("-", 1)[0]) >= float(t0)
+        except ValueError:
+            return False
+
+    out: dict[str, dict[str, float]] = {}
+    for x in read_ledger(run):
+        if x.get("outcome") not in ("sent", "failed") or not after(x):
+            continue
+        stage = next((s for s, ps in STAGE_PURPOSES.items() if x.get("purpose") in ps), str(x.get("purpose")))
+        d = out.setdefault(stage, {"calls": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0})
+        d["calls"] += 1
+        d["input"] += int(x.get("input_tokens") or 0)
+        d["output"] += int(x.get("output_tokens") or 0)
+        if x.get("cost_usd") is None:
+            d["unpriced"] += 1
+        else:
+            d["cost"] += float(x["cost_usd"])
+    return out
+
+
 def _usd(x: Any) -> str:
     return "unpriced" if x is None else f"${x:,.2f}"
 
@@ -67,24 +100,30 @@ def section_cost(data, out: Path) -> list[str]:
             "",
         ]
     totals = (plan or {}).get("totals", {})
+    # Like with like: the plan's calls to send (not those already cached when it was made) against
+    # the calls sent from the plan on, when the plan says when it was made.
+    sent = sent_since(run, plan) if plan else None
     rows = []
     for stage in ("summarizer", "judge", "agent"):
-        p, a = totals.get(stage), actual.get(stage)
+        p, a, s = totals.get(stage), actual.get(stage), (sent or {}).get(stage)
         if p is None and a is None:
             continue
+        if sent is not None:
+            s = s or {"calls": 0, "input": 0, "output": 0, "cost": 0.0, "unpriced": 0}
+        src = s if sent is not None else a
         rows.append(
             [
                 stage,
-                _int(p and p["requests"]),
-                _int(a and a["calls"]),
+                _int(p and (p["requests"] - p["in_cache"] if sent is not None else p["requests"])),
+                _int(src and src["calls"]),
                 _int(p and p["input_tokens"]),
-                _int(a and a["input"]),
+                _int(src and src["input"]),
                 _int(p and p["cached_prefix_tokens"]),
                 _int(a and a["cached"]),
                 _int(p and p["output_tokens"]),
-                _int(a and a["output"]),
+                _int(src and src["output"]),
                 _usd(p and p["cost_usd"]),
-                _usd(a["cost"] if a and not a["unpriced"] else None),
+                _usd(src["cost"] if src and not src["unpriced"] else None),
             ]
         )
     lines.append(
@@ -107,10 +146,16 @@ def section_cost(data, out: Path) -> list[str]:
     )
     cached = sum(a["cached"] for a in actual.values())
     inputs = sum(a["input"] for a in actual.values())
+    basis = (
+        "Planned calls are those the plan expected to send (not already in the call cache); actual calls, "
+        "tokens and dollars are those the client sent from the plan on, answered or failed (model-usage.jsonl). "
+        if sent is not None
+        else "Actual: answered calls in the run's call cache (failed attempts are not stored; calls answered "
+        "by an earlier run sharing the cache count here too). "
+    )
     lines += [
         "",
-        "Actual: answered calls in the run's call cache (failed attempts are not stored; calls answered "
-        "by an earlier run sharing the cache count here too). Cached = prompt tokens the provider served "
+        basis + "Cached = prompt tokens the provider served "
         f"from its prefix cache (`usage.prompt_tokens_details.cached_tokens`): {num(cached / inputs if inputs else None, 3)} "
         "of actual input tokens. Planned cached = prefix an earlier request sent (an upper bound on provider hits).",
     ]

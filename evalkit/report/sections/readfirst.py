@@ -80,5 +80,7 @@ def read_first(data: ReportData) -> list[str]:
 
 
 def section_read_first(data: ReportData, out: Path) -> list[str]:
-    found = read_first(data)
-    return [f"- {w}" for w in found] if found else ["Nothing found that changes how to read the verdicts."]
+    from evalkit.report.sections.warnings import run_warnings
+
+    found = [f"- {w}" for w in read_first(data)]
+    return [*run_warnings(data), *(found or ["- Nothing else found that changes how to read the verdicts."])]

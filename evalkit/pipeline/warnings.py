@@ -1,0 +1,147 @@
+"""What a person must see before trusting a run: its warnings, gathered at the end of the run.
+
+Sessions the corpus skipped, arms that never compacted (with the trigger that would make them),
+metrics whose scorer or judge failed on more than a share of rows, and the endpoints the run sent
+to. Written to ``warnings.json`` (the report's first section reads it), printed on stderr at the
+end of ``evalkit run``; ``--strict`` makes any warning exit 2. The endpoints are information, not
+warnings.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+FILE = "warnings.json"
+ERROR_SHARE = 0.05  # default: the rules' max_error_share when they set one
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    kind: str  # skipped_sessions | no_compactions | failing_metric
+    text: str
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def skipped_sessions(manifest: dict) -> list[RunWarning]:
+    skipped = manifest.get("skipped") or []
+    if not skipped:
+        return []
+    first = str(skipped[0])[:200]
+    return [
+        RunWarning(
+            "skipped_sessions",
+            f"{len(skipped)} session record(s) skipped while reading the corpus (corpus/manifest.json "
+            f"lists them); first: {first}",
+        )
+    ]
+
+
+def silent_arms(run_dir: Path, arms: list[str], replay: dict, manifest: dict) -> list[RunWarning]:
+    """Arms whose events file is empty, with the trigger setting that would make them compact."""
+    from evalkit.contracts.event import events_path
+    from evalkit.replay.settings import ReplaySettings
+    from evalkit.replay.trigger_choice import choose_trigger
+    from evalkit.replay.variants import settings_for
+
+    silent = []
+    for arm in arms:
+        p = events_path(run_dir, arm)
+        if p.is_file() and p.stat().st_size == 0:
+            silent.append(arm)
+    if not silent:
+        return []
+    base = ReplaySettings.from_section(replay)
+    s = settings_for(base, silent[0], base.variants)
+    rows = manifest.get("sessions") or []
+    if s.trigger == "tokens":
+        choice = choose_trigger(rows, s.threshold)
+        why = (
+            f'under trigger = "tokens" a session compacts past window - reserve = {s.threshold:,} tokens, '
+            f"and the largest of {len(rows)} sessions is about {choice.largest_tokens:,}"
+        )
+        fix = f'set [replay] trigger = "messages" and max_messages = {choice.max_messages}'
+    elif s.trigger == "messages":
+        longest = max((int(r.get("messages", 0)) for r in rows), default=0)
+        why = f'under trigger = "messages" a session compacts past max_messages = {s.max_messages}; the longest has {longest}'
+        fix = f"lower [replay] max_messages (to about {max(4, longest // 2)})"
+    else:
+        why = 'under trigger = "recorded" only recorded compactions fire, and the sessions hold none'
+        fix = 'set [replay] trigger = "messages"'
+    return [
+        RunWarning(
+            "no_compactions",
+            f"no compaction events for arm(s) {', '.join(silent)}: {why}; nothing of them is judged — {fix}",
+        )
+    ]
+
+
+def failing_metrics(run_dir: Path, share: float) -> list[RunWarning]:
+    """Metrics whose error rows exceed ``share`` of their rows, grouped by their first error."""
+    import pandas as pd
+
+    path = run_dir / "metrics.parquet"
+    if not path.is_file():
+        return []
+    m = pd.read_parquet(path, columns=["metric", "error"])
+    groups: dict[tuple[str, str], list[str]] = {}
+    for metric, g in m.groupby("metric", sort=True):
+        errs = g.error.dropna()
+        if len(g) and len(errs) / len(g) > share:
+            pct = f"{len(errs)} of {len(g)} rows ({len(errs) / len(g):.0%})"
+            groups.setdefault((pct, str(errs.iloc[0])[:160]), []).append(str(metric))
+    return [
+        RunWarning(
+            "failing_metric",
+            f"{', '.join(names)}: {pct} are errors, above {share:.0%} (first: {first})",
+        )
+        for (pct, first), names in groups.items()
+    ]
+
+
+def collect(run_dir: str | Path, config: dict) -> dict:
+    """The run's warnings and endpoints (``warnings.json``'s body)."""
+    run_dir = Path(run_dir)
+    manifest = _read_json(run_dir / "corpus" / "manifest.json")
+    replay = config.get("replay", {})
+    share = float((config.get("rules") or {}).get("max_error_share", ERROR_SHARE))
+    warnings = [
+        *skipped_sessions(manifest),
+        *silent_arms(run_dir, list(replay.get("arms", [])), replay, manifest),
+        *failing_metrics(run_dir, share),
+    ]
+    endpoints = _read_json(run_dir / "config.json").get("endpoints", [])
+    return {"warnings": [asdict(w) for w in warnings], "endpoints": endpoints}
+
+
+def write(run_dir: str | Path, config: dict) -> dict:
+    from evalkit.common.files import write_json
+
+    body = collect(run_dir, config)
+    write_json(Path(run_dir) / FILE, body)
+    return body
+
+
+def read(run_dir: str | Path) -> dict | None:
+    """``warnings.json`` of a run, None when the run has none (written before warnings existed)."""
+    p = Path(run_dir) / FILE
+    return _read_json(p) if p.is_file() else None
+
+
+def summary_lines(body: dict) -> list[str]:
+    """The stderr summary: one line per warning, then the endpoints."""
+    ws = body.get("warnings", [])
+    out = [f"warnings: {len(ws)}" if ws else "warnings: none"]
+    out += [f"  warning: {w['text']}" for w in ws]
+    eps = body.get("endpoints") or []
+    out += [f"  endpoint: {e['role']}: {e['url']} ({e['source']})" for e in eps] or [
+        "  endpoint: none (offline stand-ins only)"
+    ]
+    return out
