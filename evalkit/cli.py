@@ -7,7 +7,7 @@ import sqlite3
 import sys
 
 from evalkit.commands import COMMANDS, load_all, terminal_safe
-from evalkit.models.backends import EndpointUnusable
+from evalkit.models.backends import EndpointUnusable, StoreFailed
 from evalkit.models.client import CacheMiss
 from evalkit.redact import redact_text
 
@@ -39,7 +39,15 @@ def main(argv: list[str] | None = None) -> int:
     args._argv = argv
     try:
         return int(args._handler(args) or 0)
-    except (ValueError, OSError, KeyError, sqlite3.DatabaseError, EndpointUnusable, CacheMiss) as e:
+    except (
+        ValueError,
+        OSError,
+        KeyError,
+        sqlite3.DatabaseError,
+        EndpointUnusable,
+        StoreFailed,
+        CacheMiss,
+    ) as e:
         # Data and usage errors get one clear line (secrets redacted), not a traceback.
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         line = " ".join(f"evalkit {args.verb}: error: {msg}".split())

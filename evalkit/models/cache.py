@@ -12,6 +12,7 @@ A claim whose process is gone (or older than ``stale_s``) is taken over.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.models.backends import StoreFailed
 from evalkit.models.request import ChatRequest, ChatResponse
 
 BUSY_S = 30.0  # how long a statement waits for another process's lock on the file
@@ -133,6 +135,17 @@ class CallCache:
             return
         body = response.to_dict()
         body["cached"] = False
+        try:
+            self._insert(key, request, response, base_url, body)
+        except sqlite3.Error as e:  # "database or disk is full" names no file
+            raise StoreFailed(
+                f"{self.path}: cannot store a paid answer ({e}); free space, then rerun with --resume"
+            ) from None
+        self.release(key)
+
+    def _insert(
+        self, key: str, request: ChatRequest, response: ChatResponse, base_url: str, body: dict
+    ) -> None:
         self._conn().execute(
             "INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
@@ -151,7 +164,6 @@ class CallCache:
                 time.time(),
             ),
         )
-        self.release(key)
 
     def delete(self, key: str) -> None:
         """Forget one answer (a reply the caller found unusable must not be replayed)."""
@@ -181,7 +193,10 @@ class CallCache:
         return False
 
     def release(self, key: str) -> None:
-        self._conn().execute("DELETE FROM inflight WHERE key = ? AND pid = ?", (key, os.getpid()))
+        # On a full disk the claim stays until this process ends (then it is taken over); the
+        # error that matters (the answer not stored) is raised by the caller.
+        with contextlib.suppress(sqlite3.OperationalError):
+            self._conn().execute("DELETE FROM inflight WHERE key = ? AND pid = ?", (key, os.getpid()))
 
     def wait(self, key: str, poll_s: float = 0.05) -> ChatResponse | None:
         """Wait while another process holds the claim; its answer, or None if it gave up."""
