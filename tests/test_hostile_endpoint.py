@@ -1,0 +1,330 @@
+"""A hostile endpoint (issue 41: items 3, 6, 7, 8, 9, 14, 17, 18, 23): what a broken proxy, a captive
+portal or a misbehaving server sends, from a small loopback server of this file (the fake server
+answers like a healthy API; these bodies are the point). Every case is bounded: a few requests,
+loopback only. Each must end as one clear error (or a recorded warning), never a traceback, never
+a cached answer that is not one, and never a prompt sent somewhere else."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from evalkit.models import ChatRequest
+from evalkit.models.client import build_client
+from evalkit.models.usage import read_ledger
+
+from .hardening import evalkit, tiny_corpus, write_experiment
+
+MB = 1 << 20
+
+
+def completion(text: str = "a fine summary", *, usage=None, model: str = "fake-model") -> dict:
+    return {
+        "id": "chatcmpl-hostile",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": usage if usage is not None else {"prompt_tokens": 10, "completion_tokens": 3},
+    }
+
+
+# -- what the hostile server answers, by name -------------------------------------------------------
+def ok(h, body):
+    h.reply(200, json.dumps(completion()).encode())
+
+
+def trickle(h, body):
+    """A byte every half second: the whole answer takes ~8 s, every read well within a timeout."""
+    payload = b" " * 16 + json.dumps(completion()).encode()
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Content-Length", str(len(payload)))
+    h.end_headers()
+    for i in range(16):
+        h.wfile.write(payload[i : i + 1])
+        h.wfile.flush()
+        time.sleep(0.5)
+    h.wfile.write(payload[16:])
+
+
+def html(h, body):
+    h.reply(200, b"<!doctype html><html><body>Please log in to the guest network</body></html>", "text/html")
+
+
+def huge(h, body):
+    """100 MB of answer, chunked (no Content-Length to refuse it by)."""
+    head = json.dumps(completion("@@")).encode().split(b"@@")
+    h.send_response(200)
+    h.send_header("Content-Type", "application/json")
+    h.send_header("Transfer-Encoding", "chunked")
+    h.end_headers()
+    block = b"x" * MB
+    for part in [head[0], *([block] * 100), head[1]]:
+        h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+    h.wfile.write(b"0\r\n\r\n")
+
+
+_BOMB: list[bytes] = []
+
+
+def gzip_bomb(h, body):
+    """A ~64 KB gzip body that inflates to 64 MB of answer."""
+    if not _BOMB:
+        head = json.dumps(completion("@@")).encode().split(b"@@")
+        _BOMB.append(gzip.compress(head[0] + b"y" * (64 * MB) + head[1], 9))
+    h.reply(200, _BOMB[0], headers={"Content-Encoding": "gzip"})
+
+
+def long_answer(h, body):
+    """An answer far longer than the request's max_tokens allows (100 tokens: ~400 characters)."""
+    h.reply(200, json.dumps(completion("word " * 20_000)).encode())
+
+
+def negative_usage(h, body):
+    h.reply(
+        200, json.dumps(completion(usage={"prompt_tokens": -(10**9), "completion_tokens": -(10**9)})).encode()
+    )
+
+
+def huge_usage(h, body):
+    h.reply(200, json.dumps(completion(usage={"prompt_tokens": 2**64, "completion_tokens": 5})).encode())
+
+
+def other_model(h, body):
+    h.reply(200, json.dumps(completion(model="cheap-model-v0")).encode())
+
+
+def snapshot(h, body):
+    h.reply(200, json.dumps(completion(model="fake-model-2024-08-06")).encode())
+
+
+def redirect(h, body):
+    h.send_response(307)
+    h.send_header("Location", h.server.elsewhere + "/chat/completions")
+    h.send_header("Content-Length", "0")
+    h.end_headers()
+
+
+class Hostile(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, behaviour):
+        self.behaviour = behaviour
+        self.bodies: list[dict] = []  # every chat request's body, as received
+        self.elsewhere = ""
+        super().__init__(("127.0.0.1", 0), _Handler)
+        threading.Thread(target=self.serve_forever, args=(0.05,), daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status: int, payload: bytes, ctype: str = "application/json", headers=None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        self.server.bodies.append(body)
+        try:
+            self.server.behaviour(self, body)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client gave up reading: what is being tested
+
+
+@pytest.fixture
+def hostile():
+    servers: list[Hostile] = []
+
+    def start(behaviour) -> Hostile:
+        servers.append(Hostile(behaviour))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def settings(url: str, **kw) -> dict:
+    return {
+        "backend": "openai",
+        "model": "fake-model",
+        "base_url": url,
+        "timeout": 3.0,
+        "max_retries": 2,
+        "backoff_base": 0.01,
+        "backoff_max": 0.02,
+        "fail_fast_after": 3,
+        **kw,
+    }
+
+
+def ask(text: str = "summarize this", max_tokens: int = 100) -> ChatRequest:
+    return ChatRequest("fake-model", ({"role": "user", "content": text},), max_tokens=max_tokens)
+
+
+def cached(run: Path) -> list[tuple]:
+    p = run / "model-calls.sqlite"
+    if not p.exists():
+        return []
+    with sqlite3.connect(p) as c:
+        return c.execute("SELECT key, length(response) FROM calls").fetchall()
+
+
+# -- the sweep: one request each; the error it must end in, how often it may be sent ----------------
+SWEEP = [
+    # item 6: [model] timeout bounds the attempt, not each read; the message says what happened
+    pytest.param(trickle, "the answer was still arriving", 1, id="6-trickle"),
+    # item 8: an HTML 200 names its content type and is not retried as a malformed answer forever
+    pytest.param(html, "is text/html, not JSON", 3, id="8-html-200"),
+    # item 3: body size, decompressed size, answer length against max_tokens
+    pytest.param(huge, "oversized answer", 1, id="3-huge-body"),
+    pytest.param(gzip_bomb, "oversized answer", 1, id="3-gzip-bomb"),
+    pytest.param(long_answer, "characters for max_tokens=100", 1, id="3-long-answer"),
+]
+
+
+@pytest.mark.parametrize(("behaviour", "error", "sent_at_most"), SWEEP)
+def test_a_hostile_answer_is_one_error_never_cached(hostile, tmp_path, behaviour, error, sent_at_most):
+    srv = hostile(behaviour)
+    # Fail-fast is the run's business (test_a_run_against_an_html_endpoint_...): one call here.
+    retries = 0 if behaviour is trickle else 2
+    client = build_client(settings(srv.url, max_retries=retries, fail_fast_after=0), tmp_path)
+    resp = client(ask())
+    assert not resp.ok and error in resp.error, resp.error
+    assert len(resp.error) < 600 and "\n" not in resp.error
+    assert len(srv.bodies) <= sent_at_most
+    assert cached(tmp_path) == []  # never replayed, never sent back in a later request
+    (line,) = read_ledger(tmp_path)
+    assert line["outcome"] == "failed"  # recorded as an error, not as an empty answer
+
+
+def test_an_oversized_answer_is_not_sent_back_in_the_next_request(hostile, tmp_path):
+    """The judge sends the answering model's answer to the judge; a 100 KB answer must not be."""
+    srv = hostile(long_answer)
+    client = build_client(settings(srv.url), tmp_path)
+    first = client(ask("question"))
+    assert not first.ok and first.text is None
+    # What a caller would send next carries no part of it.
+    assert all("word word" not in json.dumps(b) for b in srv.bodies)
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "why"),
+    [
+        pytest.param(negative_usage, "usage.prompt_tokens = -1000000000 is negative", id="7-negative"),
+        pytest.param(huge_usage, "usage.prompt_tokens = 18446744073709551616 is over 2^63", id="7-over-2^63"),
+    ],
+)
+def test_usage_that_is_not_a_count_is_recorded_as_invalid_and_the_answer_kept(
+    hostile, tmp_path, behaviour, why
+):
+    srv = hostile(behaviour)
+    prices = {"fake-model": {"input": 1.0, "output": 1.0}}
+    client = build_client(settings(srv.url, prices=prices), tmp_path)
+    resp = client(ask())
+    assert resp.ok and resp.text == "a fine summary"  # the paid answer is not lost
+    assert resp.usage_error == why and resp.usage == {} and resp.cost_usd is None  # unknown, not negative
+    assert len(cached(tmp_path)) == 1  # stored: the next run does not pay for it again
+    again = client(ask())
+    assert again.cached and again.usage_error == why
+    (line, hit) = read_ledger(tmp_path)
+    assert line["usage_invalid"] == why and line["cost_usd"] is None and hit["outcome"] == "cache_hit"
+    assert len(srv.bodies) == 1
+
+
+def test_a_different_served_model_is_a_warning_and_recorded(hostile, tmp_path, capfd):
+    srv = hostile(other_model)
+    client = build_client(settings(srv.url), tmp_path)
+    first, second = client(ask("one")), client(ask("two"))
+    assert first.ok and first.served_model == "cheap-model-v0" and second.served_model == "cheap-model-v0"
+    err = capfd.readouterr().err
+    assert err.count("warning:") == 1 and "'cheap-model-v0'" in err and "'fake-model'" in err
+    assert [x.get("served_model") for x in read_ledger(tmp_path)] == ["cheap-model-v0"] * 2
+    # A dated snapshot of the requested model is the requested model.
+    dated = build_client(settings(hostile(snapshot).url), tmp_path / "b")(ask())
+    assert dated.served_model == "fake-model-2024-08-06" and capfd.readouterr().err == ""
+    assert "served_model" not in read_ledger(tmp_path / "b")[0]
+
+
+def test_a_cross_origin_redirect_is_not_followed_with_the_prompt(hostile, tmp_path):
+    elsewhere = hostile(ok)
+    srv = hostile(redirect)
+    srv.elsewhere = elsewhere.url
+    client = build_client(settings(srv.url), tmp_path)
+    resp = client(ask("the secret prompt"))
+    assert not resp.ok and "redirected to another origin" in resp.error and elsewhere.url in resp.error
+    assert elsewhere.bodies == []  # the prompt never reached the other origin
+    assert len(srv.bodies) == 1  # and a redirect is not retried
+
+
+# -- whole runs: exit 2 with one line, nothing paid twice -------------------------------------------
+def _run(tmp_path: Path, url: str, **model) -> tuple:
+    corpus = tiny_corpus(tmp_path / "corpus")
+    exp = write_experiment(
+        tmp_path / "exp.toml",
+        corpus,
+        model={"backend": "openai", "model": "fake-model", "base_url": url, "backoff_base": 0.01, **model},
+    )
+    run = tmp_path / "run"
+    return evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=120), run
+
+
+@pytest.mark.slow
+def test_a_run_against_an_html_endpoint_stops_with_exit_2_naming_the_content_type(hostile, tmp_path):
+    srv = hostile(html)
+    done, _ = _run(tmp_path, srv.url)
+    assert done.returncode == 2, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if "error" in ln]
+    assert len(errors) == 1 and "text/html, not JSON" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(srv.bodies) <= 5 + 16  # fail_fast_after, and what was already on the wire
+
+
+@pytest.mark.slow
+def test_negative_usage_does_not_free_the_budget(hostile, tmp_path):
+    srv = hostile(negative_usage)
+    # A summary's worst case (its input, 4096 tokens out) at these prices is a few $0.001: a
+    # few calls fit under $0.02, not the whole run.
+    prices = {"fake-model": {"input": 0.1, "output": 1.0}}
+    done, run = _run(tmp_path, srv.url, prices=prices, max_cost_usd=0.02)
+    assert done.returncode == 3, done.stderr  # stopped by the budget: incomplete, resumable
+    assert "Traceback" not in done.stderr
+    # Each call sent was reserved at its worst case and never given back: together within budget.
+    from evalkit.models.budget import Budget
+    from evalkit.models.prices import price_of
+
+    budget = Budget(tmp_path / "b.sqlite", None, 0.02, price_of(prices, "fake-model"))
+    worst = [
+        budget.worst_case(ChatRequest("fake-model", tuple(b["messages"]), max_tokens=b["max_tokens"]))
+        for b in srv.bodies
+    ]
+    assert len(worst) >= 1 and sum(worst) <= 0.02, worst
+    usage = json.loads((run / "model-usage.json").read_text())["total"]
+    assert usage["usage_invalid"] == usage["answered"] == len(srv.bodies)
+    assert usage["cost_usd"] is None  # unknown, not negative
+    assert len(cached(run)) == len(srv.bodies)  # the answers are kept
