@@ -328,3 +328,79 @@ def test_negative_usage_does_not_free_the_budget(hostile, tmp_path):
     assert usage["usage_invalid"] == usage["answered"] == len(srv.bodies)
     assert usage["cost_usd"] is None  # unknown, not negative
     assert len(cached(run)) == len(srv.bodies)  # the answers are kept
+
+
+# -- item 9: a live cache is never written into from outside ----------------------------------------
+def _cache_with(path: Path, texts: list[str]) -> Path:
+    from evalkit.models.cache import CallCache
+    from evalkit.models.request import ChatResponse
+
+    cache = CallCache(path)
+    for t in texts:
+        r = ask(t)
+        cache.put(r.key("openai", "http://x"), r, ChatResponse(f"answer {t}", "openai", "fake-model"))
+    cache._conn().close()
+    return path
+
+
+LIVE = """
+import sqlite3, sys, time
+from evalkit.runlock import run_lock
+root, cache = sys.argv[1], sys.argv[2]
+with run_lock(root, "a running run") if root != "-" else open(cache, "rb"):
+    conn = sqlite3.connect(cache, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("SELECT COUNT(*) FROM calls").fetchone()
+    print("live", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.fixture
+def live():
+    """``live(root, cache)``: another process holding ``root``'s run lock ("-": none) and the cache
+    open, as a running run does; ended when the test ends."""
+    import subprocess
+    import sys
+
+    procs = []
+
+    def start(root, cache: Path) -> None:
+        p = subprocess.Popen(
+            [sys.executable, "-c", LIVE, str(root), str(cache)], stdout=subprocess.PIPE, text=True
+        )
+        procs.append(p)
+        assert p.stdout.readline().strip() == "live"
+
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def _keys(path: Path) -> set[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as c:
+        return {r[0] for r in c.execute("SELECT key FROM calls")}
+
+
+@pytest.mark.parametrize("how", ["warm-cache", "cache-merge-into-run", "cache-merge-into-shared"])
+def test_a_live_cache_is_refused_before_anything_is_written(tmp_path, live, how):
+    src = _cache_with(tmp_path / "src.sqlite", ["w1", "w2", "w3"])
+    run = tmp_path / "run"
+    target = (tmp_path / "shared.sqlite") if how.endswith("shared") else run / "model-calls.sqlite"
+    _cache_with(target, ["mine"])
+    before = _keys(target)
+    live("-" if how.endswith("shared") else run, target)
+    if how == "warm-cache":
+        exp = write_experiment(tmp_path / "exp.toml", None)
+        done = evalkit(
+            "run", "--config", str(exp), "--run-dir", str(run), "--warm-cache", str(src), timeout=60
+        )
+        named = "in use by pid"
+    else:
+        done = evalkit("cache", "merge", str(src), "--out", str(target), timeout=60)
+        named = "in use by pid" if how.endswith("run") else "open in another process"
+    assert _keys(target) == before  # nothing written into the live cache
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert named in line and "Traceback" not in done.stderr
