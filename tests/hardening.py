@@ -9,10 +9,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from evalkit.common.tokens import message_tokens
+from evalkit.contracts.session import tool_pairs_valid
 from evalkit.corpus import write_sessions
 from evalkit.corpus.synth import generate_session
-from evalkit.session import tool_pairs_valid
-from evalkit.tokens import message_tokens
 
 from .conftest import ROOT
 
@@ -43,7 +43,7 @@ def verdict_script(folder: Path) -> Path:
     unparseable verdict is dropped from the cache and asked again by design)."""
     import json
 
-    from evalkit.probes.judge import DIMENSIONS
+    from evalkit.score.judge import DIMENSIONS
 
     p = folder / "verdicts.json"
     verdict = {**dict.fromkeys(DIMENSIONS, 4), "rationale": "ok"}

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from evalkit.events import Event, Invariants
+from evalkit.contracts.event import Event, Invariants
+from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 from evalkit.facts import compute_facts
-from evalkit.probes import PROBES, ProbeInput, SessionView
-from evalkit.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
+from evalkit.score import PROBES, ProbeInput, SessionView
 
 SID = "t"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Compaction, Message, Session, Source, Text, ToolCall, ToolResult
 from evalkit.models import ChatRequest, ChatResponse
-from evalkit.session import Compaction, Message, Session, Source, Text, ToolCall, ToolResult
 
 
 class Builder:

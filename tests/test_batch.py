@@ -11,13 +11,13 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from evalkit.config import load_experiment
+from evalkit.contracts.config import load_experiment
 from evalkit.models.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.models.client import build_client
-from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.spending import RunIncomplete, incomplete
+from evalkit.pipeline.run import run_experiment
 from evalkit.replay.frontier import walk
-from evalkit.run import run_experiment
+from evalkit.testing.serverlog import answered, settled_log
 
 from .test_budget import _metrics
 from .test_plan import write_config
@@ -77,7 +77,7 @@ def _setup(tmp_path, url, **model):
         write_config(tmp_path, url, arms=ARMS, sessions=1, window=WINDOW, **{**FAST, **model})
     )
     run = tmp_path / "run"
-    from evalkit.run import RunPaths, stage_corpus
+    from evalkit.pipeline.run import RunPaths, stage_corpus
 
     stage_corpus(exp, RunPaths(run))
     m = exp.section("model")

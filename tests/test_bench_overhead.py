@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import time
 
-from evalkit.bench import DERIVED
-from evalkit.bench.scale import _measure, overhead_per_shard
+from benchmarks import DERIVED
+from benchmarks.scale import _measure, overhead_per_shard
 
 
 def _waiting(seconds: float, shards: int):

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from evalkit.bench.scale import WorkerSampler
-from evalkit.workers import worker_pool
+from benchmarks.scale import WorkerSampler
+from evalkit.common.workers import worker_pool
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 

@@ -11,14 +11,14 @@ import pandas as pd
 import pytest
 
 from evalkit.cli import main
-from evalkit.config import load_experiment
-from evalkit.metrics import read_metrics
+from evalkit.contracts.config import load_experiment
+from evalkit.contracts.metrics import read_metrics
 from evalkit.models.budget import Budget, BudgetExceeded
 from evalkit.models.prices import Price
 from evalkit.models.request import ChatRequest
-from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.spending import RunIncomplete, incomplete
-from evalkit.run import run_experiment
+from evalkit.pipeline.run import run_experiment
+from evalkit.testing.serverlog import answered, settled_log
 
 from .hardening import verdict_script
 from .test_plan import write_config

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from evalkit.cli import main
+from evalkit.contracts.metrics import write_metrics
 from evalkit.decide import simulate
-from evalkit.metrics import write_metrics
-from evalkit.report.calibration import section_calibration
 from evalkit.report.data import load_report_data
+from evalkit.report.sections.calibration import section_calibration
 from tests.test_decide import ARMS, RULES, table
 
 

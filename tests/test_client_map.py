@@ -13,10 +13,10 @@ from evalkit.models import ChatRequest
 from evalkit.models.backends import EndpointUnusable, FunctionBackend
 from evalkit.models.budget import BudgetExceeded
 from evalkit.models.client import ModelClient, build_client
-from evalkit.models.faults import FaultPlan
 from evalkit.models.request import ChatResponse
-from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.usage import read_ledger
+from evalkit.testing.faults import FaultPlan
+from evalkit.testing.serverlog import answered, settled_log
 
 
 def req(text: str, **kw) -> ChatRequest:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.config import ConfigError, config_hash, load_experiment
+from evalkit.contracts.config import ConfigError, config_hash, load_experiment
 from tests.conftest import ROOT
 
 

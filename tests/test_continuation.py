@@ -16,10 +16,10 @@ from evalkit.continuation import (
     make_agent,
 )
 from evalkit.continuation.agents.heuristic import heuristic_agent, knows
-from evalkit.events import Event
+from evalkit.contracts.event import Event
+from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 from evalkit.models import ChatResponse
-from evalkit.models.serverlog import settled_log
-from evalkit.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
+from evalkit.testing.serverlog import settled_log
 
 BUILD_ERR = "src/x.ts:1:1 - error TS2339: Property 'a' does not exist\n"
 AT = 11  # index of the last recorded message in view when compaction fired
@@ -320,7 +320,7 @@ FIXES_FIRST = [
 def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, script, refail, calls):
     """The `openai` agent through the real SDK and HTTP: a model that re-runs the failed build
     re-fails (refail_30 = 1); one that edits the file the error names first does not (0)."""
-    from evalkit.models.faults import Rule
+    from evalkit.testing.faults import Rule
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000000000")
     srv = fake_server(script=[Rule(**r) for r in script])

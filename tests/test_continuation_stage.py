@@ -12,7 +12,7 @@ from evalkit import load_run
 from evalkit.cli import main
 from evalkit.continuation import run_continuation
 from evalkit.continuation.metrics import is_continuation_metric
-from evalkit.metrics import read_metrics
+from evalkit.contracts.metrics import read_metrics
 from tests.conftest import FIXTURES
 
 
@@ -111,7 +111,7 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
     on the wire (one agent sends one call at a time)."""
     import pandas as pd
 
-    from evalkit.models.serverlog import answered, settled_log
+    from evalkit.testing.serverlog import answered, settled_log
 
     latency = 0.1
     url, log = fake_server_process("--no-bodies", "--latency", str(latency))

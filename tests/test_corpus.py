@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from evalkit.contracts.session import Message, Session, Source, Text, session_to_json
 from evalkit.corpus import QUESTIONS, CorpusError, ReadStats, build_corpus, read_sessions, write_sessions
-from evalkit.session import Message, Session, Source, Text, session_to_json
 
 
 def _good(i: int) -> str:
@@ -66,7 +66,7 @@ def test_skip_mode_counts_every_bad_record(bad_corpus):
 
 def test_write_then_read_round_trip(tmp_path):
     sessions = [json.loads(_good(i)) for i in range(3)]
-    from evalkit.session import session_from_dict
+    from evalkit.contracts.session import session_from_dict
 
     rows = write_sessions(tmp_path / "c.jsonl", (session_from_dict(d) for d in sessions))
     assert [r["id"] for r in rows] == ["s0", "s1", "s2"]

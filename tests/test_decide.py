@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalkit.contracts.metrics import COLUMNS, normalize
 from evalkit.decide import decide, stats
 from evalkit.decide.rules import RulesError, parse_rules, read_rules_file, resolve_rules
-from evalkit.metrics import COLUMNS, normalize
 
 RULES = {
     "alpha": 0.025,
@@ -241,14 +241,14 @@ def test_default_rules_encode_each_seed_candidates_evidence():
 
 
 def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
-    """decide_run reads the metrics file in runs of whole sessions (evalkit.metrics.stream): the
+    """decide_run reads the metrics file in runs of whole sessions (evalkit.contracts.metrics_stream): the
     statistics and verdicts are the same bits as deciding the whole table at once."""
     import json
 
+    from evalkit.contracts.metrics import write_metrics
+    from evalkit.contracts.metrics_stream import file_pairs, session_chunks
     from evalkit.decide.scan import scan_table
     from evalkit.decide.stage import decide_chunks, finite
-    from evalkit.metrics import write_metrics
-    from evalkit.metrics.stream import file_pairs, session_chunks
 
     df = table(arms=ARMS)
     df.loc[df.index[::37], ["value", "error"]] = [math.nan, "scorer failed"]  # errors count the same way

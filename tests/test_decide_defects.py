@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalkit.contracts.metrics import COLUMNS, normalize
 from evalkit.decide import decide, parse_rules
-from evalkit.metrics import COLUMNS, normalize
 
 ROOT = Path(__file__).resolve().parents[1]
 

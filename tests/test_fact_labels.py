@@ -9,13 +9,13 @@ import sys
 
 import pytest
 
+from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.facts.check import check_labels, same_path, same_rule
 from evalkit.facts.commands import files_of, shell_modified
 from evalkit.facts.constraints import constraint_sentences
 from evalkit.facts.failures import attempt_key, call_failed
 from evalkit.facts.identifiers import error_string, in_command, in_text, symbols
-from evalkit.session import Message, Session, Source, Text, ToolCall, ToolResult
 from tests.conftest import FIXTURES
 
 LABELS = FIXTURES / "labels"

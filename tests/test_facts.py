@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Compaction, Message, Session, Source, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts, facts_from_dict, facts_to_dict, normalize_command
-from evalkit.session import Compaction, Message, Session, Source, Text, ToolCall, ToolResult
 
 PYTEST_FAIL = "x\n" * 10 + "==== 2 failed, 10 passed in 0.50s ====\n"
 PYTEST_OK = "==== 12 passed in 0.40s ====\n"

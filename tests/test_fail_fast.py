@@ -66,8 +66,8 @@ def test_an_endpoint_dying_mid_run_stops_it_and_keeps_what_is_done(tmp_path, fak
     import subprocess
     import time
 
-    from evalkit.models.faults import FaultPlan
-    from evalkit.models.serverlog import read_log
+    from evalkit.testing.faults import FaultPlan
+    from evalkit.testing.serverlog import read_log
 
     server = fake_server(FaultPlan(latency_s=0.05), log_bodies=False)
     port = server.httpd.server_address[1]

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from evalkit.probes import PROBES
+from evalkit.score import PROBES
 
 from .hardening import evalkit, tiny_corpus, write_experiment
 

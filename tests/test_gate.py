@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, main
-from evalkit.metrics import write_metrics
+from evalkit.contracts.metrics import write_metrics
 from tests.test_decide import ARMS, table
 
 RULES_TOML = """

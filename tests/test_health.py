@@ -6,7 +6,8 @@ import json
 
 import pandas as pd
 
-from evalkit.health import (
+from evalkit.contracts.metrics import write_metrics
+from evalkit.decide.health import (
     HEALTH_FILE,
     annotate_decision,
     check_run,
@@ -15,7 +16,6 @@ from evalkit.health import (
     shared_code,
     verdict_notes,
 )
-from evalkit.metrics import write_metrics
 
 CFG = {
     "replay": {"arms": ["baseline", "a", "b"], "summary_source_chars": 0},
@@ -81,7 +81,7 @@ def test_check_run_writes_health_json_and_the_report_shows_it(tmp_path):
     on_disk = json.loads((tmp_path / HEALTH_FILE).read_text())
     assert on_disk["unhealthy"] == h["unhealthy"] == ["flat", "lost_chars", "stops"]
     from evalkit.report.data import load_report_data
-    from evalkit.report.health import section_health
+    from evalkit.report.sections.health import section_health
 
     text = "\n".join(section_health(load_report_data(tmp_path), tmp_path))
     assert "`flat`" in text and "`b`" in text and "Verdicts that rest on an unhealthy metric" in text
@@ -91,7 +91,7 @@ def test_shared_code_names_the_module_that_imports_the_ground_truth():
     got = shared_code(["head-tail", "validate", "short"])
     assert "validate" not in got and "short" not in got
     assert all(
-        "imports evalkit.facts" in n or "imports evalkit.probes" in n for n in got.get("head-tail", [])
+        "imports evalkit.facts" in n or "imports evalkit.score" in n for n in got.get("head-tail", [])
     )
 
 

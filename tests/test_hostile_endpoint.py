@@ -345,7 +345,7 @@ def _cache_with(path: Path, texts: list[str]) -> Path:
 
 LIVE = """
 import sqlite3, sys, time
-from evalkit.runlock import run_lock
+from evalkit.pipeline.lock import run_lock
 root, cache = sys.argv[1], sys.argv[2]
 with run_lock(root, "a running run") if root != "-" else open(cache, "rb"):
     conn = sqlite3.connect(cache, isolation_level=None)

@@ -7,10 +7,10 @@ import json
 import sqlite3
 
 from evalkit.cli import main
+from evalkit.contracts.session import Compaction, ToolResult, tool_pairs_valid
 from evalkit.corpus import read_sessions
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
-from evalkit.session import Compaction, ToolResult, tool_pairs_valid
 
 
 def _jsonl(path, rows):

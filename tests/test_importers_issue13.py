@@ -10,11 +10,11 @@ import sqlite3
 import subprocess
 import sys
 
+from evalkit.contracts.session import Text, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
 from evalkit.importers.building import unwrap_envelope
 from evalkit.importers.inputs import UNRECOGNISED
-from evalkit.session import Text, ToolResult
 from tests.test_importers_fixtures import OPENCODE_PARTS, _check_opencode
 
 CC_SMALL = "claude-code/moredip-session-share/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"

@@ -10,10 +10,10 @@ import json
 import zipfile
 from pathlib import Path
 
+from evalkit.contracts.session import ToolResult, tool_pairs_valid
 from evalkit.facts import compute_facts
 from evalkit.importers import detect_format, import_paths
 from evalkit.importers.inputs import UNRECOGNISED
-from evalkit.session import ToolResult, tool_pairs_valid
 
 
 def _one(path):

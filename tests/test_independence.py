@@ -16,7 +16,7 @@ from .conftest import ROOT
 
 FORBIDDEN = (
     "evalkit.facts",
-    "evalkit.probes",
+    "evalkit.score",
     "evalkit.synth",
     # the generator and its templates
     "evalkit.corpus.synth",
@@ -99,7 +99,7 @@ def test_standin_imports_no_ground_truth_probe_or_generator(path):
 @pytest.mark.parametrize("path", STANDINS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_nor_does_anything_a_standin_imports(path):
     """Transitively: the heuristic agent reads the recording (evalkit.continuation.recording),
-    which reads tool calls with evalkit.toolcalls, not with the facts."""
+    which reads tool calls with evalkit.common.toolcalls, not with the facts."""
     assert forbidden_closure(path) == []
 
 
@@ -116,9 +116,9 @@ def test_the_transitive_check_can_fail(tmp_path):
 def test_the_check_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "from evalkit import facts\nimport evalkit.probes.base\ndef f():\n    from evalkit.corpus.synth import x\n"
+        "from evalkit import facts\nimport evalkit.score.base\ndef f():\n    from evalkit.corpus.synth import x\n"
     )
-    assert {"evalkit.corpus.synth", "evalkit.facts", "evalkit.probes.base"} <= set(forbidden_imports(bad))
+    assert {"evalkit.corpus.synth", "evalkit.facts", "evalkit.score.base"} <= set(forbidden_imports(bad))
 
 
 def test_the_offline_judge_lives_with_the_standins():

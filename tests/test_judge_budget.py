@@ -1,4 +1,4 @@
-"""The offline judge's reading budget, chosen on held-out sessions (evalkit.probes.judge_budget)."""
+"""The offline judge's reading budget, chosen on held-out sessions (evalkit.score.judge_budget)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 
 from evalkit import load_run
 from evalkit.cli import main
-from evalkit.probes.judge_budget import (
+from evalkit.report.sections.scorecard import arm_summary, held_out
+from evalkit.score.judge_budget import (
     CALIBRATION,
     GRID,
     REPORTED,
@@ -21,8 +22,7 @@ from evalkit.probes.judge_budget import (
     split,
     with_budget,
 )
-from evalkit.probes.suite import Suite
-from evalkit.report.scorecard import arm_summary, held_out
+from evalkit.score.suite import Suite
 
 
 def test_the_smallest_budget_within_one_point_of_the_best_is_chosen():

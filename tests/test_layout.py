@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from evalkit.config import load_experiment
-from evalkit.plan import build_plan
+from evalkit.contracts.config import load_experiment
+from evalkit.contracts.session import session_from_dict
+from evalkit.pipeline.plan import build_plan
 from evalkit.replay import replay_corpus
 from evalkit.replay.prompt import PREFIX_SYSTEM, SYSTEM_PROMPT
 from evalkit.replay.requests import resolve_request
-from evalkit.session import session_from_dict
 
 from .test_plan import ECHO_TOKENS, write_config
 
@@ -54,7 +54,7 @@ def test_prefix_layout_requests_keep_every_part_and_rebuild_exactly(tmp_path, fa
     events = [
         json.loads(x) for x in (tmp_path / "run" / "events" / "baseline.jsonl").read_text().splitlines()
     ]
-    from evalkit.events import Event
+    from evalkit.contracts.event import Event
 
     later = [Event.from_dict(e) for e in events if e["round"] > 1 and e["request"]]
     assert later

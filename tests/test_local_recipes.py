@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from evalkit.config import load_experiment
-from evalkit.run import run_experiment
+from evalkit.contracts.config import load_experiment
+from evalkit.pipeline.run import run_experiment
 
 from .conftest import ROOT
 from .hardening import verdict_script

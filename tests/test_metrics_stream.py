@@ -1,4 +1,4 @@
-"""The metrics file written from sorted streams (evalkit.metrics.stream): the same rows in the
+"""The metrics file written from sorted streams (evalkit.contracts.metrics_stream): the same rows in the
 same order as sorting the whole table, whatever the streams' cut points, in the same bytes."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 import pyarrow.parquet as pq
 import pytest
 
-from evalkit.metrics import COLUMNS, replace_rows, rows_to_arrow
-from evalkit.metrics import stream as ms
+from evalkit.contracts import metrics_stream as ms
+from evalkit.contracts.metrics import COLUMNS, replace_rows, rows_to_arrow
 
 
 def _rows(seed: int, sessions: int, arms=("baseline", "b", "a\nodd"), metrics=("x", "y", "z")) -> list[tuple]:

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from evalkit.metrics import (
+from evalkit.contracts.metrics import (
     COLUMNS,
     MetricRow,
     load_metrics,

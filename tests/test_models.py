@@ -17,9 +17,9 @@ from evalkit.models import ChatRequest
 from evalkit.models.cache import CallCache
 from evalkit.models.client import CacheMiss, build_client
 from evalkit.models.extractive import LABEL, summarize
-from evalkit.models.faults import FAULTS, REFUSAL_TEXT, FaultPlan
-from evalkit.models.serverlog import answered, read_log, settled_log
 from evalkit.replay.prompt import SYSTEM_PROMPT
+from evalkit.testing.faults import FAULTS, REFUSAL_TEXT, FaultPlan
+from evalkit.testing.serverlog import answered, read_log, settled_log
 
 REQ = ChatRequest(model="fake-model", messages=({"role": "user", "content": "Summarize: pytest 3 passed"},))
 
@@ -117,7 +117,7 @@ def test_tools_round_trip_and_models_endpoint(fake_server, tmp_path):
     import openai
 
     rules = [
-        __import__("evalkit.models.fakeserver", fromlist=["Rule"]).Rule(
+        __import__("evalkit.testing.fakeserver", fromlist=["Rule"]).Rule(
             match="weather", reply=None, tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}}]
         )
     ]

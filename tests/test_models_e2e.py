@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.common.registry import Entry
 from evalkit.models.completion import is_refusal
-from evalkit.models.faults import FAULTS, REFUSAL_TEXT
-from evalkit.models.serverlog import answered, read_log, settled_log
-from evalkit.registry import Entry
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.cut import cut_keep_recent
+from evalkit.testing.faults import FAULTS, REFUSAL_TEXT
+from evalkit.testing.serverlog import answered, read_log, settled_log
 
 from .conftest import ROOT
 from .hardening import cache_keys, evalkit_cmd, tiny_corpus

@@ -9,9 +9,9 @@ import sys
 
 from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
-from evalkit.models.faults import FaultPlan
 from evalkit.models.openai_backend import http_client
-from evalkit.models.serverlog import settled_log
+from evalkit.testing.faults import FaultPlan
+from evalkit.testing.serverlog import settled_log
 
 TOOL = {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit.config import load_experiment
+from evalkit.contracts.config import load_experiment
 from evalkit.corpus import build_corpus
-from evalkit.models.serverlog import answered, settled_log
 from evalkit.models.usage import read_ledger
-from evalkit.plan import build_plan, render_plan, write_plan
-from evalkit.run import run_experiment
+from evalkit.pipeline.plan import build_plan, render_plan, write_plan
+from evalkit.pipeline.run import run_experiment
+from evalkit.testing.serverlog import answered, settled_log
 
 # The fake server's echo answer: "[fake-server echo <sha12>] " and up to 400 characters.
 ECHO_TOKENS = 106
@@ -156,7 +156,7 @@ def test_plan_takes_the_facts_the_run_will_score_with(tmp_path):
 
 
 def test_wall_time_shares_judge_round_trips_and_agent_calls_among_their_processes():
-    from evalkit.plan.estimate import Line, Plan, wall_time
+    from evalkit.pipeline.plan.estimate import Line, Plan, wall_time
 
     lines = [
         Line("a", "summarizer", requests=12, rounds=5),

@@ -10,7 +10,7 @@ import pytest
 
 from evalkit import load_run
 from evalkit.cli import main
-from evalkit.probes.banks import BankError, load_bank, parse_bank, to_evalkit
+from evalkit.score.banks import BankError, load_bank, parse_bank, to_evalkit
 
 ROOT = Path(__file__).resolve().parents[1]
 SID = "12a546d1-83a7-49a6-abba-5400db340b43"
@@ -141,7 +141,7 @@ def test_probes_import_writes_evalkit_format_and_rejects_a_bad_bank(tmp_path, ca
 def test_a_ceiling_below_a_summary_on_an_offline_exam_is_called_an_artefact():
     import pandas as pd
 
-    from evalkit.report.scorecard import _ceiling_below
+    from evalkit.report.sections.scorecard import _ceiling_below
 
     s = pd.DataFrame(
         {"mean": [0.69, 0.44], "half": [0.1, 0.07], "n": [40, 41]}, index=["baseline", "uncompacted"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from evalkit.facts import compute_facts
 from evalkit.models import make_client
-from evalkit.probes import SessionView, Suite, score_events
 from evalkit.replay import ReplaySettings, replay_session
+from evalkit.score import SessionView, Suite, score_events
 from tests.replay_sessions import Builder, filler_turns
 
 MODEL = {"backend": "extractive", "model": "extractive-v1"}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Text
 from evalkit.facts import Identifier, compute_facts
-from evalkit.probes import ProbeInput, SessionView
-from evalkit.probes.identifiers import identifier_visible
-from evalkit.probes.judge import select_questions
-from evalkit.session import Text
+from evalkit.score import ProbeInput, SessionView
+from evalkit.score.identifiers import identifier_visible
+from evalkit.score.judge import select_questions
 from tests.probe_helpers import Builder, event, run_probe
 
 SHA = "9f3c2ab71e"

@@ -9,10 +9,10 @@ import pytest
 from evalkit.cli import main
 from evalkit.facts import compute_facts
 from evalkit.models import BACKENDS, ChatResponse
-from evalkit.probes import ProbeInput, SessionView, SuiteError, load_suite
-from evalkit.probes.judge import DIMENSIONS, build_questions, judge, select_questions
-from evalkit.probes.score import ScoreContext
-from evalkit.probes.suite import find_suite, suite_from_dict
+from evalkit.score import ProbeInput, SessionView, SuiteError, load_suite
+from evalkit.score.judge import DIMENSIONS, build_questions, judge, select_questions
+from evalkit.score.stage import ScoreContext
+from evalkit.score.suite import find_suite, suite_from_dict
 from tests.conftest import ROOT
 from tests.probe_helpers import Builder, event
 
@@ -128,8 +128,8 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     """Real HTTP: the event's answer calls all reach the server before its first judge call (two
     rounds through ``client.map``, not a call at a time), and a question whose answer is refused
     is left out with its reason while the other questions are graded."""
-    from evalkit.models.faults import Rule
-    from evalkit.models.serverlog import settled_log
+    from evalkit.testing.faults import Rule
+    from evalkit.testing.serverlog import settled_log
 
     s = judge_session()
     qs = select_questions(ProbeInput(event(s, 11, 10, FULL), SessionView(s, compute_facts(s))), per_kind=1)
@@ -168,7 +168,7 @@ def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_erro
     """The probe-bank exam's model path (scripted answers and grades through make_client): the
     question whose answer states the tally is graded 1.0, the other 0.2, and a question whose
     answer call fails is an error row of its own, never a zero."""
-    from evalkit.probes.banks import bank
+    from evalkit.score.banks import bank
 
     s = judge_session()
     qs = [
@@ -217,7 +217,7 @@ def test_an_unparseable_verdict_is_forgotten_even_after_another_replicate_failed
     """Every verdict of an event is sent before any is read, so the unparseable one of replicate 1
     is dropped from the call cache (the next run asks again) although replicate 0 already failed
     the question; the question is an error with the first failure's reason."""
-    from evalkit.probes.judge_model import _client, judge_request, model_grades
+    from evalkit.score.judge_model import _client, judge_request, model_grades
 
     s = judge_session()
     view = SessionView(s, compute_facts(s))
@@ -245,9 +245,9 @@ def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_cal
 
     import pandas as pd
 
-    from evalkit.models.serverlog import answered, settled_log
     from evalkit.models.usage import read_ledger
-    from evalkit.probes.score import score_run
+    from evalkit.score.stage import score_run
+    from evalkit.testing.serverlog import answered, settled_log
 
     url, log = fake_server_process("--no-bodies", "--latency", "0.05")
     cfg = tmp_path / "exp.toml"

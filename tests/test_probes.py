@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from evalkit.events import Invariants
+from evalkit.contracts.event import Invariants
 from evalkit.facts import TallyFact, compute_facts
-from evalkit.probes import PROBES, SessionView, Suite, score_events
-from evalkit.probes.tallymatch import found_in, mentions
 from evalkit.replay.prompt import TEMPLATE as _HEADINGS
+from evalkit.score import PROBES, SessionView, Suite, score_events
+from evalkit.score.tallymatch import found_in, mentions
 from tests.probe_helpers import Builder, event, run_probe
 
 TEMPLATE = "\n".join(_HEADINGS)
@@ -321,7 +321,7 @@ def test_every_probe_is_documented_with_metrics_and_catches():
 
 def test_tally_present_is_unknown_when_the_latest_run_printed_no_tally():
     # Issue #13: a crashed latest run must not let the previous run's tally count as "latest".
-    from evalkit.probes import ProbeInput
+    from evalkit.score import ProbeInput
     from tests.conftest import FIXTURES
 
     b = Builder()

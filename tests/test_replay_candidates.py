@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from evalkit.events import Event, resolve_context
+from evalkit.common.plaintext import context_plain_text
+from evalkit.contracts.event import Event, resolve_context
 from evalkit.models import make_client
-from evalkit.plaintext import context_plain_text
 from evalkit.replay import ARMS, ReplaySettings, policy_for, replay_session, resolve_request
 from evalkit.replay.candidates import BRIDGE, FALLBACK_RATIO, USER_CAP, USERS_CAP
 from evalkit.replay.render import TOOL_RESULT_CHARS

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from evalkit.common.tokens import message_tokens
+from evalkit.contracts.event import events_path, read_events, resolve_context
+from evalkit.contracts.session import session_from_dict, tool_pairs_valid
 from evalkit.corpus import build_corpus
-from evalkit.events import events_path, read_events, resolve_context
 from evalkit.replay import ARMS, replay_corpus, resolve_request
-from evalkit.session import session_from_dict, tool_pairs_valid
-from evalkit.tokens import message_tokens
 
 # The ceiling arm removes nothing by design (tested in test_replay_candidates).
 ALL = ["baseline", "aa", *[n for n in ARMS.names() if n not in ("baseline", "aa", "uncompacted")]]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit.events import resolve_context
+from evalkit.contracts.event import resolve_context
 from evalkit.replay import ReplaySettings, replay_session
 from evalkit.replay.external import ExternalError, external_policy
 from tests.replay_sessions import Builder, filler_turns

@@ -14,12 +14,12 @@ import pytest
 from matplotlib.image import imread
 
 from evalkit.cli import main
+from evalkit.contracts.metrics import question_family, read_metrics, write_metrics
 from evalkit.decide import decide, parse_rules, summarize_metrics
-from evalkit.metrics import question_family, read_metrics, write_metrics
 from evalkit.report import write_report
 from evalkit.report.escape import escape_inline, excerpt, redact
-from evalkit.report.lint import check_file, check_markdown
 from evalkit.report.sections import SECTIONS
+from tests.support.report_lint import check_file, check_markdown
 
 FAKE_KEY = "sk-proj-" + "Zx9" * 12
 NASTY = [

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from evalkit.models.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, settled_log
 
 from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 
@@ -97,7 +97,7 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
 @pytest.mark.slow
 @pytest.mark.parametrize("verb", ["score", "continue"])
 def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, verb):
-    from evalkit.runlock import run_lock
+    from evalkit.pipeline.lock import run_lock
 
     corpus = tiny_corpus(tmp_path / "corpus")
     exp = write_experiment(tmp_path / "exp.toml", corpus)

@@ -146,7 +146,7 @@ min_sessions = 2
 
 @pytest.mark.slow
 def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
-    from evalkit.models.serverlog import settled_log
+    from evalkit.testing.serverlog import settled_log
 
     url, log = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
@@ -196,7 +196,7 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
     import subprocess
     import time
 
-    from evalkit.models.serverlog import read_log, settled_log
+    from evalkit.testing.serverlog import read_log, settled_log
 
     url, log = fake_server_process(
         "--no-bodies", "--latency", "0.01", "--script", str(verdict_script(tmp_path))

@@ -6,7 +6,7 @@ import pandas as pd
 
 from evalkit.models import ChatRequest, ChatResponse
 from evalkit.models.cache import CallCache
-from evalkit.report.cadence import summarizer_costs
+from evalkit.report.sections.cadence import summarizer_costs
 
 
 def _call(cache: CallCache, key: str, latency: float, cost: float | None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evalkit.redact import redact_text
+from evalkit.common.redact import redact_text
 
 from .hardening import evalkit, files_under, tiny_corpus, write_experiment
 

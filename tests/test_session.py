@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evalkit.session import (
+from evalkit.contracts.session import (
     Compaction,
     Message,
     RecordError,

@@ -1,4 +1,4 @@
-"""The metrics file collapsed to session rows (evalkit.metrics.sessions.session_table): the same
+"""The metrics file collapsed to session rows (evalkit.contracts.metrics_sessions.session_table): the same
 numbers as grouping the whole table at once, whatever the row groups cut and in whatever order
 the rows come, with the keys held as categoricals that order as their strings do."""
 
@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evalkit.metrics import COLUMNS
-from evalkit.metrics.sessions import KEYS, SESSION_COLUMNS, session_table
+from evalkit.contracts.metrics import COLUMNS
+from evalkit.contracts.metrics_sessions import KEYS, SESSION_COLUMNS, session_table
 
 
 def _rows(seed: int) -> list[tuple]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.corpus import read_sessions, write_sessions
-from evalkit.models.serverlog import settled_log
+from evalkit.testing.serverlog import settled_log
 
 from .conftest import ROOT
 from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from evalkit.contracts.metrics import COLUMNS, normalize
 from evalkit.decide import design, stats
-from evalkit.metrics import COLUMNS, normalize
 
 N_EXP, G, B = 400, 40, 2000
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from evalkit.contracts.session import session_to_json, tool_pairs_valid
 from evalkit.corpus import build_corpus
 from evalkit.corpus.synth import generate, generate_session
 from evalkit.facts import compute_facts
-from evalkit.session import session_to_json, tool_pairs_valid
 
 
 def test_same_seed_same_bytes_other_seed_other_bytes():

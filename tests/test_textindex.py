@@ -8,9 +8,9 @@ import random
 import pytest
 
 from evalkit.facts import compute_facts
-from evalkit.probes import ProbeInput, SessionView
-from evalkit.probes.base import FORMS
-from evalkit.probes.textindex import TextIndex
+from evalkit.score import ProbeInput, SessionView
+from evalkit.score.base import FORMS
+from evalkit.score.textindex import TextIndex
 from tests.probe_helpers import Builder, event
 
 

@@ -1,6 +1,6 @@
 """lines_with: the substring pre-filter shared by tally matching and head-tail rendering."""
 
-from evalkit.textscan import lines_with
+from evalkit.common.textscan import lines_with
 
 
 def test_lines_with_finds_each_holding_line_once_in_order():

@@ -9,8 +9,8 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from evalkit.models.faults import FaultPlan
-from evalkit.models.serverlog import answered, settled_log
+from evalkit.testing.faults import FaultPlan
+from evalkit.testing.serverlog import answered, settled_log
 
 from .hardening import evalkit, tiny_corpus, write_experiment
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evalkit.models.serverlog import settled_log
+from evalkit.testing.serverlog import settled_log
 
 from .hardening import evalkit, tiny_corpus, verdict_script, write_experiment
 

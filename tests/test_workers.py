@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from evalkit.workers import WORKER_GC_THRESHOLD, worker_pool
+from evalkit.common.workers import WORKER_GC_THRESHOLD, worker_pool
 
 
 def _threshold(_: int) -> tuple[int, ...]:

@@ -16,12 +16,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from queue import SimpleQueue
 
+from evalkit.common.progress import log
 from evalkit.models.backends import Backend, StoreFailed, cache_path, get_backend
 from evalkit.models.budget import Budget, budget_for
 from evalkit.models.cache import CallCache
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.models.usage import record
-from evalkit.progress import log
 
 POLICIES = ("use", "refresh", "off")
 

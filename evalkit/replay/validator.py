@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from evalkit.session import Message
+from evalkit.contracts.session import Message
 
 # Words in a command that make it a test run (a tool or a target); matched as whole words.
 TEST_WORDS = frozenset(
