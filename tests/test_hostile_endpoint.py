@@ -404,3 +404,87 @@ def test_a_live_cache_is_refused_before_anything_is_written(tmp_path, live, how)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert named in line and "Traceback" not in done.stderr
+
+
+# -- item 14: a full disk stops the calls; what was stored is not paid again ------------------------
+FULL_DISK = """
+import json, os, sys
+from pathlib import Path
+from evalkit.models import ChatRequest
+from evalkit.models.client import build_client
+
+disk, url = Path(sys.argv[1]), sys.argv[2]
+run = disk / "run"
+run.mkdir()
+(disk / "filler").write_bytes(os.urandom(7900 * 1024))  # freed before the second pass
+settings = {"backend": "openai", "model": "fake-model", "base_url": url, "concurrency": 4, "max_retries": 0}
+asks = [ChatRequest("fake-model", ({"role": "user", "content": f"q{i} " + "x" * 5000},)) for i in range(100)]
+
+def pass_(name):
+    client = build_client(settings, run)
+    try:
+        out = client.map(asks, return_exceptions=True)  # as the judge asks
+        print(json.dumps({name: "done", "failed": sum(not getattr(r, "ok", False) for r in out)}))
+    except BaseException as e:  # StoreFailed
+        print(json.dumps({name: "stopped", "error": str(e), "type": type(e).__name__}))
+    import sqlite3
+    with sqlite3.connect(run / "model-calls.sqlite") as c:
+        print(json.dumps({"stored": [r[0] for r in c.execute("SELECT key FROM calls")]}), flush=True)
+    client.close()
+
+pass_("first")
+(disk / "filler").unlink()
+import time
+print(json.dumps({"between": time.time()}), flush=True)
+pass_("second")
+"""
+
+
+def _unshare_tmpfs_works(tmp_path: Path) -> bool:
+    import shutil
+    import subprocess
+
+    if not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64k tmpfs {tmp_path}"], capture_output=True
+    )
+    return probe.returncode == 0
+
+
+@pytest.mark.slow
+def test_a_full_disk_stops_sending_names_the_file_and_nothing_stored_is_paid_again(tmp_path, fake_server):
+    """ENOSPC from an 8 MB tmpfs (all but ~300 KB taken by a filler file) mounted in a user
+    namespace (``unshare -rm``), so real writes fail the way a full disk fails them."""
+    import subprocess
+    import sys
+
+    from evalkit.testing.serverlog import settled_log
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not _unshare_tmpfs_works(disk):
+        pytest.skip("cannot mount a tmpfs in a user namespace here")
+    srv = fake_server()
+    script = tmp_path / "full_disk.py"
+    script.write_text(FULL_DISK)
+    shell = 'mount -t tmpfs -o size=8m tmpfs "$1" && exec "$2" "$3" "$1" "$4"'
+    cmd = ["unshare", "-rm", "sh", "-c", shell, "sh", str(disk), sys.executable, str(script), srv.url]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first, stored_first, between, second, stored_second = map(json.loads, done.stdout.splitlines())
+    # The first pass stops at the first answer it cannot store, naming the file.
+    assert first["first"] == "stopped" and first["type"] == "StoreFailed", first
+    assert "run/model-calls.sqlite: cannot store a paid answer" in first["error"]
+    assert "database or disk is full" in first["error"]
+    stored = set(stored_first["stored"])
+    assert 0 < len(stored) < 100
+    log = settled_log(srv.log_path, quiet=0.5)
+    sent_first = [e["key"] for e in log if e["ts"] < between["between"]]
+    # Nothing was sent after the failure but what was already on the wire (concurrency 4).
+    assert len(sent_first) <= len(stored) + 4, (len(sent_first), len(stored))
+    # With room again, only what was not stored is asked again: nothing paid for twice.
+    assert second == {"second": "done", "failed": 0}
+    assert len(stored_second["stored"]) == 100
+    resent = [e["key"] for e in log if e["ts"] >= between["between"]]
+    assert not set(resent) & stored and len(resent) == 100 - len(stored)
