@@ -19,8 +19,7 @@ import pytest
 from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
 from evalkit.models.usage import read_ledger
-
-from .hardening import evalkit, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, tiny_corpus, write_experiment
 
 MB = 1 << 20
 

@@ -13,7 +13,7 @@ length target ("about N words", "at most N tokens"), per-section caps ("Key Deci
 bullets"), and a request to keep kinds of lines as they are ("keep file paths, commands ...",
 "verbatim"); without one, long lines are shortened. It knows no test runner, error format or
 constraint wording: it must not share patterns with the ground truth or the probes
-(``tests/test_independence.py``). Every output starts with :data:`LABEL`.
+(``tests/models/test_standin_independence.py``). Every output starts with :data:`LABEL`.
 """
 
 from __future__ import annotations
@@ -326,9 +326,8 @@ class ExtractiveBackend(Backend):
         return summarize(request)
 
 
-BACKENDS.add(
-    "extractive",
-    lambda settings: ExtractiveBackend(),
-    "deterministic offline extractive summarizer (a labelled stand-in)",
-    offline_standin=True,
+@BACKENDS.register(
+    "extractive", "deterministic offline extractive summarizer (a labelled stand-in)", offline_standin=True
 )
+def extractive_backend(settings: dict) -> ExtractiveBackend:
+    return ExtractiveBackend()
