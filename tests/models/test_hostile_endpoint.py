@@ -559,3 +559,61 @@ def test_cache_merge_streams_rows_instead_of_reading_the_cache_whole(tmp_path):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["grew_kb"] < 16 * 1024, done.stdout  # a row or two at a time, not 48 MB
     assert _keys(tmp_path / "out.sqlite") == {f"k{i}" for i in range(48)}
+
+
+@pytest.mark.slow
+def test_a_disk_full_while_scoring_exits_2_naming_the_cache_and_resume_pays_nothing_twice(
+    tmp_path, fake_server
+):
+    """The run's scoring stage (answer and judge calls) meets a full disk: a real tmpfs in a
+    user namespace, filled but for ~200 KB, holding a copy of a finished run whose scoring is
+    undone (its marker and its answer/judge calls removed)."""
+    import os
+    import shutil
+    import subprocess
+
+    from evalkit.testing.faults import load_script
+    from evalkit.testing.serverlog import settled_log
+    from tests.support.runs import evalkit_cmd, verdict_script
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not _unshare_tmpfs_works(disk):
+        pytest.skip("cannot mount a tmpfs in a user namespace here")
+    srv = fake_server(script=load_script(verdict_script(tmp_path)))
+    done, run = _run(tmp_path, srv.url)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(run / "model-calls.sqlite", isolation_level=None) as c:
+        scoring = {r[0] for r in c.execute("SELECT key FROM calls WHERE purpose IN ('answer', 'judge')")}
+        c.execute("DELETE FROM calls WHERE purpose IN ('answer', 'judge')")
+        c.execute("VACUUM")
+    assert len(scoring) >= 8
+    (run / ".done" / "score.json").unlink()
+    shutil.rmtree(run / "report", ignore_errors=True)
+    before = len(settled_log(srv.log_path, quiet=0.5))
+    resume = evalkit_cmd("run", "--config", str(tmp_path / "exp.toml"), "--run-dir", "$D/run", "--resume")
+    script = (
+        'mount -t tmpfs -o size=64m tmpfs "$D" && cp -a "$RUN" "$D/run" && '
+        'avail=$(df --output=avail -B1 "$D" | tail -1) && '
+        'head -c $((avail - 200000)) /dev/zero > "$D/filler"; '
+        f"{' '.join(resume)}; echo exit=$?; "
+        f'echo ---; rm "$D/filler"; {" ".join(resume)}; echo exit=$?'
+    )
+    env = {**os.environ, "D": str(disk), "RUN": str(run)}
+    out = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=600, env=env
+    )
+    first, second = out.stdout.split("---")
+    assert "exit=2" in first and "exit=0" in second, out.stdout + out.stderr
+    errors = [ln for ln in out.stderr.splitlines() if "error" in ln]
+    assert "Traceback" not in out.stderr
+    # Whichever write meets the full disk first (the cache, the ledger, the metric rows), the one
+    # line names its file.
+    assert len(errors) == 1 and f"{disk}/run/" in errors[0], out.stderr
+    assert "disk is full" in errors[0] or "No space left" in errors[0], out.stderr
+    log = settled_log(srv.log_path, quiet=0.5)
+    sent = [e["key"] for e in log[before:]]
+    # Every scoring call was asked again once after the cache lost them, and none twice but what
+    # was on the wire when the disk filled (the default concurrency, 16).
+    assert set(sent) == scoring
+    assert len(sent) - len(scoring) <= 16, (len(sent), len(scoring))
