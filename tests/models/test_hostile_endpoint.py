@@ -257,6 +257,9 @@ def test_usage_that_is_not_a_count_is_recorded_as_invalid_and_the_answer_kept(
 
 
 def test_a_different_served_model_is_a_warning_and_recorded(hostile, tmp_path, capfd):
+    from evalkit.common.progress import log_to_stderr
+
+    log_to_stderr()  # as the CLI does
     srv = hostile(other_model)
     client = build_client(settings(srv.url), tmp_path)
     first, second = client(ask("one")), client(ask("two"))
