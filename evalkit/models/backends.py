@@ -103,4 +103,3 @@ def is_offline_standin(name: str) -> bool:
     """True for backends that are not a real model; every output they produce must say so."""
     entry = BACKENDS.entry(name)
     return bool(entry.info.get("offline_standin"))
-

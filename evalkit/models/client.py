@@ -172,26 +172,28 @@ class ModelClient:
             raise
 
     def _finish(self, key: str, request: ChatRequest, reserved: float, resp: ChatResponse) -> ChatResponse:
-        """After the backend answered: settle the budget, cache a good answer, count the call.
+        """After the backend answered: cache a good answer, settle the budget, count the call.
 
-        The answer is stored before its ledger line: when the disk fills up, a paid answer that
-        made it into the cache is not paid again on ``--resume``, whatever became of its line."""
-        if self.budget:
-            self.budget.settle(reserved, resp.cost_usd)  # an unknown cost keeps the reservation
+        The answer is stored first: when the disk fills up, a paid answer that made it into the
+        cache is not paid again on ``--resume``, whatever became of its budget or ledger line."""
         resp.key = key
         with self._lock:
             self.stats.sent += 1
             self.stats.errors += 0 if resp.ok else 1
         self._served(request, resp)
-        unstored = None
-        if self._claims():
+        failed: list[StoreFailed] = []
+        for step in (
+            lambda: self._claims() and self.cache.put(key, request, resp, self.backend.base_url),
+            # an unknown cost keeps the reservation
+            lambda: self.budget and self.budget.settle(reserved, resp.cost_usd),
+            lambda: self._count("sent" if resp.ok else "failed", request, resp),
+        ):
             try:
-                self.cache.put(key, request, resp, self.backend.base_url)
+                step()
             except StoreFailed as e:
-                unstored = e
-        self._count("sent" if resp.ok else "failed", request, resp)
-        if unstored is not None:
-            raise unstored
+                failed.append(e)
+        if failed:
+            raise failed[0]
         return resp
 
     def _served(self, request: ChatRequest, resp: ChatResponse) -> None:
