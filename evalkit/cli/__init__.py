@@ -10,7 +10,7 @@ from evalkit.cli.commands import COMMANDS, load_all, terminal_safe
 from evalkit.common.progress import log_to_stderr
 from evalkit.common.redact import redact_text
 from evalkit.contracts.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
-from evalkit.models.backends import EndpointUnusable
+from evalkit.models.backends import EndpointUnusable, StoreFailed
 from evalkit.models.client import CacheMiss
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_OK", "EXIT_USAGE", "entry", "main"]
@@ -41,7 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     args._argv = argv
     try:
         return int(args._handler(args) or 0)
-    except (ValueError, OSError, KeyError, sqlite3.DatabaseError, EndpointUnusable, CacheMiss) as e:
+    except (
+        ValueError,
+        OSError,
+        KeyError,
+        sqlite3.DatabaseError,
+        EndpointUnusable,
+        StoreFailed,
+        CacheMiss,
+    ) as e:
         # Data and usage errors get one clear line (secrets redacted), not a traceback.
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         line = " ".join(f"evalkit {args.verb}: error: {msg}".split())

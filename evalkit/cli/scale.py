@@ -43,7 +43,11 @@ def scaled_run(exp, args, report_out):
             root = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
             if shard and not args.run_dir:
                 root = root.with_name(f"{root.name}-{shard.name}")
-            merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
+            from evalkit.pipeline.lock import run_lock
+
+            # Under the run's lock: a running run's cache is not written into behind its back.
+            with run_lock(root, "evalkit run --warm-cache"):
+                merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
         if not shard:
             return None
         return run_experiment(
@@ -74,15 +78,21 @@ def cmd_merge(args) -> int:
 
 def cache_merge(sources: list[str | None], out: str | None) -> int:
     """``evalkit cache merge A B ... --out C`` (a run folder stands for its model-calls.sqlite)."""
+    from contextlib import nullcontext
     from pathlib import Path
 
     from evalkit.models.cache_merge import merge_caches
+    from evalkit.pipeline.lock import LOCK_NAME, run_lock
 
     files = [Path(s) / "model-calls.sqlite" if Path(s).is_dir() else Path(s) for s in sources if s]
     if not files or not out:
         print("evalkit cache merge: name the caches to join and --out", file=sys.stderr)
         return 2
-    added = merge_caches(files, out)
+    # --out inside a run folder: hold its lock, so a running run's cache is refused (naming the
+    # run) before anything is written; merge_caches refuses any other cache open elsewhere.
+    folder = Path(out).parent
+    with run_lock(folder, "evalkit cache merge") if (folder / LOCK_NAME).exists() else nullcontext():
+        added = merge_caches(files, out)
     for src, n in added.items():
         print(f"{src}: {n} new calls", file=sys.stderr)
     print(f"{out}: {sum(added.values())} calls added")

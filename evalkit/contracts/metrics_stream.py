@@ -67,7 +67,10 @@ class ArmSpill:
             if arm not in self._writers:
                 self._files[arm] = self.dir / f"{len(self._files)}.arrow"  # arm names may hold any character
                 self._writers[arm] = pa.ipc.new_file(self._files[arm], arrow_schema())
-            self._writers[arm].write_table(part)
+            try:
+                self._writers[arm].write_table(part)
+            except OSError as e:  # a full disk: pyarrow's message names no file
+                raise OSError(e.errno, f"{self._files[arm]}: cannot write metric rows ({e})") from None
         self.num_rows += table.num_rows
 
     def close(self) -> None:

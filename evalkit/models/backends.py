@@ -23,6 +23,13 @@ class EndpointUnusable(BaseException):
     or an agent's bug into an error row (``except Exception``) must not swallow it."""
 
 
+class StoreFailed(BaseException):
+    """A paid answer (or its ledger line) could not be written: the disk is full, say. The run
+    stops with exit 2, naming the file, before more calls are paid for and lost; what was
+    stored stays, so ``--resume`` pays only for the rest. A BaseException for the same reason
+    as :class:`EndpointUnusable`."""
+
+
 class Backend:
     """What a backend declares about itself; ``__call__`` is sync and thread-safe."""
 
@@ -96,4 +103,3 @@ def is_offline_standin(name: str) -> bool:
     """True for backends that are not a real model; every output they produce must say so."""
     entry = BACKENDS.entry(name)
     return bool(entry.info.get("offline_standin"))
-

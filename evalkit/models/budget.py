@@ -130,14 +130,19 @@ class Budget:
         """Replace a reservation's worst-case cost by the call's actual cost (if known)."""
         if actual is None or self.price is None:
             return
-        c = self._conn()
         try:
-            c.execute(
-                "UPDATE invocations SET cost_usd = MAX(0, cost_usd - ? + ?) WHERE id = ?",
-                (reserved, actual, self._current(c)),
-            )
-        finally:
-            c.close()
+            c = self._conn()
+            try:
+                c.execute(
+                    "UPDATE invocations SET cost_usd = MAX(0, cost_usd - ? + ?) WHERE id = ?",
+                    (reserved, actual, self._current(c)),
+                )
+            finally:
+                c.close()
+        except sqlite3.OperationalError as e:  # a full disk; sqlite's message names no file
+            from evalkit.models.backends import StoreFailed
+
+            raise StoreFailed(f"{self.path}: cannot settle a paid call's cost ({e})") from None
 
     def _spent(self, c: sqlite3.Connection, inv: int) -> Spent:
         calls, cost = c.execute("SELECT calls, cost_usd FROM invocations WHERE id = ?", (inv,)).fetchone()

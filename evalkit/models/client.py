@@ -16,13 +16,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from queue import SimpleQueue
 
-from evalkit.models.backends import Backend, cache_path, get_backend
+from evalkit.common.progress import log
+from evalkit.models.backends import Backend, StoreFailed, cache_path, get_backend
 from evalkit.models.budget import Budget, budget_for
 from evalkit.models.cache import CallCache
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.models.usage import record
 
 POLICIES = ("use", "refresh", "off")
+
+
+def same_model(requested: str, served: str) -> bool:
+    """True when ``served`` is the requested model: the same name, or a dated snapshot of it
+    (``gpt-4o`` answered by ``gpt-4o-2024-08-06``), as providers report."""
+    return served == requested or served.startswith(requested + "-") or served.endswith("/" + requested)
 
 
 class CacheMiss(RuntimeError):
@@ -64,6 +71,7 @@ class ModelClient:
         self.run_dir = run_dir if (backend.cacheable or backend.cache_only) else None
         self._lock = threading.Lock()
         self._inflight: dict[str, Future] = {}
+        self._warned: set[tuple[str, str]] = set()
 
     @property
     def name(self) -> str:
@@ -164,17 +172,43 @@ class ModelClient:
             raise
 
     def _finish(self, key: str, request: ChatRequest, reserved: float, resp: ChatResponse) -> ChatResponse:
-        """After the backend answered: settle the budget, count the call, cache a good answer."""
-        if self.budget:
-            self.budget.settle(reserved, resp.cost_usd)
+        """After the backend answered: cache a good answer, settle the budget, count the call.
+
+        The answer is stored first: when the disk fills up, a paid answer that made it into the
+        cache is not paid again on ``--resume``, whatever became of its budget or ledger line."""
         resp.key = key
         with self._lock:
             self.stats.sent += 1
             self.stats.errors += 0 if resp.ok else 1
-        self._count("sent" if resp.ok else "failed", request, resp)
-        if self._claims():
-            self.cache.put(key, request, resp, self.backend.base_url)
+        self._served(request, resp)
+        failed: list[StoreFailed] = []
+        for step in (
+            lambda: self._claims() and self.cache.put(key, request, resp, self.backend.base_url),
+            # an unknown cost keeps the reservation
+            lambda: self.budget and self.budget.settle(reserved, resp.cost_usd),
+            lambda: self._count("sent" if resp.ok else "failed", request, resp),
+        ):
+            try:
+                step()
+            except StoreFailed as e:
+                failed.append(e)
+        if failed:
+            raise failed[0]
         return resp
+
+    def _served(self, request: ChatRequest, resp: ChatResponse) -> None:
+        """Warn (once per pair and process) when the endpoint says another model answered."""
+        served = resp.served_model
+        if not served or same_model(request.model, served):
+            return
+        with self._lock:
+            warned = (request.model, served) in self._warned
+            self._warned.add((request.model, served))
+        if not warned:
+            log(
+                f"warning: {self.backend.base_url} answered [model] model = {request.model!r} with "
+                f"model {served!r}; recorded in each answer and in model-usage.jsonl (served_model)"
+            )
 
     def _release(self, key: str) -> None:
         if self._claims():
@@ -196,6 +230,12 @@ class ModelClient:
         if self.run_dir is None:
             return
         paid = outcome in ("sent", "failed")
+        extra = {}
+        if paid and resp is not None:
+            if resp.usage_error:
+                extra["usage_invalid"] = resp.usage_error
+            if resp.served_model and not same_model(request.model, resp.served_model):
+                extra["served_model"] = resp.served_model
         record(
             self.run_dir,
             outcome=outcome,
@@ -206,6 +246,7 @@ class ModelClient:
             input_tokens=int(resp.usage.get("prompt_tokens", 0)) if paid and resp else 0,
             output_tokens=int(resp.usage.get("completion_tokens", 0)) if paid and resp else 0,
             cost_usd=resp.cost_usd if paid and resp else None,
+            **extra,
         )
 
     def map(
@@ -222,8 +263,20 @@ class ModelClient:
         if n > 1 and self.backend.submits:
             out = self._map_submitted(reqs, n)
         elif n > 1:
+            stop = threading.Event()
+
+            def one(r: ChatRequest):
+                if stop.is_set():  # a stop (disk full, endpoint unusable): send nothing more
+                    return None
+                try:
+                    return self(r)
+                except BaseException as e:
+                    if _stops(e):
+                        stop.set()
+                    raise
+
             with ThreadPoolExecutor(n, thread_name_prefix="evalkit-map") as pool:
-                out = [f.exception() or f.result() for f in [pool.submit(self, r) for r in reqs]]
+                out = [f.exception() or f.result() for f in [pool.submit(one, r) for r in reqs]]
         else:
             out = []
             for r in reqs:
@@ -231,6 +284,9 @@ class ModelClient:
                     out.append(self(r))
                 except Exception as e:
                     out.append(e)
+        stop = next((r for r in out if _stops(r)), None)
+        if stop is not None:
+            raise stop
         for r in out:
             if isinstance(r, BaseException) and not (return_exceptions and isinstance(r, Exception)):
                 raise r
@@ -302,13 +358,20 @@ class ModelClient:
             finally:
                 self._release(key)
 
+        def landed(item) -> bool:
+            """Land one answer; True if it stops the run (then nothing more is sent)."""
+            land(*item)
+            return _stops(out[item[0]])
+
+        stopping = False
         try:
             while True:
-                while busy < n and (nxt := next(todo, None)) is not None:
+                while busy < n and not stopping and (nxt := next(todo, None)) is not None:
                     busy += start(*nxt)
+                    stopping = _stops(out[nxt[0]])
                 if not busy:
                     break
-                land(*done.get())
+                stopping = landed(done.get()) or stopping
                 busy -= 1
         finally:
             # Interrupted (Ctrl-C): what is on the wire still ends (answered and cached, or
@@ -324,6 +387,12 @@ class ModelClient:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _stops(x) -> bool:
+    """An outcome that stops the run (a BaseException that is not an Exception: disk full, an
+    unusable endpoint, a budget, Ctrl-C) rather than failing one request."""
+    return isinstance(x, BaseException) and not isinstance(x, Exception)
 
 
 _CLIENTS: dict[tuple, ModelClient] = {}

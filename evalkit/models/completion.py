@@ -20,6 +20,15 @@ _REFUSAL = re.compile(
 )
 
 
+# Token counts are 64-bit signed integers in SQLite and every price formula; an endpoint's count
+# outside [0, 2^63) is not a count.
+MAX_COUNT = 2**63 - 1
+# An answer may not be longer than this many characters per token of its max_tokens: a token is
+# a few characters (the longest tokens of current vocabularies, runs of spaces, are well under
+# 32), so a longer answer is not what was asked for.
+CHARS_PER_TOKEN_MAX = 32
+
+
 def is_refusal(text: str) -> bool:
     """A short answer that declines the task (long texts that merely contain "I can't" are kept)."""
     return len(text) < 400 and bool(_REFUSAL.match(text))
@@ -65,17 +74,8 @@ def parse_completion(
         raise Retryable(f"malformed response from {base_url}: no choices")
     choice = choices[0]
     msg = _field(choice, "message", dict, optional=False)
-    usage = {}
-    counts = _field(completion, "usage", dict)
-    if counts is not None:
-        usage = {
-            "prompt_tokens": int(_field(counts, "prompt_tokens", int) or 0),
-            "completion_tokens": int(_field(counts, "completion_tokens", int) or 0),
-        }
-        # Prompt tokens the provider served from its prefix cache (billed at the cached price).
-        details = _field(counts, "prompt_tokens_details", dict) or {}
-        if _field(details, "cached_tokens", int):
-            usage["cached_tokens"] = int(details["cached_tokens"])
+    usage, usage_error = read_usage(completion.get("usage"))
+    served = completion.get("model") if isinstance(completion.get("model"), str) else None
     tool_calls = []
     for tc in _field(msg, "tool_calls", list) or []:
         fn = _field(tc, "function", dict, optional=False)
@@ -88,6 +88,23 @@ def parse_completion(
         )
     text = _field(msg, "content", str)
     finish = _field(choice, "finish_reason", str)
+    cost = None if usage_error else cost_usd(prices, request.model, usage, batch)
+    fields = {"usage": usage, "usage_error": usage_error, "served_model": served, "latency_s": latency}
+    length = len(text or "") + sum(len(tc["arguments"] or "") + len(tc["name"] or "") for tc in tool_calls)
+    if request.max_tokens and length > request.max_tokens * CHARS_PER_TOKEN_MAX:
+        # Paid for, so not retried; never cached, so never sent back in a later request.
+        return ChatResponse(
+            None,
+            name,
+            request.model,
+            error=(
+                f"oversized answer from {base_url}: {length:,} characters for max_tokens={request.max_tokens}"
+                f" (more than {CHARS_PER_TOKEN_MAX} characters per token)"
+            ),
+            cost_usd=cost,
+            finish_reason=finish,
+            **fields,
+        )
     if finish == "length":
         # A cut-off answer is not a summary (nor a verdict): an error, never cached. Not
         # retried: the same request under the same max_tokens would be cut again.
@@ -96,10 +113,9 @@ def parse_completion(
             name,
             request.model,
             error=f"truncated: the answer hit max_tokens={request.max_tokens} (finish_reason=length)",
-            usage=usage,
-            latency_s=latency,
             finish_reason="length",
-            cost_usd=cost_usd(prices, request.model, usage, batch),
+            cost_usd=cost,
+            **fields,
         )
     refusal = _field(msg, "refusal", str)
     if refusal or finish == "content_filter":
@@ -112,9 +128,42 @@ def parse_completion(
         text=text if (text or "").strip() else None,
         backend=name,
         model=request.model,
-        usage=usage,
-        latency_s=latency,
         tool_calls=tool_calls,
-        cost_usd=cost_usd(prices, request.model, usage, batch),
+        cost_usd=cost,
         finish_reason=finish,
+        **fields,
     )
+
+
+def _count(counts: dict, name: str) -> int:
+    v = counts.get(name)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ValueError(f"usage.{name} = {v!r} is not an integer")
+    if not 0 <= v <= MAX_COUNT:
+        raise ValueError(f"usage.{name} = {v} is {'negative' if v < 0 else 'over 2^63'}")
+    return v
+
+
+def read_usage(counts: Any) -> tuple[dict[str, int], str | None]:
+    """The endpoint's token counts, or ``({}, why)`` when they are not counts (negative, over
+    2^63, not integers). An invalid usage keeps the answer but has no cost: a negative count
+    would lower the run's cost and free its budget, and one over 2^63 cannot be stored."""
+    if counts is None:
+        return {}, None
+    if not isinstance(counts, dict):
+        return {}, f"usage is {type(counts).__name__}, not an object"
+    try:
+        usage = {
+            "prompt_tokens": _count(counts, "prompt_tokens"),
+            "completion_tokens": _count(counts, "completion_tokens"),
+        }
+        # Prompt tokens the provider served from its prefix cache (billed at the cached price).
+        details = counts.get("prompt_tokens_details")
+        cached = _count(details, "cached_tokens") if isinstance(details, dict) else 0
+    except ValueError as e:
+        return {}, str(e)
+    if cached:
+        usage["cached_tokens"] = cached
+    return usage, None

@@ -31,6 +31,10 @@ from evalkit.models.request import ChatRequest, ChatResponse
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 120.0
+# One chat completion's body, after decompression. A summary under max_tokens = 4096 is well
+# under 1 MB of JSON; an endpoint sending 100 MB answers (or a 300 KB gzip bomb) otherwise
+# filled memory and the call cache, and the answer went back out in the next request.
+MAX_BODY_BYTES = 16 << 20
 
 
 def base_url_of(settings: dict) -> str:
@@ -69,10 +73,51 @@ def retry_after_s(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
+class Oversized(Exception):
+    """A body over :data:`MAX_BODY_BYTES`: not read further, not an answer."""
+
+
+def not_json(base_url: str, ctype: str, raw: bytes, e: Exception) -> Retryable:
+    """Why an HTTP 200 body is not a completion. A body that is not JSON at all (a proxy's login
+    page, a captive portal's HTML) says the endpoint is not the API: it counts toward fail-fast
+    and the message names its content type; a cut-off JSON body is an ordinary retry."""
+    kind = ctype.split(";")[0].strip().lower() or "no Content-Type"
+    head = raw.lstrip()[:1]
+    if "json" in kind and head in (b"{", b"["):
+        return Retryable(f"malformed response from {base_url}: {type(e).__name__}: {e}"[:300])
+    start = raw.lstrip()[:60].decode("utf-8", "replace")
+    return Retryable(
+        f"HTTP 200 from {base_url} is {kind}, not JSON (it starts {start!r}); "
+        "is a proxy or login page in front of [model] base_url?",
+        fatal=f"HTTP 200 with {kind}, not JSON",
+    )
+
+
+class CrossOriginRedirect(Exception):
+    """The endpoint redirected a request to another origin (scheme, host, port)."""
+
+
+def same_origin_hook(endpoint_origin):
+    """An httpx request hook refusing any request (a redirect's) that leaves ``endpoint_origin``:
+    a 307/308 is followed with the request body, and the body is the prompt. httpx strips only
+    the Authorization header when it crosses origins."""
+
+    async def check(request) -> None:
+        if request.url.origin != endpoint_origin:
+            url = request.url.copy_with(query=None, fragment=None)
+            raise CrossOriginRedirect(
+                f"redirected to another origin ({url}); not following it with the prompt "
+                "(set [model] base_url to that endpoint if it is the one you meant)"
+            )
+
+    return check
+
+
 def http_client(endpoint: str):
-    """The SDK's aiohttp transport (``openai[aiohttp]``), or None (the SDK's default, httpx) when
+    """The SDK's aiohttp transport (``openai[aiohttp]``), or the SDK's default (httpx) when
     aiohttp is not installed or the endpoint carries credentials (``user:pass@host``: aiohttp
-    refuses them next to the SDK's Authorization header; httpx sends them as before).
+    refuses them next to the SDK's Authorization header; httpx sends them as before). Either
+    refuses redirects to another origin (:func:`same_origin_hook`).
 
     Measured against the fake server at 1 s latency and 256 requests in flight: the httpx
     connection pool rescans every connection (probing each idle socket) twice per request and
@@ -80,14 +125,24 @@ def http_client(endpoint: str):
     machine; the aiohttp transport ~1.5 ms (docs/models.md, "Benchmark")."""
     import openai
 
+    hooks = {"request": [same_origin_hook(_origin(endpoint))]}
     # By hand, not urlsplit: a redacted URL read back from config.json ("[REDACTED:...]@host")
     # is not one urlsplit accepts, and httpx has always sent it.
-    if "@" in endpoint.split("://", 1)[-1].split("/", 1)[0]:
-        return None
-    try:
-        return openai.DefaultAioHttpClient()
-    except (AttributeError, RuntimeError):  # an SDK without it, or installed without the extra
-        return None
+    if "@" not in endpoint.split("://", 1)[-1].split("/", 1)[0]:
+        try:
+            return openai.DefaultAioHttpClient(event_hooks=hooks)
+        except (AttributeError, RuntimeError):  # an SDK without it, or installed without the extra
+            pass
+    return openai.DefaultAsyncHttpxClient(event_hooks=hooks)
+
+
+def _origin(endpoint: str):
+    """The endpoint's origin as httpx sees it (credentials in the URL are not part of it)."""
+    import httpx2
+
+    scheme, _, rest = endpoint.partition("://")
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    return httpx2.URL(f"{scheme}://{host}/").origin
 
 
 # The transport's own exception, by class name (httpx's or aiohttp's, whichever the SDK used).
@@ -203,22 +258,81 @@ class OpenAIBackend(Backend):
             "X-Evalkit-Purpose": request.purpose,
         }
 
+    async def _post(self, request: ChatRequest, got: dict) -> tuple[bytes, str]:
+        """POST the request; the body (decompressed, at most :data:`MAX_BODY_BYTES`) and its
+        content type. ``got`` tracks how far the answer came, for the timeout's message."""
+        import httpx2
+
+        # The SDK's generic POST, streamed: ``chat.completions.create`` would first walk every
+        # message through its TypedDict transform, an identity for chat parameters (no aliases,
+        # no formats) that costs ~0.15 ms per message: 9 ms of CPU for an agent's 60-message
+        # request, against ~1 ms for everything else. Auth as create's. Streamed, so the body
+        # is read here, within a bound, instead of whole by the SDK.
+        resp = await self._client.post(
+            "/chat/completions",
+            body=self.body(request),
+            cast_to=httpx2.Response,
+            stream=True,
+            options={"headers": self._headers(request), "security": {"bearer_auth": True}},
+        )
+        got["headers"] = True
+        try:
+            ctype = resp.headers.get("content-type", "")
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+                raise Oversized(f"a {int(declared):,}-byte body (Content-Length)")
+            chunks: list[bytes] = []
+            try:
+                async for chunk in resp.aiter_bytes():  # decompressed in bounded pieces
+                    got["bytes"] += len(chunk)
+                    if got["bytes"] > MAX_BODY_BYTES:
+                        raise Oversized(f"over {got['bytes']:,} bytes after decompression")
+                    chunks.append(chunk)
+            except httpx2.DecodingError as e:
+                raise Retryable(f"malformed response from {self.base_url}: undecodable body ({e})") from None
+            except httpx2.TimeoutException:
+                raise TimeoutError from None
+            except httpx2.TransportError as e:
+                raise Retryable(f"connection error from {self.base_url} mid-answer: {e}") from None
+        finally:
+            await resp.aclose()
+        return b"".join(chunks), ctype
+
     async def _once(self, request: ChatRequest) -> ChatResponse:
         import openai
 
         t0 = time.perf_counter()
+        got = {"headers": False, "bytes": 0}
+        raw, ctype = b"", ""
         try:
-            # The SDK's generic POST, read as bytes: ``chat.completions.create`` would first walk
-            # every message through its TypedDict transform, an identity for chat parameters (no
-            # aliases, no formats) that costs ~0.15 ms per message: 9 ms of CPU for an agent's
-            # 60-message request, against ~1 ms for everything else. Auth as create's.
-            raw = await self._client.post(
-                "/chat/completions",
-                body=self.body(request),
-                cast_to=bytes,
-                options={"headers": self._headers(request), "security": {"bearer_auth": True}},
-            )
+            # [model] timeout bounds the whole attempt: the SDK's timeout is per read, so an
+            # endpoint trickling a byte a second held a call for minutes.
+            async with asyncio.timeout(self.timeout):
+                raw, ctype = await self._post(request, got)
             completion = json.loads(raw)
+        except TimeoutError:
+            so_far = (
+                f"the answer was still arriving ({got['bytes']:,} bytes so far)"
+                if got["headers"]
+                else "no answer yet"
+            )
+            raise Retryable(
+                f"timeout after {self.timeout:g}s from {self.base_url}: {so_far}; "
+                "[model] timeout bounds each whole attempt"
+            ) from None
+        except Oversized as e:
+            # Not retried (the same request would bring the same answer) and never cached.
+            return ChatResponse(
+                None,
+                self.name,
+                request.model,
+                error=f"oversized answer from {self.base_url}: {e}; at most {MAX_BODY_BYTES:,} bytes are read",
+                latency_s=time.perf_counter() - t0,
+            )
+        except CrossOriginRedirect as e:
+            msg = f"{self.base_url}: {e}"
+            self._note("redirected to another origin", msg)
+            return ChatResponse(None, self.name, request.model, error=redact_text(msg))
         except openai.APIStatusError as e:
             msg = f"HTTP {e.status_code} from {self.base_url}: {e.message}"[:500]
             if e.status_code == 429 or e.status_code >= 500 or e.status_code == 408:
@@ -237,7 +351,7 @@ class OpenAIBackend(Backend):
                 f"connection error from {self.base_url}: {e.__cause__ or e}", fatal=fatal
             ) from None
         except (ValueError, openai.APIResponseValidationError) as e:
-            raise Retryable(f"malformed response from {self.base_url}: {type(e).__name__}") from None
+            raise not_json(self.base_url, ctype, raw, e) from None
         try:
             return parse_completion(
                 completion, request, self.name, self.base_url, self.prices, time.perf_counter() - t0

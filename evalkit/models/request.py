@@ -93,6 +93,10 @@ class ChatResponse:
     attempts: int = 1
     #: The endpoint's finish_reason; "length" marks a cut-off answer, never a usable one.
     finish_reason: str | None = None
+    #: Why the endpoint's token counts were not used (negative, over 2^63): the cost is unknown.
+    usage_error: str | None = None
+    #: The model the endpoint says answered (its ``model`` field), when it said.
+    served_model: str | None = None
 
     @property
     def ok(self) -> bool:

@@ -27,11 +27,17 @@ def record(run_dir: str | os.PathLike, **entry: Any) -> None:
     entry["invocation"] = os.environ.get(INVOCATION_ENV, "")
     entry["pid"] = os.getpid()  # which process of the run made the call (stages run worker pools)
     line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    fd = os.open(Path(run_dir) / LEDGER, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    path = Path(run_dir) / LEDGER
     try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        from evalkit.models.backends import StoreFailed
+
+        raise StoreFailed(f"{path}: cannot record a model call ({e.strerror or e})") from None
 
 
 def _totals(lines: list[dict]) -> dict[str, Any]:
@@ -51,6 +57,10 @@ def _totals(lines: list[dict]) -> dict[str, Any]:
         "input_tokens": sum(int(x.get("input_tokens") or 0) for x in paid),
         "output_tokens": sum(int(x.get("output_tokens") or 0) for x in paid),
         "cost_usd": round(sum(costs), 6) if costs else None,
+        # answered calls whose token counts were not counts (negative, over 2^63): cost unknown
+        "usage_invalid": sum(1 for x in paid if x.get("usage_invalid")),
+        # answered by another model than the one asked for (the endpoint's `model` field)
+        "served_model_mismatches": sum(1 for x in paid if x.get("served_model")),
     }
 
 

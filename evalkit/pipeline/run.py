@@ -8,6 +8,7 @@ model-judged probes, through the call cache (an unchanged run's re-score sends 0
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -305,9 +306,14 @@ def run_experiment(
         # Tags this invocation's lines in the call ledger (workers inherit it).
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:
-            return _run_in_folder(exp, paths, argv, resume, report_out, shard, endpoints)
-        finally:
-            write_model_usage(paths)
+            done = _run_in_folder(exp, paths, argv, resume, report_out, shard, endpoints)
+        except BaseException:
+            # Written on the way out too; on a full disk the error to report is the first one.
+            with contextlib.suppress(OSError):
+                write_model_usage(paths)
+            raise
+        write_model_usage(paths)
+        return done
 
 
 def write_model_usage(paths: RunPaths) -> dict | None:
@@ -315,7 +321,10 @@ def write_model_usage(paths: RunPaths) -> dict | None:
     during this run (evalkit.models.usage); written even when the run stops on an error."""
     usage = summarize_usage(paths.root)
     if usage is not None:
-        write_json(paths.root / USAGE_SUMMARY, usage)
+        try:
+            write_json(paths.root / USAGE_SUMMARY, usage)
+        except OSError as e:  # "No space left on device" names no file
+            raise OSError(e.errno, f"{paths.root / USAGE_SUMMARY}: {e.strerror or e}") from None
     return usage
 
 

@@ -68,8 +68,13 @@ def test_a_dropped_connection_and_a_timeout_are_told_apart(fake_server, tmp_path
 
 def test_credentials_in_the_url_use_the_sdk_default_transport_and_still_answer(fake_server, tmp_path):
     srv = fake_server()
-    assert http_client(srv.url.replace("http://", "http://user:pw@")) is None
-    assert http_client(srv.url) is not None  # aiohttp, an extra of the openai dependency
+    import openai
+
+    # aiohttp (an extra of the openai dependency) where it can; httpx with credentials
+    assert not isinstance(
+        http_client(srv.url.replace("http://", "http://user:pw@")), openai.DefaultAioHttpClient
+    )
+    assert isinstance(http_client(srv.url), openai.DefaultAioHttpClient)
     # The judge and agent read the run's config.json, where the credentials are redacted.
     for creds in ("user:pw", "[REDACTED:url_credentials]"):
         url = srv.url.replace("http://", f"http://{creds}@")

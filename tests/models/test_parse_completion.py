@@ -68,10 +68,17 @@ def test_what_is_not_an_answer_is_retried(c, why):
         ({"choices": "not a list"}, "choices"),
         ({"choices": [{"finish_reason": "stop"}]}, "message"),
         (completion({"content": 42}), "content"),
-        (completion({"content": "x"}, usage={"prompt_tokens": "12"}), "prompt_tokens"),
         (completion({"content": None, "tool_calls": [{"id": "t"}]}), "function"),
     ],
 )
 def test_a_field_of_the_wrong_type_is_malformed_and_named(c, field):
     with pytest.raises(Malformed, match=field):
         parse(c)
+
+
+@pytest.mark.parametrize("count", ["12", 1.5, True, -1, 2**63])
+def test_a_usage_count_that_is_not_a_count_keeps_the_answer_and_says_why(count):
+    # The answer was paid for: it is kept; the usage is recorded as invalid, the cost unknown.
+    r = parse(completion({"content": "x"}, usage={"prompt_tokens": count, "completion_tokens": 1}))
+    assert r.ok and r.text == "x" and r.usage == {} and r.cost_usd is None
+    assert r.usage_error.startswith(f"usage.prompt_tokens = {count!r}")

@@ -4,13 +4,12 @@ the recipe's model name and max tokens. This tests the configs, not vLLM or Olla
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections import Counter
 
 import pytest
 
 from evalkit.contracts.config import load_experiment
+from evalkit.models.cache import CallCache
 from evalkit.pipeline.run import run_experiment
 from tests.conftest import ROOT
 from tests.support.runs import verdict_script
@@ -31,15 +30,14 @@ def test_recipe_runs_every_stage_against_an_openai_compatible_endpoint(recipe, t
     recipe_cfg = load_experiment(path)
     run = tmp_path / "run"
     run_experiment(exp, run)
-    with sqlite3.connect(run / "model-calls.sqlite") as c:
-        rows = c.execute("SELECT purpose, model, request FROM calls").fetchall()
+    rows = [(c["purpose"], c["model"], c["request"]) for c in CallCache(run / "model-calls.sqlite").export()]
     purposes = Counter(p for p, _, _ in rows)
     assert {"summarize", "answer", "judge", "agent"} <= set(purposes), purposes
     assert {m for _, m, _ in rows} == {recipe_cfg.config["model"]["model"]}
-    summ = [json.loads(r) for p, _, r in rows if p == "summarize"]
+    summ = [r for p, _, r in rows if p == "summarize"]
     assert {r["max_tokens"] for r in summ} == {recipe_cfg.config["replay"]["summary_max_tokens"]}
     assert {r["temperature"] for r in summ} == {0.0}
-    agent = [json.loads(r) for p, _, r in rows if p == "agent"]
+    agent = [r for p, _, r in rows if p == "agent"]
     assert {r["max_tokens"] for r in agent} == {1024} and all(r["tools"] for r in agent)
     layout = recipe_cfg.config["replay"].get("request_layout", "reference")
     system = summ[0]["messages"][0]["content"]

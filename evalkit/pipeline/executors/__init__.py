@@ -60,8 +60,10 @@ def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: in
     if warm:
         from evalkit.models.backends import cache_path
         from evalkit.models.cache_merge import merge_caches
+        from evalkit.pipeline.lock import run_lock
 
-        merge_caches(list(warm), cache_path(exp.section("model"), shard_dir))
+        with run_lock(shard_dir, "evalkit run --warm-cache"):  # never into a running shard's cache
+            merge_caches(list(warm), cache_path(exp.section("model"), shard_dir))
 
     for attempt in range(retries + 1):
         try:

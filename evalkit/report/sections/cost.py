@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from evalkit.models.cache import unpack
 from evalkit.report.markdown import num, table
 
 # The call cache's purpose of each request, by the plan's stage.
@@ -18,9 +19,10 @@ def actual_by_stage(cache: Path) -> dict[str, dict[str, float]]:
     """Calls, input tokens (and those served from the provider's prefix cache), output tokens and
     dollars per stage, from a call cache file (answered calls only: errors are not stored)."""
     with sqlite3.connect(f"file:{cache}?mode=ro", uri=True) as c:
+        c.create_function("unpack", 1, unpack, deterministic=True)  # responses are stored compressed
         rows = c.execute(
             "SELECT purpose, COUNT(*), COALESCE(SUM(tokens_in), 0),"
-            " COALESCE(SUM(json_extract(response, '$.usage.cached_tokens')), 0),"
+            " COALESCE(SUM(json_extract(unpack(response), '$.usage.cached_tokens')), 0),"
             " COALESCE(SUM(tokens_out), 0), SUM(cost_usd), COUNT(cost_usd) FROM calls GROUP BY purpose"
         ).fetchall()
     out: dict[str, dict[str, float]] = {}
