@@ -225,6 +225,8 @@ def judge(
             "checks what it may break; list guardrails in [rules] (an experiment's rules extend the "
             "project's unless inherit = false)",
             wins[0].metric,
+            None,  # no test decided it: the missing guardrail did
+            None,
         )
     if wins and not not_ni and not thin and not lost:
         r = wins[0]

@@ -103,10 +103,13 @@ def test_reproduce_command_and_external_evidence_links(tmp_path):
     outside_code = re.sub(r"(?s)^(`{3,})[^\n]*\n.*?\n\1$", "", md, flags=re.M)
     outside_code = re.sub(r"(`+).*?\1", "", outside_code)
     assert "<b>" not in outside_code
-    links = re.findall(r"\]\(([^)]*events/[^)]*\.jsonl)\)", md)
-    assert any("external" in x for x in links), "no evidence link for the external arm"
+    # The external arm's evidence is listed (its sessions link into `evalkit view` once the viewer
+    # exists), and every relative link the report has resolves.
+    assert "Evidence per candidate" in md and "external:" in md
+    links = [x for x in re.findall(r"\]\(([^)#?]+)[^)]*\)", md) if "://" not in x]
+    assert links
     for link in links:
-        assert (report_dir / link).resolve().is_file(), link
+        assert (report_dir / link).resolve().exists(), link
 
 
 def test_facts_prints_control_characters_escaped(tmp_path):
