@@ -8,6 +8,7 @@ real-subprocess cases are in the other hardening tests."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -282,12 +283,19 @@ def test_fuzz_argv(base, tmp_path, capsys, verb, words):
         argv += ["--out", str(tmp_path / "synth")]
     if verb == "synth":
         argv += ["--sessions", "1"]  # last wins: keep the corpus tiny
+    # In its own folder: a bare word such as "nonsense" is a relative path to a verb, and once
+    # `evalkit report nonsense` wrote nonsense/report/report.md into the checkout.
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
     try:
-        code = main(argv)
-    except SystemExit as e:  # argparse: a usage error
-        code = e.code
-    _check(
-        code,
-        capsys.readouterr().err,
-        [f, d, tmp_path / "missing", tmp_path / "synth", *[Path(w) for w in argv]],
-    )
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse: a usage error
+            code = e.code
+        _check(
+            code,
+            capsys.readouterr().err,
+            [f, d, tmp_path / "missing", tmp_path / "synth", *[Path(w).absolute() for w in argv]],
+        )
+    finally:
+        os.chdir(cwd)
