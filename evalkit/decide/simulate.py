@@ -243,13 +243,20 @@ def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_
     return float(np.median(design.mde(design.design_se(est), est.n_sessions, alpha, power, min_effect, crit)))
 
 
-def _power_job(job: tuple) -> list[dict]:
-    """Power at 1× the MDE a run reports when its true effect is that MDE (a fixed point, 3 steps)."""
-    shape, n, E, seed, alpha, power, resamples, min_effect, mde = job
+def _mde_job(job: tuple) -> tuple[float, float, float]:
+    """(min effect, MDE, headroom) of one power cell: the MDE a run reports when its true effect is
+    that MDE (a fixed point, 3 steps: the effect changes the SE the MDE is computed from)."""
+    shape, n, seed, alpha, power, resamples, min_effect, mde = job
     rng = np.random.default_rng(seed)
     for _ in range(3):
         mde = _reported_mde(shape, n, 200, rng, alpha, power, resamples, min_effect, mde)
-    room = headroom(shape)
+    return min_effect, mde, headroom(shape)
+
+
+def _power_job(job: tuple) -> list[dict]:
+    """One batch of a power cell: experiments with the MDE planted, tested against the min effect."""
+    shape, n, E, seed, alpha, resamples, min_effect, mde, room = job
+    rng = np.random.default_rng(seed)
     # The decide stage reports such an MDE as unreachable (beyond a 0/1 metric's range), not as a
     # number: the cell's power is measured at the largest possible difference but has no target.
     reportable = mde <= room
@@ -314,7 +321,7 @@ def simulate(
     for shape in ("lognormal", "zero-inflated"):
         for n in (20, 40, 200):
             jobs += [("margin", shape, n, e) for e in _batches(experiments, batch)]
-    seeds = ss.generate_state(len(jobs) + 64 * len(SHAPES) * len(SIZES))
+    seeds = ss.generate_state(len(jobs) + 65 * len(SHAPES) * len(SIZES))
     full = [(*j, int(seeds[i]), alpha, power, resamples) for i, j in enumerate(jobs)]
     workers = workers or min(2, os.cpu_count() or 1)
     parts: list[dict] = []
@@ -326,23 +333,26 @@ def simulate(
         for p in parts:
             if p["question"] == "_mde":
                 mdes.setdefault((p["shape"], p["n"]), []).append(p["detail"])
-        pjobs = []
-        for i, ((shape, n), vals) in enumerate(sorted(mdes.items())):
-            se, mde = np.median(np.array(vals), axis=0)
-            # One job per cell: the fixed point needs the whole cell's MDE before drawing its experiments.
-            pjobs.append(
-                (
-                    shape,
-                    n,
-                    experiments,
-                    int(seeds[len(jobs) + i]),
-                    alpha,
-                    power,
-                    resamples,
-                    float(se),
-                    float(mde),
-                )
+        cells = sorted(mdes.items())
+        fixed = [
+            (
+                shape,
+                n,
+                int(seeds[len(jobs) + i]),
+                alpha,
+                power,
+                resamples,
+                *map(float, np.median(vals, axis=0)),
             )
+            for i, ((shape, n), vals) in enumerate(cells)
+        ]
+        # One fixed point per cell (it needs the cell's MDE before drawing), then batches as above.
+        points = list(tqdm(pool.map(_mde_job, fixed), total=len(fixed), desc="MDE", disable=not progress))
+        pjobs = [
+            (shape, n, e, int(seeds[len(jobs) + len(cells) + 64 * i + j]), alpha, resamples, *point)
+            for i, (((shape, n), _), point) in enumerate(zip(cells, points, strict=True))
+            for j, e in enumerate(_batches(experiments, batch))
+        ]
         for res in tqdm(pool.map(_power_job, pjobs), total=len(pjobs), desc="power", disable=not progress):
             parts += res
     return _merge(parts)
