@@ -362,7 +362,7 @@ def holds(c: Cell, alpha: float = 0.025) -> bool | None:
     """Whether a cell meets its target: an error rate at or below the top of α's binomial 95% range
     at the cell's experiments, coverage 93–97%, power ≥ 75%; None for rows without a target."""
     if c.target == "≤ α":
-        return c.hits <= sps.binom.ppf(0.975, c.experiments, alpha)
+        return bool(c.hits <= sps.binom.ppf(0.975, c.experiments, alpha))
     if c.target == "93–97%":
         return 0.93 <= c.rate <= 0.97
     if c.target == "≥ 75%":
