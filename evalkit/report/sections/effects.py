@@ -59,9 +59,9 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
         lines += [
             f"One plot per metric: each candidate's difference from the baseline with its {conf} "
             + (
-                "(the clustered-SE t interval over sessions; a verdict needs it beyond the threshold as well as "
-                "the paired sign-flip test). "
-                if interval_name(data) == "clustered t"
+                f"(the {interval_name(data)} interval over sessions; a verdict needs it beyond the threshold as "
+                "well as the paired sign-flip test). "
+                if interval_name(data) != "sign-flip"
                 else "(the paired sign-flip test, inverted). "
             )
             + "The dashed line is the decision threshold; the grey band, where "
