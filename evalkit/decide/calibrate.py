@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
+from evalkit.contracts.metrics import read_metrics
 from evalkit.decide import bootstrap, stats
 from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
 from evalkit.decide.stage import decide, prompt_only_arms
 from evalkit.decide.words import num
-from evalkit.metrics import read_metrics
 
 
 @dataclass
