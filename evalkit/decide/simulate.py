@@ -370,17 +370,23 @@ def holds(c: Cell, alpha: float = 0.025) -> bool | None:
     return None
 
 
-def table(cells: list[Cell], alpha: float = 0.025) -> str:
-    """Markdown: per interval method (the default first), one row per cell with the rate, its
-    binomial 95% range and whether the target holds."""
+def table(
+    cells: list[Cell], alpha: float = 0.025, resamples: int | None = None, seed: int | None = None
+) -> str:
+    """Markdown: per interval method (the default first), headed by its name as decision.json gives
+    it (with ``resamples`` and ``seed`` when known), one row per cell with the rate, its binomial
+    95% range and whether the target holds."""
     out = []
     for method in (*bootstrap.METHODS, "sign-flip"):
         mine = [c for c in cells if c.method == method]
         if not mine:
             continue
-        name = (
-            f"95% session {bootstrap.NAMES[method]}" if method in bootstrap.NAMES else "sign-flip test alone"
-        )
+        if method not in bootstrap.NAMES:
+            name = "sign-flip test alone"
+        elif resamples is None or seed is None:
+            name = f"{100 * (1 - 2 * alpha):g}% session {bootstrap.NAMES[method]}"
+        else:
+            name = bootstrap.label(method, 1 - 2 * alpha, resamples, seed)
         missed = sum(holds(c, alpha) is False for c in mine)
         with_target = sum(holds(c, alpha) is not None for c in mine)
         out += [

@@ -103,6 +103,8 @@ def test_simulation_tables_name_each_interval_and_the_default_first():
         "### 95% session BCa",
         "### sign-flip test alone",
     ]
+    named = simulate.table(simulate._merge(parts), resamples=500, seed=3)
+    assert "### 95% session bootstrap-t, 500 resamples, seed 3 (the default)" in named
     rows = {(p["method"], p["question"]): p for p in parts if p["question"] != "_mde"}
     assert rows[("bootstrap-t", "A/A coverage")]["target"] == "93–97%"
     assert rows[("bootstrap-t", "A/A coverage")]["experiments"] == 100
