@@ -148,7 +148,7 @@ def critical(draws: Draws, alpha: float) -> np.ndarray:
 
     The floor is a small-sample correction. With 20–40 sessions the T* quantiles follow the sample's
     own skewness, which for a symmetric metric is noise: the equal-tailed bootstrap-t then covered a
-    true difference of 0 in only 91–94% of A/A experiments (docs/rules.md), where Student's t on
+    true difference of 0 in only 88.8–94.5% of A/A experiments (docs/rules.md), where Student's t on
     G − 1 df covered 95–97%. With the floor the bootstrap-t can widen the interval on a skewed side
     but not narrow it below the clustered t interval; as n grows the two agree."""
     B, K = draws.T.shape

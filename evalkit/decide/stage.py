@@ -232,6 +232,7 @@ def decide_chunks(
             "interval": bootstrap.label(rules.interval, 1 - 2 * rules.alpha, rules.resamples, rules.seed),
             "printed_interval": rules.interval,
             "ci_sign_flip": "the sign-flip test inverted, for comparison (not printed)",
+            "noise_floor_interval": "clustered-SE t on G − 1 df (no resampling: one column per metric)",
             "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
             "sign_vectors": int(est.FX.shape[0]),

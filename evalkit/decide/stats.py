@@ -176,7 +176,7 @@ def _floor(n: np.ndarray, largest: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Point:
-    """Per column: the estimate, its clustered SE and t interval (the decision interval), sessions
+    """Per column: the estimate, its clustered SE and t interval (the noise floor's interval), sessions
     present and sessions whose difference is not zero. What a column needs without sign-flip draws."""
 
     estimate: np.ndarray
