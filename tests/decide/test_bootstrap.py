@@ -142,3 +142,26 @@ def test_count_rule_and_bounds_use_the_same_m():
         bootstrap.label("bootstrap-t", 0.95, 10_000, 7) == "95% session bootstrap-t, 10000 resamples, seed 7"
     )
     assert bootstrap.label("bca", 0.95, 500, 7).startswith("95% session BCa")
+
+
+def test_compare_names_both_runs_intervals(tmp_path):
+    """`evalkit compare` prints each run's decision interval by the name decision.json gives it."""
+    import json
+
+    from evalkit.report.compare import render_compare
+
+    label = "95% session bootstrap-t, 10000 resamples, seed 20261130"
+    for name, stats_block in (
+        ("a", {"printed_interval": "t"}),
+        ("b", {"printed_interval": "bootstrap-t", "interval": label}),
+    ):
+        run = tmp_path / name
+        run.mkdir()
+        m = {"estimate": 0.1, "ci": [0.05, None], "n_sessions": 30}
+        decision = {
+            "stats": stats_block,
+            "verdicts": {"c": {"verdict": "ship", "reason": "r", "metrics": {"m": m}}},
+        }
+        (run / "decision.json").write_text(json.dumps(decision))
+    text = render_compare(tmp_path / "a", tmp_path / "b")
+    assert f"intervals: A clustered t (an older run), B {label}" in text
