@@ -12,7 +12,7 @@ from evalkit.report.markdown import (
     num,
     table,
 )
-from evalkit.report.sections.common import confidence, verdict_mark
+from evalkit.report.sections.common import confidence, interval_name, verdict_mark
 
 
 def _deciding(v: dict) -> tuple[str | None, dict]:
@@ -65,7 +65,7 @@ def section_verdicts(data: ReportData, out: Path) -> list[str]:
                 "candidate",
                 "verdict",
                 "deciding metric",
-                f"effect [{conf}]",
+                f"effect [{conf}, {interval_name(data)}]",
                 "n sessions",
                 "rule that decided",
             ],
