@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import os
 import signal
 import sys
@@ -21,11 +20,17 @@ from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.5
-# A stage's worker allocates millions of containers that outlive a young-generation collection
-# (a session's parse, per-session caches) and almost no reference cycles, so the collector's
-# default cadence (a young-generation pass once allocations of tracked objects exceed deallocations
-# by 700) mostly re-traverses live objects.
-WORKER_GC_THRESHOLD = 10_000
+# Process-wide settings are the application's choice, not the library's: the evalkit command
+# registers here what each worker sets up as it starts (evalkit.cli.memory); a library caller
+# gets workers with Python's defaults.
+_WORKER_SETUP: list[Callable[[], None]] = []
+
+
+def on_worker_start(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (a module-level function, so a worker can import it) in every worker this
+    process starts from now on."""
+    if fn not in _WORKER_SETUP:
+        _WORKER_SETUP.append(fn)
 
 
 def die_with_parent(parent: int) -> None:
@@ -47,15 +52,19 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="evalkit-parent-watch", daemon=True).start()
 
 
-def init_worker(parent: int) -> None:
-    """Pool initializer: die with ``parent``; run the cyclic collector less often."""
+def init_worker(parent: int, setup: tuple[Callable[[], None], ...] = ()) -> None:
+    """Pool initializer: die with ``parent``; then what the application registered."""
     die_with_parent(parent)
-    gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
+    for fn in setup:
+        fn()
 
 
 def worker_pool(max_workers: int) -> ProcessPoolExecutor:
-    """A ProcessPoolExecutor whose workers die with this process and collect cycles less often."""
-    return ProcessPoolExecutor(max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(),))
+    """A ProcessPoolExecutor whose workers die with this process (and run :func:`on_worker_start`'s
+    functions as they start)."""
+    return ProcessPoolExecutor(
+        max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(), tuple(_WORKER_SETUP))
+    )
 
 
 def bounded_map(pool: ProcessPoolExecutor, fn: Callable, jobs: Iterable, window: int) -> Iterator:

@@ -9,8 +9,9 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from evalkit.common.files import AtomicWriter, write_json
 from evalkit.contracts.session import Session, session_to_json
-from evalkit.corpus.io import AtomicWriter, ReadStats, read_sessions, session_hash, write_json
+from evalkit.corpus.io import ReadStats, read_sessions, session_hash
 
 
 def _encoded(s: Session) -> tuple[str, str, dict]:

@@ -295,7 +295,7 @@ def calibrate_run(
         interval=bootstrap.label(rules.interval, 1 - 2 * rules.alpha, resamples, seed),
         rows=rows,
     )
-    from evalkit.corpus import write_json
+    from evalkit.common.files import write_json
 
     write_json(run / "calibration.json", cal.to_json())
     (run / "calibration.md").write_text(cal.markdown(), encoding="utf-8")
