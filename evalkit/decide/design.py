@@ -69,8 +69,11 @@ def critical(n_sessions, alpha: float, bootstrap_t=None) -> np.ndarray:
     t = t_critical(n_sessions, alpha)
     if bootstrap_t is None:
         return t
+    # Unbounded (no spread at all, or a handful of differing sessions): the bootstrap has no
+    # critical value to plan with, and an MDE of "never" helps no one; t* it is (fmax skips NaN).
+    b = np.asarray(bootstrap_t, dtype=float)
     with np.errstate(invalid="ignore"):
-        return np.fmax(t, np.asarray(bootstrap_t, dtype=float))
+        return np.fmax(t, np.where(np.isfinite(b), b, np.nan))
 
 
 def _k(n_sessions, alpha: float, power: float, bootstrap_t=None) -> np.ndarray:

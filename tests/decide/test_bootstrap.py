@@ -165,3 +165,16 @@ def test_compare_names_both_runs_intervals(tmp_path):
         (run / "decision.json").write_text(json.dumps(decision))
     text = render_compare(tmp_path / "a", tmp_path / "b")
     assert f"intervals: A clustered t (an older run), B {label}" in text
+
+
+def test_design_plans_with_the_bootstrap_t_critical_value_only_where_it_is_bounded():
+    """A skewed comparison's c_hi above t* raises the MDE; an unbounded one (no spread, a handful of
+    differing sessions) leaves t*, so a constant difference keeps its MDE at the threshold."""
+    from evalkit.decide import design
+
+    t_star = float(design.t_critical(30, 0.025))
+    assert design.critical(30, 0.025, [t_star + 1, np.inf, np.nan]).tolist() == pytest.approx(
+        [t_star + 1, t_star, t_star]
+    )
+    assert design.mde(0.0, 30, 0.025, 0.8, 0.05, np.inf) == pytest.approx(0.05)
+    assert design.mde(0.1, 30, 0.025, 0.8, 0.05, t_star + 1) > design.mde(0.1, 30, 0.025, 0.8, 0.05)
