@@ -21,7 +21,7 @@ def _calibrate_args(p):
         "--resamples",
         type=int,
         default=None,
-        help="sign vectors per test (default: the rules' resamples, 10000)",
+        help="session bootstrap resamples and sign vectors per test (default: the rules' resamples, 10000)",
     )
     p.add_argument("--seed", type=int, default=None, help="seed (default: the rules' seed)")
     p.add_argument("--workers", type=int, default=None, help="processes (default: every core)")
@@ -41,13 +41,11 @@ def cmd_calibrate(args) -> int:
     if args.simulate:
         from evalkit.decide import simulate as sim
 
+        resamples, seed = args.resamples or 10_000, args.seed if args.seed is not None else 20261130
         cells = sim.simulate(
-            experiments=args.experiments or 2000,
-            resamples=args.resamples or 10_000,
-            seed=args.seed if args.seed is not None else 20261130,
-            workers=args.workers,
+            experiments=args.experiments or 2000, resamples=resamples, seed=seed, workers=args.workers
         )
-        text = sim.table(cells)
+        text = sim.table(cells, resamples=resamples, seed=seed)
         print(text, end="")
         if args.out:
             out = Path(args.out)

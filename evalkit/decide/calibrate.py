@@ -29,7 +29,7 @@ import numpy as np
 from scipy import stats as sps
 
 from evalkit.contracts.metrics import read_metrics
-from evalkit.decide import stats
+from evalkit.decide import bootstrap, stats
 from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
 from evalkit.decide.stage import decide, prompt_only_arms
 from evalkit.decide.words import num
@@ -82,6 +82,7 @@ class Calibration:
     alpha: float
     power: float
     method: str
+    interval: str = ""  # the decision interval by name: "95% session bootstrap-t, 10000 resamples, seed S"
     rows: list[Row] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -108,9 +109,11 @@ def render(cal: dict) -> str:
 
     a = cal["alpha"]
     out = [
+        f"Decision interval: {cal.get('interval') or 'n/a'}; tests: {cal.get('method') or 'n/a'}.",
+        "",
         f"Null experiments from the run's own differences (labels swapped within each matched session "
-        f"event): {cal['experiments']} per comparison, {cal['resamples']} sign vectors per test, seed "
-        f"{cal['seed']}, α {a:g}. Rates with binomial 95% ranges; false ship/pass and false drop should "
+        f"event): {cal['experiments']} per comparison, {cal['resamples']} resamples and sign vectors per "
+        f"test, seed {cal['seed']}, α {a:g}. Rates with binomial 95% ranges; false ship/pass and false drop should "
         f"be ≤ α = {a:.1%}. Power is measured on the run's own spread with the effect planted: for a "
         f"success metric at the MDE the run reports (expected: the configured {cal['power']:g}), for a "
         "guardrail at no change (expected: the power the run reports).",
@@ -186,7 +189,9 @@ def _job(job: dict) -> dict:
         counts = [0] * len(tests)
         for start in range(0, R, CHUNK):
             X, Y = make(job["d"], job["g"], job["G"], job["estimand"], min(CHUNK, R - start), rng)
-            est = stats.estimate(X, Y, a, job["resamples"], int(rng.integers(2**31)), interval=False)
+            est = stats.estimate(
+                X, Y, a, job["resamples"], int(rng.integers(2**31)), interval=False, method=job["method"]
+            )
             est = est.oriented(np.full(X.shape[1], sign))
             for i, (threshold, side) in enumerate(tests):
                 counts[i] += int((stats.p_value(est, threshold, side) < a).sum())
@@ -258,6 +263,7 @@ def calibrate_run(
                 "R": experiments,
                 "alpha": rules.alpha,
                 "resamples": resamples,
+                "method": rules.interval,
                 "seed": int(ss[k]),
                 "sign": float(sign),
                 "role": r["role"],
@@ -286,6 +292,7 @@ def calibrate_run(
         alpha=rules.alpha,
         power=rules.power,
         method=stats.METHOD,
+        interval=bootstrap.label(rules.interval, 1 - 2 * rules.alpha, resamples, seed),
         rows=rows,
     )
     from evalkit.common.files import write_json

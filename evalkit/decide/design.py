@@ -62,28 +62,43 @@ def design_se(est: Estimates) -> np.ndarray:
     return est.se * np.where(ok, scale, 1.0)
 
 
-def _k(n_sessions, alpha: float, power: float) -> np.ndarray:
+def critical(n_sessions, alpha: float, bootstrap_t=None) -> np.ndarray:
+    """The decision's critical value on the t scale: the sign-flip test's t*, or the bootstrap-t's
+    own upper critical value (:func:`evalkit.decide.bootstrap.critical`) where that is larger (a
+    skewed metric), since a ship needs both."""
+    t = t_critical(n_sessions, alpha)
+    if bootstrap_t is None:
+        return t
+    # Unbounded (no spread at all, or a handful of differing sessions): the bootstrap has no
+    # critical value to plan with, and an MDE of "never" helps no one; t* it is (fmax skips NaN).
+    b = np.asarray(bootstrap_t, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.fmax(t, np.where(np.isfinite(b), b, np.nan))
+
+
+def _k(n_sessions, alpha: float, power: float, bootstrap_t=None) -> np.ndarray:
     n = np.asarray(n_sessions, dtype=float)
-    return t_critical(n, alpha) + sps.t.ppf(power, np.maximum(n - 1, 1))
+    return critical(n, alpha, bootstrap_t) + sps.t.ppf(power, np.maximum(n - 1, 1))
 
 
-def mde(se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:
+def mde(se, n_sessions, alpha: float, power: float, threshold=0.0, bootstrap_t=None) -> np.ndarray:
     """The true effect (oriented: better is positive) at which the test against ``threshold`` has ``power``.
 
-    For a success metric the threshold is the min effect, so MDE = min effect + (t* + t_power)·SE
-    (``se``: :func:`design_se` in the decide stage); for a guardrail it is −margin.
+    For a success metric the threshold is the min effect, so MDE = min effect + (c + t_power)·SE
+    (``se``: :func:`design_se` in the decide stage; c: :func:`critical`); for a guardrail it is −margin.
     """
     # Too few sessions for any test (t* = inf) and no spread (SE = 0) give NaN: no MDE exists.
     with np.errstate(invalid="ignore"):
-        return np.asarray(threshold, dtype=float) + _k(n_sessions, alpha, power) * np.asarray(se, dtype=float)
+        k = _k(n_sessions, alpha, power, bootstrap_t)
+        return np.asarray(threshold, dtype=float) + k * np.asarray(se, dtype=float)
 
 
-def achieved_power(effect, se, n_sessions, alpha: float, threshold=0.0) -> np.ndarray:
+def achieved_power(effect, se, n_sessions, alpha: float, threshold=0.0, bootstrap_t=None) -> np.ndarray:
     """Power of the test against ``threshold`` when the true (oriented) effect is ``effect``."""
     n = np.asarray(n_sessions, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         lam = (np.asarray(effect, dtype=float) - threshold) / np.asarray(se, dtype=float)
-        return sps.t.sf(t_critical(n, alpha) - lam, np.maximum(n - 1, 1))
+        return sps.t.sf(critical(n, alpha, bootstrap_t) - lam, np.maximum(n - 1, 1))
 
 
 def sessions_needed(effect, se, n_sessions, alpha: float, power: float, threshold=0.0) -> np.ndarray:

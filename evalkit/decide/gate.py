@@ -104,9 +104,8 @@ def gate_markdown(decision: dict, res: GateResult) -> str:
     out = [f"## evalkit gate: {head} (exit {res.exit_code})", "", f"Run: `{res.run}`", ""]
     if st:
         out += [
-            f"{st.get('method')}, {st.get('resamples')} resamples, seed {st.get('seed')}, α {st.get('alpha')} "
-            f"(one-sided; intervals {st.get('ci_level', 0) * 100:g}%), estimand: {st.get('estimand')}, "
-            f"unit: {st.get('unit')}. Rules: {st.get('rules')}.",
+            f"Intervals: {st.get('interval')}. Tests: {st.get('method')}; α {st.get('alpha')} (one-sided), "
+            f"estimand: {st.get('estimand')}, unit: {st.get('unit')}. Rules: {st.get('rules')}.",
             "",
         ]
     if decision.get("noise_note"):

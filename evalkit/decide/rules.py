@@ -23,7 +23,10 @@ from evalkit.contracts.config import find_pyproject, read_toml
 
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")
-LEGACY_INTERVALS = ("expanded", "percentile", "randomization")
+INTERVALS = ("bootstrap-t", "percentile", "bca")  # evalkit.decide.bootstrap.METHODS
+# Intervals older runs' configs name (the clustered t, the inverted sign-flip test, an expanded
+# percentile): read, and decided with the default session bootstrap-t.
+LEGACY_INTERVALS = ("t", "expanded", "randomization")
 
 
 class RulesError(ValueError):
@@ -78,7 +81,7 @@ class Rules:
     seed: int = 20261130
     max_error_share: float = 0.05
     estimand: str = "session_mean"
-    interval: str = "t"  # the printed decision interval: clustered-SE t (the only method; see docs/rules.md)
+    interval: str = "bootstrap-t"  # the printed decision interval: a session bootstrap (docs/rules.md)
     baseline: str = "baseline"
     aa: str = "aa"
     guardrails: tuple[str, ...] = ()
@@ -169,9 +172,10 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
         raise RulesError(f"{source}: max_error_share: must be in [0, 1], got {r.max_error_share}")
     if r.estimand not in ("session_mean", "pooled"):
         raise RulesError(f"{source}: estimand: 'session_mean' or 'pooled', got {r.estimand!r}")
-    # Runs written before name a bootstrap or the inverted sign-flip interval; they are re-decided with t.
-    if r.interval not in ("t", *LEGACY_INTERVALS):
-        raise RulesError(f"{source}: interval: 't' (the clustered-SE t interval), got {r.interval!r}")
+    if r.interval not in (*INTERVALS, *LEGACY_INTERVALS):
+        raise RulesError(f"{source}: interval: one of {', '.join(INTERVALS)}, got {r.interval!r}")
+    if r.interval in LEGACY_INTERVALS:
+        kw["interval"] = "bootstrap-t"
 
     metrics: dict[str, MetricRule] = {}
     for name, m in (raw.get("metrics") or {}).items():

@@ -15,16 +15,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import stats as sps
 from scipy.special import expit, logit
 
-from evalkit.decide import design, stats
+from evalkit.decide import bootstrap, design, stats
 
 SHAPES = ("binary-0.2", "binary-0.9", "lognormal", "zero-inflated")
-SIZES = (10, 20, 40, 200)
+SIZES = (20, 40, 200)  # verdicts need min_sessions (20) on a success metric
 SPARSE_K = (3, 5, 8, 12, 20)
 SESSION_SD = 0.5  # sd of the session effect (logit, log or log-rate scale)
 ZERO_SHARE, RATE = 0.6, 2.0
@@ -102,7 +102,7 @@ def sparse_draw(rng: np.random.Generator, k: int, E: int, G: int = 200) -> tuple
 
 @dataclass
 class Cell:
-    """One row of the table: a question asked of E experiments of one shape and size."""
+    """One row of the table: a question asked of E experiments of one shape and size, by one interval."""
 
     question: str
     shape: str
@@ -111,6 +111,7 @@ class Cell:
     hits: int
     target: str
     detail: str = ""
+    method: str = "bootstrap-t"
 
     @property
     def rate(self) -> float:
@@ -127,6 +128,18 @@ def _batches(total: int, size: int) -> Iterator[int]:
         total -= size
 
 
+def _covers(ci: np.ndarray, value: float) -> np.ndarray:
+    return (ci[:, 0] <= value) & (ci[:, 1] >= value)
+
+
+def _by_method(est: stats.Estimates, alpha: float):
+    """(method, the estimates with that interval as ``ci``) for every bootstrap interval, from one set
+    of resamples: the methods differ only in how they read the same draws."""
+    for m in bootstrap.METHODS:
+        ci = bootstrap.interval(m, est.draws, est.estimate, est.se, alpha)
+        yield m, replace(est, method=m, ci=ci)
+
+
 def _job(job: tuple) -> list[dict]:
     """Run one batch of one cell kind in a worker; returns partial cells (hits over experiments)."""
     kind, shape, n, E, seed, alpha, power, resamples = job
@@ -134,87 +147,121 @@ def _job(job: tuple) -> list[dict]:
     out = []
     if kind == "aa":
         X, Y = draw(shape, rng, n, E, 0.0)
-        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
-        p = stats.p_value(est, 0.0, "greater")
-        cover = (est.ci[:, 0] <= 0) & (est.ci[:, 1] >= 0)
-        flip = (est.ci_sign_flip[:, 0] <= 0) & (est.ci_sign_flip[:, 1] >= 0)
-        out.append(dict(question="A/A false ship (min effect 0)", hits=int((p < alpha).sum()), target="≤ α"))
-        out.append(dict(question="A/A coverage", hits=int(cover.sum()), target="93–97%"))
-        # The inverted sign-flip interval is no longer printed: with k ≤ 5 differing sessions it can
-        # never exclude 0 (2^−5 > α), so it over-covers 0/1 metrics at n = 10. For comparison only.
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1, interval=False)
+        flip = stats.sign_flip_p(est, 0.0, "greater") < alpha
+        for m, e in _by_method(est, alpha):
+            p = stats.p_value(e, 0.0, "greater")
+            alone = stats.interval_p(e, 0.0, "greater") < alpha
+            cover = "93–97%" if n >= 20 else "none (n < 20)"
+            out += [
+                dict(
+                    method=m,
+                    question="A/A false ship (min effect 0)",
+                    hits=int((p < alpha).sum()),
+                    target="≤ α",
+                ),
+                dict(method=m, question="A/A coverage", hits=int(_covers(e.ci, 0.0).sum()), target=cover),
+                dict(
+                    method=m,
+                    question="A/A false ship, interval's test alone (no sign-flip guard)",
+                    hits=int(alone.sum()),
+                    target="none (information)",
+                ),
+            ]
         out.append(
             dict(
-                question="A/A coverage (inverted sign-flip interval, not printed)",
+                method="sign-flip",
+                question="A/A false ship, sign-flip test alone",
                 hits=int(flip.sum()),
                 target="none (information)",
             )
         )
         # The reported MDE of such a run, at a min effect of one SE (so the test's null is not zero).
-        mde = design.mde(design.design_se(est), est.n_sessions, alpha, power, est.se)
+        mde = design.mde(
+            design.design_se(est), est.n_sessions, alpha, power, est.se, bootstrap.critical(est.draws, alpha)
+        )
         out.append(
             dict(question="_mde", hits=0, target="", detail=[float(np.median(est.se)), float(np.median(mde))])
         )
     elif kind == "sparse":
         X, Y = sparse_draw(rng, n, E)
-        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
-        p = stats.p_value(est, 0.0, "greater")
-        out.append(
-            dict(
-                question=f"sparse A/A false ship (k = {n} of 200 differ)",
-                hits=int((p < alpha).sum()),
-                target="≤ α",
-            )
-        )
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1, interval=False)
+        for m, e in _by_method(est, alpha):
+            p = stats.p_value(e, 0.0, "greater")
+            alone = stats.interval_p(e, 0.0, "greater") < alpha
+            out += [
+                dict(
+                    method=m,
+                    question=f"sparse A/A false ship (k = {n} of 200 differ)",
+                    hits=int((p < alpha).sum()),
+                    target="≤ α",
+                ),
+                dict(
+                    method=m,
+                    question=f"sparse A/A false ship, interval's test alone (k = {n} of 200)",
+                    hits=int(alone.sum()),
+                    target="none (information)",
+                ),
+            ]
     elif kind == "margin":
         # Guardrail exactly at its margin: the candidate is worse by 10% of the baseline mean.
         margin = true_difference(shape, 0.1)
         X, Y = draw(shape, rng, n, E, -0.1 if not shape.startswith("binary") else effect_for(shape, -margin))
-        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
-        p = stats.p_value(est, -margin, "greater")
-        out.append(
-            dict(
-                question="guardrail at its margin declared non-inferior",
-                hits=int((p < alpha).sum()),
-                target="≤ α",
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1, interval=False)
+        for m, e in _by_method(est, alpha):
+            p = stats.p_value(e, -margin, "greater")
+            out.append(
+                dict(
+                    method=m,
+                    question="guardrail at its margin declared non-inferior",
+                    hits=int((p < alpha).sum()),
+                    target="≤ α",
+                )
             )
-        )
     elif kind == "effect":
         diff = true_difference(shape, 0.1 if not shape.startswith("binary") else 0.3)
         X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
-        est = stats.estimate(X, Y, alpha, resamples, seed + 1)
-        cover = (est.ci[:, 0] <= diff) & (est.ci[:, 1] >= diff)
-        flip = (est.ci_sign_flip[:, 0] <= diff) & (est.ci_sign_flip[:, 1] >= diff)
-        out.append(dict(question="coverage with a planted effect", hits=int(cover.sum()), target="93–97%"))
-        out.append(
-            dict(
-                question="coverage with a planted effect (inverted sign-flip interval, not printed)",
-                hits=int(flip.sum()),
-                target="none (information)",
+        est = stats.estimate(X, Y, alpha, resamples, seed + 1, interval=False)
+        for m, e in _by_method(est, alpha):
+            cover = "93–97%" if n >= 20 else "none (n < 20)"
+            out.append(
+                dict(
+                    method=m,
+                    question="coverage with a planted effect",
+                    hits=int(_covers(e.ci, diff).sum()),
+                    target=cover,
+                )
             )
-        )
     return [dict(kind=kind, shape=shape, n=n, experiments=E) | o for o in out]
 
 
 def _reported_mde(shape: str, n: int, E: int, rng, alpha, power, resamples, min_effect, diff) -> float:
     """Median MDE that runs with a true difference ``diff`` report (their own SE, which the effect changes)."""
     X, Y = draw(shape, rng, n, E, effect_for(shape, diff))
-    est = stats.estimate(X, Y, alpha, min(resamples, 500), int(rng.integers(2**31)))
-    return float(np.median(design.mde(design.design_se(est), est.n_sessions, alpha, power, min_effect)))
+    est = stats.estimate(X, Y, alpha, min(resamples, 2000), int(rng.integers(2**31)), interval=False)
+    crit = bootstrap.critical(est.draws, alpha)
+    return float(np.median(design.mde(design.design_se(est), est.n_sessions, alpha, power, min_effect, crit)))
 
 
-def _power_job(job: tuple) -> list[dict]:
-    """Power at 1× the MDE a run reports when its true effect is that MDE (a fixed point, 3 steps)."""
-    shape, n, E, seed, alpha, power, resamples, min_effect, mde = job
+def _mde_job(job: tuple) -> tuple[float, float, float]:
+    """(min effect, MDE, headroom) of one power cell: the MDE a run reports when its true effect is
+    that MDE (a fixed point, 3 steps: the effect changes the SE the MDE is computed from)."""
+    shape, n, seed, alpha, power, resamples, min_effect, mde = job
     rng = np.random.default_rng(seed)
     for _ in range(3):
         mde = _reported_mde(shape, n, 200, rng, alpha, power, resamples, min_effect, mde)
-    room = headroom(shape)
+    return min_effect, mde, headroom(shape)
+
+
+def _power_job(job: tuple) -> list[dict]:
+    """One batch of a power cell: experiments with the MDE planted, tested against the min effect."""
+    shape, n, E, seed, alpha, resamples, min_effect, mde, room = job
+    rng = np.random.default_rng(seed)
     # The decide stage reports such an MDE as unreachable (beyond a 0/1 metric's range), not as a
     # number: the cell's power is measured at the largest possible difference but has no target.
     reportable = mde <= room
     X, Y = draw(shape, rng, n, E, effect_for(shape, min(mde, 0.999 * room)))
-    est = stats.estimate(X, Y, alpha, resamples, seed + 1)
-    p = stats.p_value(est, min_effect, "greater")
+    est = stats.estimate(X, Y, alpha, resamples, seed + 1, interval=False)
     detail = f"min effect {min_effect:.3g}, MDE {mde:.3g}"
     if not reportable:
         detail += f" > range {room:.3g}: reported as unreachable; power at +{room:.3g}"
@@ -224,11 +271,13 @@ def _power_job(job: tuple) -> list[dict]:
             shape=shape,
             n=n,
             experiments=E,
-            hits=int((p < alpha).sum()),
+            method=m,
+            hits=int((stats.p_value(e, min_effect, "greater") < alpha).sum()),
             question="power at 1× the reported MDE",
             target="≥ 75%" if reportable else "none (no MDE reported)",
             detail=detail,
         )
+        for m, e in _by_method(est, alpha)
     ]
 
 
@@ -237,9 +286,11 @@ def _merge(parts: list[dict]) -> list[Cell]:
     for p in parts:
         if p["question"] == "_mde":
             continue
-        key = (p["question"], p["shape"], p["n"])
+        key = (p["method"], p["question"], p["shape"], p["n"])
         if key not in cells:
-            cells[key] = Cell(p["question"], p["shape"], p["n"], 0, 0, p["target"], p.get("detail") or "")
+            cells[key] = Cell(
+                p["question"], p["shape"], p["n"], 0, 0, p["target"], p.get("detail") or "", p["method"]
+            )
         cells[key].experiments += p["experiments"]
         cells[key].hits += p["hits"]
     return list(cells.values())
@@ -254,7 +305,8 @@ def simulate(
     workers: int | None = None,
     progress: bool = True,
 ) -> list[Cell]:
-    """Every cell of the calibration table; ``experiments`` per A/A and sparse cell, half that elsewhere."""
+    """Every cell of the calibration table, ``experiments`` per cell, for every bootstrap interval
+    (they read the same resamples, so one simulation measures all three)."""
     from tqdm import tqdm
 
     batch = 250
@@ -263,13 +315,13 @@ def simulate(
     for shape in SHAPES:
         for n in SIZES:
             jobs += [("aa", shape, n, e) for e in _batches(experiments, batch)]
-            jobs += [("effect", shape, n, e) for e in _batches(experiments // 2, batch)]
+            jobs += [("effect", shape, n, e) for e in _batches(experiments, batch)]
     for k in SPARSE_K:
         jobs += [("sparse", "binary-0.2", k, e) for e in _batches(experiments, batch)]
     for shape in ("lognormal", "zero-inflated"):
         for n in (20, 40, 200):
             jobs += [("margin", shape, n, e) for e in _batches(experiments, batch)]
-    seeds = ss.generate_state(len(jobs) + 64 * len(SHAPES) * len(SIZES))
+    seeds = ss.generate_state(len(jobs) + 65 * len(SHAPES) * len(SIZES))
     full = [(*j, int(seeds[i]), alpha, power, resamples) for i, j in enumerate(jobs)]
     workers = workers or min(2, os.cpu_count() or 1)
     parts: list[dict] = []
@@ -281,51 +333,81 @@ def simulate(
         for p in parts:
             if p["question"] == "_mde":
                 mdes.setdefault((p["shape"], p["n"]), []).append(p["detail"])
-        pjobs = []
-        for i, ((shape, n), vals) in enumerate(sorted(mdes.items())):
-            se, mde = np.median(np.array(vals), axis=0)
-            # One job per cell: the fixed point needs the whole cell's MDE before drawing its experiments.
-            pjobs.append(
-                (
-                    shape,
-                    n,
-                    experiments // 2,
-                    int(seeds[len(jobs) + i]),
-                    alpha,
-                    power,
-                    resamples,
-                    float(se),
-                    float(mde),
-                )
+        cells = sorted(mdes.items())
+        fixed = [
+            (
+                shape,
+                n,
+                int(seeds[len(jobs) + i]),
+                alpha,
+                power,
+                resamples,
+                *map(float, np.median(vals, axis=0)),
             )
+            for i, ((shape, n), vals) in enumerate(cells)
+        ]
+        # One fixed point per cell (it needs the cell's MDE before drawing), then batches as above.
+        points = list(tqdm(pool.map(_mde_job, fixed), total=len(fixed), desc="MDE", disable=not progress))
+        pjobs = [
+            (shape, n, e, int(seeds[len(jobs) + len(cells) + 64 * i + j]), alpha, resamples, *point)
+            for i, (((shape, n), _), point) in enumerate(zip(cells, points, strict=True))
+            for j, e in enumerate(_batches(experiments, batch))
+        ]
         for res in tqdm(pool.map(_power_job, pjobs), total=len(pjobs), desc="power", disable=not progress):
             parts += res
     return _merge(parts)
 
 
-def table(cells: list[Cell], alpha: float = 0.025) -> str:
-    """Markdown: one row per cell with the rate, its binomial 95% range and whether the target holds."""
-    rows = [
-        "| question | shape | n | experiments | rate | binomial 95% range | target | holds |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for c in cells:
-        lo, hi = c.interval()
-        if c.target == "≤ α":
-            holds = lo <= alpha  # the rate is within the binomial range of α (or below it)
-        elif c.target == "93–97%":
-            holds = 0.93 <= c.rate <= 0.97
-        elif c.target == "≥ 75%":
-            holds = c.rate >= 0.75
+def holds(c: Cell, alpha: float = 0.025) -> bool | None:
+    """Whether a cell meets its target: an error rate at or below the top of α's binomial 95% range
+    at the cell's experiments, coverage 93–97%, power ≥ 75%; None for rows without a target."""
+    if c.target == "≤ α":
+        return bool(c.hits <= sps.binom.ppf(0.975, c.experiments, alpha))
+    if c.target == "93–97%":
+        return 0.93 <= c.rate <= 0.97
+    if c.target == "≥ 75%":
+        return c.rate >= 0.75
+    return None
+
+
+def table(
+    cells: list[Cell], alpha: float = 0.025, resamples: int | None = None, seed: int | None = None
+) -> str:
+    """Markdown: per interval method (the default first), headed by its name as decision.json gives
+    it (with ``resamples`` and ``seed`` when known), one row per cell with the rate, its binomial
+    95% range and whether the target holds."""
+    out = []
+    for method in (*bootstrap.METHODS, "sign-flip"):
+        mine = [c for c in cells if c.method == method]
+        if not mine:
+            continue
+        if method not in bootstrap.NAMES:
+            name = "sign-flip test alone"
+        elif resamples is None or seed is None:
+            name = f"{100 * (1 - 2 * alpha):g}% session {bootstrap.NAMES[method]}"
         else:
-            holds = None
-        verdict = "n/a" if holds is None else "yes" if holds else "**no**"
-        shape = c.shape + (f" ({c.detail})" if c.detail else "")
-        rows.append(
-            f"| {c.question} | {shape} | {c.n} | {c.experiments} | {c.rate:.2%} | [{lo:.2%}, {hi:.2%}] | "
-            f"{c.target} | {verdict} |"
-        )
-    return "\n".join(rows) + "\n"
+            name = bootstrap.label(method, 1 - 2 * alpha, resamples, seed)
+        missed = sum(holds(c, alpha) is False for c in mine)
+        with_target = sum(holds(c, alpha) is not None for c in mine)
+        out += [
+            f"### {name}" + (" (the default)" if method == bootstrap.METHODS[0] else ""),
+            "",
+            f"{with_target - missed} of {with_target} rows with a target hold.",
+            "",
+            "| question | shape | n | experiments | rate | binomial 95% range | target | holds |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for c in mine:
+            lo, hi = c.interval()
+            h = holds(c, alpha)
+            verdict = "n/a" if h is None else "yes" if h else "**no**"
+            shape = c.shape + (f" ({c.detail})" if c.detail else "")
+            out.append(
+                f"| {c.question} | {shape} | {c.n} | {c.experiments} | {c.rate:.2%} | [{lo:.2%}, {hi:.2%}] | "
+                f"{c.target} | {verdict} |"
+            )
+        out.append("")
+    return "\n".join(out)
 
 
 def as_json(cells: list[Cell]) -> list[dict]:

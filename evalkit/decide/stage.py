@@ -19,7 +19,7 @@ import pandas as pd
 from evalkit.common.files import write_json
 from evalkit.contracts.config import Experiment
 from evalkit.contracts.metrics_stream import file_pairs, session_chunks
-from evalkit.decide import design, stats
+from evalkit.decide import bootstrap, design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine
 from evalkit.decide.rules import Rules, resolve_rules
@@ -94,7 +94,7 @@ def decide_chunks(
         del cx, by
     X, Y = stats.estimand_matrices(paired.diff_sum, paired.count, rules.estimand)
     paired = paired.column_totals()
-    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed)
+    est = stats.estimate(X, Y, rules.alpha, rules.resamples, rules.seed, method=rules.interval)
 
     # Orient every column so that "greater" means better, then test all columns at once.
     K = len(columns)
@@ -125,20 +125,29 @@ def decide_chunks(
                 target[k] = 0.0
     oriented = est.oriented(sign)
     # Success: H0 better ≤ min effect. Guardrail: H0 better ≤ −margin (non-inferiority).
+    # Each is the larger of the bootstrap interval's own test and the sign-flip test (stats.p_value).
     p_main = stats.p_value(oriented, thr_o, "greater")
+    main_parts = stats.interval_p(oriented, thr_o, "greater"), stats.sign_flip_p(oriented, thr_o, "greater")
     # Success: significantly worse than baseline (H0 better ≥ 0). Guardrail: worse than the margin.
-    p_worse = stats.p_value(oriented, np.where(np.array(roles) == "success", 0.0, thr_o), "less")
+    thr_worse = np.where(np.array(roles) == "success", 0.0, thr_o)
+    p_worse = stats.p_value(oriented, thr_worse, "less")
+    worse_parts = (
+        stats.interval_p(oriented, thr_worse, "less"),
+        stats.sign_flip_p(oriented, thr_worse, "less"),
+    )
     # Design numbers against the same null and with the same critical value as the test itself.
     n = est.n_sessions
     se = design.design_se(est)  # median-unbiased: the MDE a typical run reports keeps its power
-    mde = sign * design.mde(se, n, rules.alpha, rules.power, thr_o)
+    # A skewed metric's bootstrap-t critical value can exceed the sign-flip test's: plan with the larger.
+    crit = bootstrap.critical(oriented.draws, rules.alpha) if rules.interval == "bootstrap-t" else None
+    mde = sign * design.mde(se, n, rules.alpha, rules.power, thr_o, crit)
     # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
     zero_one = scan.zero_one
     headroom = np.array([np.nan] * K)
     for k, (_c, m) in enumerate(columns):
         if m in zero_one and np.isfinite(base_mean[k]):
             headroom[k] = (1.0 - base_mean[k]) if sign[k] > 0 else -base_mean[k]
-    power = design.achieved_power(target, se, n, rules.alpha, thr_o)
+    power = design.achieved_power(target, se, n, rules.alpha, thr_o, crit)
     needed = design.sessions_needed(target, se, n, rules.alpha, rules.power, thr_o)
 
     def result(c: str, m: str) -> MetricResult:
@@ -153,6 +162,11 @@ def decide_chunks(
             ci_sign_flip=tuple(est.ci_sign_flip[k]),
             p_value=float(p_main[k]),
             p_worse=float(p_worse[k]),
+            p_interval=float(main_parts[0][k]),
+            p_sign_flip=float(main_parts[1][k]),
+            p_worse_interval=float(worse_parts[0][k]),
+            p_worse_sign_flip=float(worse_parts[1][k]),
+            method=rules.interval,
             threshold=float(sign[k] * thr_o[k]),
             threshold_words=words[k],
             mde=float(mde[k]),
@@ -220,8 +234,10 @@ def decide_chunks(
     decision = {
         "stats": {
             "method": stats.METHOD,
-            "interval": stats.INTERVAL,
-            "printed_interval": "t",
+            "interval": bootstrap.label(rules.interval, 1 - 2 * rules.alpha, rules.resamples, rules.seed),
+            "printed_interval": rules.interval,
+            "ci_sign_flip": "the sign-flip test inverted, for comparison (not printed)",
+            "noise_floor_interval": "clustered-SE t on G − 1 df (no resampling: one column per metric)",
             "exact_max": stats.EXACT_MAX,
             "resamples": rules.resamples,
             "sign_vectors": int(est.FX.shape[0]),

@@ -20,12 +20,14 @@ Shape of the computation:
    exp(−T²/2Σz²) (Hoeffding 1963), so Holm over many tests is not held up by a Monte Carlo floor.
    Against a non-zero threshold (min effect, margin) the shifted z_g need not be symmetric (the
    test is then only asymptotically valid, Romano 1990); the t test below is required there too.
-4. Interval (``ci``, the decision interval): the clustered-SE t interval on G − 1 degrees of
-   freedom. The decision p-value (:func:`p_value`) is the larger of the sign-flip p-value and the
-   interval's own one-sided t test, so a verdict never contradicts the printed interval, and a
-   ship still needs the exact sign-flip test (so the ship promise is the sign-flip test's). ``ci_sign_flip``: the sign-flip test inverted
-   (Hartigan 1969's random-subsample means), for comparison: with a handful of differing sessions
-   it cannot exclude zero at all (2^−5 > α), so it over-covers 0/1 metrics at n = 10 (docs/rules.md).
+4. Interval (``ci``, the decision interval): the session-cluster bootstrap of
+   :mod:`evalkit.decide.bootstrap` (bootstrap-t by default; percentile or BCa by the rules'
+   ``interval``), whose own one-sided test is read off the same resamples. The decision p-value
+   (:func:`p_value`) is the larger of that test's and the sign-flip test's, so a verdict never
+   contradicts the printed interval, and where few sessions differ (no test of size α can reject
+   with ≤ 5 differing sessions) the exact sign-flip test is the requirement that decides.
+   ``ci_sign_flip``: the sign-flip test inverted (Hartigan 1969's random-subsample means), for
+   comparison only.
 5. Design numbers (MDE, power, sessions needed) are in :mod:`evalkit.decide.design`.
 
 Intervals are two-sided at level ``1 − 2α`` so that a one-sided test at ``α`` rejects exactly when
@@ -40,18 +42,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats as sps
 
+from evalkit.decide import bootstrap
 from evalkit.decide.pairing import Paired, paired_differences
 
 __all__ = ["Paired", "paired_differences"]
 
 ESTIMANDS = {"session_mean": "mean of session means", "pooled": "pooled mean over events"}
 METHOD = (
-    "paired sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter), "
-    "and the printed clustered-SE t interval beyond the threshold"
-)
-INTERVAL = (
-    "ci: clustered-SE t interval on G − 1 df (the printed decision interval; a verdict also needs it "
-    "beyond the threshold); ci_sign_flip: the sign-flip test inverted, for comparison"
+    "session-cluster bootstrap interval and its own test from the same resamples, and the paired "
+    "sign-flip randomization test over sessions (exact where ≤ 2^12 sign patterns matter)"
 )
 # Rows of the (B × G) sign matrix drawn at once: bounds memory at ~chunk·G·8 bytes.
 CHUNK = 1000
@@ -138,7 +137,7 @@ class Estimates:
 
     estimate: np.ndarray
     se: np.ndarray  # clustered standard error (NaN when fewer than 2 sessions)
-    ci: np.ndarray  # (K, 2) decision interval: clustered-SE t on G − 1 df at 1 − 2α (NaN below 2)
+    ci: np.ndarray  # (K, 2) decision interval: the session bootstrap's at 1 − 2α (NaN below 2 sessions)
     ci_sign_flip: np.ndarray  # (K, 2) the inverted sign-flip test at level 1 − 2α, for comparison
     n_sessions: np.ndarray  # sessions contributing to each column
     differing: np.ndarray  # sessions whose difference is not zero
@@ -147,6 +146,8 @@ class Estimates:
     FX: np.ndarray  # (B, K) Σ X over the swapped sessions of each sign vector
     FY: np.ndarray  # (B, K)
     exact: np.ndarray  # (K,) balanced reference set: p = #/B (see flip_sums)
+    draws: bootstrap.Draws  # the session bootstrap's θ* and T* (B × K)
+    method: str = "bootstrap-t"  # which bootstrap interval ``ci`` is (bootstrap.METHODS)
 
     def oriented(self, sign: np.ndarray) -> Estimates:
         """The same estimates with column k multiplied by sign[k] (so that "greater" means better)."""
@@ -154,7 +155,13 @@ class Estimates:
         ci = np.sort(self.ci * s[:, None], axis=1)
         flip = np.sort(self.ci_sign_flip * s[:, None], axis=1)
         return replace(
-            self, estimate=self.estimate * s, ci=ci, ci_sign_flip=flip, X=self.X * s, FX=self.FX * s
+            self,
+            estimate=self.estimate * s,
+            ci=ci,
+            ci_sign_flip=flip,
+            X=self.X * s,
+            FX=self.FX * s,
+            draws=self.draws.oriented(s),
         )
 
 
@@ -169,7 +176,7 @@ def _floor(n: np.ndarray, largest: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Point:
-    """Per column: the estimate, its clustered SE and t interval (the decision interval), sessions
+    """Per column: the estimate, its clustered SE and t interval (the noise floor's interval), sessions
     present and sessions whose difference is not zero. What a column needs without sign-flip draws."""
 
     estimate: np.ndarray
@@ -209,21 +216,32 @@ def point_estimates(col: np.ndarray, x: np.ndarray, y: np.ndarray, K: int, alpha
 
 
 def estimate(
-    X: np.ndarray, Y: np.ndarray, alpha: float, resamples: int, seed: int, interval: bool = True
+    X: np.ndarray,
+    Y: np.ndarray,
+    alpha: float,
+    resamples: int,
+    seed: int,
+    interval: bool = True,
+    method: str = "bootstrap-t",
 ) -> Estimates:
-    """Estimate, SE, the t interval (the decision interval) and the inverted sign-flip interval of every
-    column at level 1 − 2α.
+    """Estimate, SE, the session bootstrap interval (``method``, the decision interval) and the
+    inverted sign-flip interval of every column at level 1 − 2α; ``resamples`` sign vectors and as
+    many session resamples.
 
-    ``interval=False`` skips the sign-flip interval (NaN) for callers that only need p-values."""
+    ``interval=False`` skips both intervals (NaN) for callers that only need p-values."""
+    if method not in bootstrap.METHODS:
+        raise ValueError(f"unknown interval {method!r} (known: {', '.join(bootstrap.METHODS)})")
     present = Y > 0
     _g, col = np.nonzero(present)  # row-major: each column's cells in session order
     pt = point_estimates(col, X[present], Y[present], X.shape[1], alpha)
     FX, FY, exact = flip_sums(X, Y, resamples, seed)
+    draws = bootstrap.draw(X, Y, pt.estimate, resamples, seed)
+    K = X.shape[1]
     est = Estimates(
         pt.estimate,
         pt.se,
-        pt.ci,
-        np.full((X.shape[1], 2), np.nan),
+        np.full((K, 2), np.nan),
+        np.full((K, 2), np.nan),
         pt.n_sessions,
         pt.differing,
         X,
@@ -231,8 +249,11 @@ def estimate(
         FX,
         FY,
         exact,
+        draws,
+        method,
     )
     if interval:
+        est.ci = bootstrap.interval(method, draws, pt.estimate, pt.se, alpha)
         est.ci_sign_flip = randomization_interval(est, alpha)
     return est
 
@@ -298,31 +319,23 @@ def sign_flip_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.
     return np.where(est.n_sessions > 0, np.clip(p, 0.0, 1.0), np.nan)
 
 
-def interval_t_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
-    """The decision interval's own one-sided t test: p < α exactly when ``ci`` lies beyond δ on ``side``.
-
-    t = (θ̂ − δ)/SE against t_{G−1}; with SE = 0 the interval is the point θ̂ (p 0 beyond δ, else 1);
-    where the interval is undefined (one session) it does not bind (0)."""
-    K = est.X.shape[1]
-    d = np.broadcast_to(np.asarray(threshold, dtype=float), (K,))
-    gap = (est.estimate - d) * (1.0 if side == "greater" else -1.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = sps.t.sf(gap / est.se, np.maximum(est.n_sessions - 1, 1))
-    p = np.where(est.se == 0, np.where(gap > 0, 0.0, 1.0), p)
-    return np.where(np.isfinite(est.se), p, 0.0)
+def interval_p(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
+    """The decision interval's own one-sided test from the same session resamples: p < α exactly
+    when ``ci`` lies beyond δ on ``side`` (:mod:`evalkit.decide.bootstrap`); with fewer than 2
+    sessions there is no interval and it does not bind (0)."""
+    return bootstrap.p_value(est.method, est.draws, est.estimate, est.se, threshold, side)
 
 
 def p_value(est: Estimates, threshold: np.ndarray | float, side: str) -> np.ndarray:
     """The decision's one-sided p-values per column: H0 θ ≤ δ (``side="greater"``) or θ ≥ δ (``"less"``).
 
-    The larger of the sign-flip p-value (:func:`sign_flip_p`), which carries the error-rate promise
-    (exact where few sessions matter), and the printed t interval's own test (:func:`interval_t_p`),
-    so that a significant result always has its interval beyond the threshold. Against a non-zero
-    threshold the shifted differences need not be symmetric and the sign-flip test is only
-    asymptotically valid (Romano 1990); the t test is what keeps a guardrail at its margin at α there.
+    The larger of the bootstrap interval's own test (:func:`interval_p`) and the sign-flip test
+    (:func:`sign_flip_p`): a significant result always has its interval beyond the threshold, and
+    where only a handful of sessions differ the exact sign-flip test keeps the error rate (the
+    bootstrap cannot know that 4 of 200 sessions all in one direction happen 1 time in 16).
     """
     p = sign_flip_p(est, threshold, side)
-    return np.where(est.n_sessions > 0, np.maximum(p, interval_t_p(est, threshold, side)), np.nan)
+    return np.where(est.n_sessions > 0, np.maximum(p, interval_p(est, threshold, side)), np.nan)
 
 
 def holm(p: Sequence[float]) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from evalkit.decide.bootstrap import NAMES
 from evalkit.decide.rules import Rules
 from evalkit.decide.words import interval, num, pval
 
@@ -18,7 +19,9 @@ class MetricResult:
     role: str
     direction: str
     estimate: float
-    ci: tuple[float, float]  # the decision interval (clustered-SE t); a verdict needs it beyond the threshold
+    ci: tuple[
+        float, float
+    ]  # the decision interval (session bootstrap); a verdict needs it beyond the threshold
     ci_sign_flip: tuple[float, float]  # the sign-flip test inverted, for comparison
     p_value: float  # success: superiority vs min effect; guardrail: non-inferiority vs margin
     p_worse: float  # success: worse than baseline; guardrail: worse than the margin
@@ -43,10 +46,32 @@ class MetricResult:
     candidate_mean: float
     present: bool = True  # rows exist for this metric in both arms
     p_holm: float | None = None
+    # The two requirements behind p_value and p_worse (each is the larger of its pair): the
+    # bootstrap interval's own test and the sign-flip test.
+    p_interval: float = float("nan")
+    p_sign_flip: float = float("nan")
+    p_worse_interval: float = float("nan")
+    p_worse_sign_flip: float = float("nan")
+    method: str = "bootstrap-t"  # which session bootstrap interval ``ci`` is
 
     def line(self, holm: bool = False) -> str:
         p = pval(self.p_holm, "p_holm") if holm and self.p_holm is not None else pval(self.p_value)
-        return f"{self.metric} {num(self.estimate, True)} {interval(self.ci)}, {p}"
+        return f"{self.metric} {num(self.estimate, True)} {interval(self.ci)}, {p} ({self.decided('main')})"
+
+    def decided(self, test: str) -> str:
+        """Which requirement gave the p-value of ``test`` ("main" or "worse") its value, in words."""
+        boot, flip = (
+            (self.p_interval, self.p_sign_flip)
+            if test == "main"
+            else (self.p_worse_interval, self.p_worse_sign_flip)
+        )
+        name = f"session {NAMES.get(self.method, self.method)}"
+        if flip > boot:
+            return (
+                f"decided by the sign-flip test: {self.differing} of {self.n_sessions} sessions differ; "
+                f"the {name} test alone {pval(boot)}"
+            )
+        return f"decided by the {name} interval's test; sign-flip {pval(flip)}"
 
     @property
     def mde_reachable(self) -> bool:
@@ -79,6 +104,12 @@ class MetricResult:
             "p_value": self.p_value,
             "p_worse": self.p_worse,
             "p_holm": self.p_holm,
+            "p_interval": self.p_interval,
+            "p_sign_flip": self.p_sign_flip,
+            "p_worse_interval": self.p_worse_interval,
+            "p_worse_sign_flip": self.p_worse_sign_flip,
+            "decided_by": "sign-flip" if self.p_sign_flip > self.p_interval else "interval",
+            "worse_decided_by": "sign-flip" if self.p_worse_sign_flip > self.p_worse_interval else "interval",
             "threshold": self.threshold,
             "mde": self.mde if self.mde_reachable else None,
             "mde_exceeds_range": not self.mde_reachable,
@@ -184,7 +215,7 @@ def judge(
         return v(
             "drop",
             f"drop: success metric {r.metric} {num(r.estimate, True)} {interval(r.ci)} is significantly worse "
-            f"than {rules.baseline} ({pval(r.p_worse)} < α {a:g}; {r.direction} is better)",
+            f"than {rules.baseline} ({pval(r.p_worse)} < α {a:g}, {r.decided('worse')}; {r.direction} is better)",
             r.metric,
             r.p_worse,
             "worse than baseline",
@@ -195,7 +226,7 @@ def judge(
         return v(
             "drop",
             f"drop: guardrail {r.metric} {num(r.estimate, True)} {interval(r.ci)} is significantly worse than its "
-            f"margin {num(r.threshold, True)}{r.threshold_words} ({pval(r.p_worse)} < α {a:g})",
+            f"margin {num(r.threshold, True)}{r.threshold_words} ({pval(r.p_worse)} < α {a:g}, {r.decided('worse')})",
             r.metric,
             r.p_worse,
             "worse than margin",
@@ -266,7 +297,8 @@ def judge(
             "inconclusive",
             f"inconclusive: {wins[0].line(holm=True)} is significant, but guardrail {g.metric} "
             f"{num(g.estimate, True)} {interval(g.ci)} is not shown within its margin {num(g.threshold, True)}"
-            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}; {g.mde_words(rules.power, 'shown within it')})",
+            f"{g.threshold_words} ({pval(g.p_value)} ≥ α {a:g}, {g.decided('main')}; "
+            f"{g.mde_words(rules.power, 'shown within it')})",
             g.metric,
             g.p_value,
             "within margin",

@@ -20,4 +20,11 @@ def pval(p: float, name: str = "p") -> str:
 
 
 def interval(ci) -> str:
-    return f"[{num(ci[0])}, {num(ci[1])}]"
+    """[lo, hi]; a bound the session bootstrap cannot set (too few sessions differ) is ∞."""
+    return f"[{_bound(ci[0])}, {_bound(ci[1])}]"
+
+
+def _bound(x: float | None) -> str:
+    if x is not None and math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    return num(x)

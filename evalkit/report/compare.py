@@ -39,6 +39,15 @@ def _f(x: Any) -> float:
         return math.nan
 
 
+def _interval(decision: dict) -> str:
+    """The decision interval's name as decision.json gives it ("95% session bootstrap-t, B resamples,
+    seed S"); runs before the session bootstrap named only its kind."""
+    st = decision.get("stats") or {}
+    if st.get("printed_interval") in ("bootstrap-t", "percentile", "bca"):
+        return str(st.get("interval"))
+    return {"t": "clustered t"}.get(st.get("printed_interval"), "sign-flip") + " (an older run)"
+
+
 def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
     """Markdown: config differences, verdict changes, and per-metric effects A → B."""
     a, b = Path(run_a), Path(run_b)
@@ -101,7 +110,7 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
                 )
         if rows:
             out += [
-                "Effects (candidate − baseline, with intervals):",
+                f"Effects (candidate − baseline; intervals: A {_interval(da)}, B {_interval(db)}):",
                 "",
                 table(["candidate", "metric", "A", "B", "B − A", "n sessions"], rows),
                 "",

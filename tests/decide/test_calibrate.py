@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from evalkit.cli import main
 from evalkit.contracts.metrics_stream import write_metrics
@@ -25,9 +26,22 @@ def run(tmp_path_factory):
     same = df[df["arm"] == "baseline"].assign(arm="same")  # identical to the baseline in every session
     write_metrics(pd.concat([df, same], ignore_index=True), run / "metrics.parquet")
     rules = RULES | {"candidates": RULES["candidates"] | {"same": {"success": ["tally_present"]}}}
-    cfg = {"config": {"rules": rules, "replay": {"arms": [*arms, "same"]}, "model": {"backend": "extractive"}}}
+    cfg = {
+        "config": {"rules": rules, "replay": {"arms": [*arms, "same"]}, "model": {"backend": "extractive"}}
+    }
     (run / "config.json").write_text(json.dumps(cfg))
-    args = ["calibrate", str(run), "--experiments", "200", "--resamples", "500", "--workers", "1", "--seed", "3"]
+    args = [
+        "calibrate",
+        str(run),
+        "--experiments",
+        "200",
+        "--resamples",
+        "500",
+        "--workers",
+        "1",
+        "--seed",
+        "3",
+    ]
     assert main(args) == 0
     return run
 
@@ -46,7 +60,11 @@ def test_calibration_is_written_with_rates_in_range(run):
     assert win["power_at"] > 0.05  # the reported MDE lies beyond the min effect
     same = rows[("same", "tally_present")]
     assert same["false_pass"] is None and "no session differs" in same["note"]
-    assert (run / "calibration.md").read_text().startswith("Null experiments")
+    md = (run / "calibration.md").read_text()
+    # The calibration names the decision interval it calibrated, as decision.json does.
+    assert cal["interval"] == "95% session bootstrap-t, 500 resamples, seed 3"
+    assert md.startswith("Decision interval: 95% session bootstrap-t, 500 resamples, seed 3;")
+    assert "Null experiments" in md
 
 
 def test_report_shows_the_calibration_beside_the_verdicts(run, tmp_path):
@@ -65,19 +83,39 @@ def test_simulation_table_renders_every_kind_of_cell():
     assert {"A/A false ship (min effect 0)", "A/A coverage", "power at 1× the reported MDE"} <= questions
     assert any(q.startswith("sparse A/A false ship (k = 3") for q in questions)
     assert "guardrail at its margin declared non-inferior" in questions
+    assert {c.method for c in cells} == {"bootstrap-t", "percentile", "bca", "sign-flip"}
     md = simulate.table(cells)
-    assert md.count("\n") == len(cells) + 2 and all(0 <= c.rate <= 1 for c in cells)
+    assert md.count("\n| ") == len(cells) + 4 and all(0 <= c.rate <= 1 for c in cells)
     assert simulate.true_difference("lognormal", 0.1) == pytest.approx(0.1 * np.exp(0.125 + 0.5))
-    assert simulate.true_difference("binary-0.2", simulate.effect_for("binary-0.2", 0.05)) == pytest.approx(0.05)
+    assert simulate.true_difference("binary-0.2", simulate.effect_for("binary-0.2", 0.05)) == pytest.approx(
+        0.05
+    )
 
 
-def test_aa_coverage_row_is_the_printed_t_interval_and_the_sign_flip_one_is_information():
-    """Binary p ≈ 0.9 at n = 10: most A/A experiments have ≤ 5 differing sessions, where the inverted
-    sign-flip interval cannot exclude 0 (2^−5 > α) and over-covers; the printed t interval is the row
-    with the 93–97% target, and it covers less often."""
-    rows = {r["question"]: r for r in simulate._job(("aa", "binary-0.9", 10, 200, 3, 0.025, 0.8, 1000))}
-    printed = rows["A/A coverage"]
-    flip = rows["A/A coverage (inverted sign-flip interval, not printed)"]
-    assert printed["target"] == "93–97%" and flip["target"] == "none (information)"
-    assert printed["experiments"] == flip["experiments"] == 200
-    assert printed["hits"] < flip["hits"]
+def test_simulation_tables_name_each_interval_and_the_default_first():
+    """One table per interval (they read the same resamples), each headed by its name."""
+    parts = simulate._job(("aa", "binary-0.9", 20, 100, 3, 0.025, 0.8, 500))
+    md = simulate.table(simulate._merge(parts))
+    heads = [line for line in md.splitlines() if line.startswith("### ")]
+    assert heads == [
+        "### 95% session bootstrap-t (the default)",
+        "### 95% session percentile",
+        "### 95% session BCa",
+        "### sign-flip test alone",
+    ]
+    named = simulate.table(simulate._merge(parts), resamples=500, seed=3)
+    assert "### 95% session bootstrap-t, 500 resamples, seed 3 (the default)" in named
+    rows = {(p["method"], p["question"]): p for p in parts if p["question"] != "_mde"}
+    assert rows[("bootstrap-t", "A/A coverage")]["target"] == "93–97%"
+    assert rows[("bootstrap-t", "A/A coverage")]["experiments"] == 100
+    # The decision needs the sign-flip test as well: it never ships more than the interval's test alone.
+    alone = rows[("bootstrap-t", "A/A false ship, interval's test alone (no sign-flip guard)")]["hits"]
+    assert rows[("bootstrap-t", "A/A false ship (min effect 0)")]["hits"] <= alone
+
+
+def test_simulation_target_is_the_top_of_alphas_binomial_range():
+    """An error-rate cell holds when its rate is at or below the top of α's binomial 95% range."""
+    top = int(sps.binom.ppf(0.975, 4000, 0.025))
+    cell = simulate.Cell("A/A false ship (min effect 0)", "lognormal", 20, 4000, top, "≤ α")
+    assert simulate.holds(cell) is True
+    assert simulate.holds(simulate.Cell(cell.question, cell.shape, 20, 4000, top + 1, "≤ α")) is False

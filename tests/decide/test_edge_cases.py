@@ -213,10 +213,11 @@ def test_an_mde_beyond_a_0_1_metrics_range_is_reported_as_unreachable():
     assert d["verdicts"]["cand"]["metrics"]["m"]["mde"] > 0.1
 
 
-def test_a_ship_needs_the_printed_t_interval_beyond_the_threshold():
-    """Heavy-tailed differences where the exact sign-flip test at 0 rejects but the t interval still
-    includes 0: the verdict is not ship (before, it shipped beside an interval [sign-flip] that the
-    report printed while the clustered t interval crossed 0). decision.json names the printed interval."""
+def test_a_ship_needs_the_printed_interval_beyond_the_threshold():
+    """Heavy-tailed differences where the exact sign-flip test at 0 rejects but the session bootstrap-t
+    interval still includes 0: the verdict is not ship (before, it shipped beside an interval
+    [sign-flip] that the report printed while another interval crossed 0). decision.json names the
+    printed interval, and the reason names the requirement that decided."""
     from tests.decide.test_stats import AT_MARGIN
 
     diffs = np.array(AT_MARGIN) + 0.1868
@@ -224,7 +225,10 @@ def test_a_ship_needs_the_printed_t_interval_beyond_the_threshold():
     d = decide(frame(paired_table(base, {"cand": base + diffs})), parse_rules(rules(min_effect=0.0), "t"))
     v = d["verdicts"]["cand"]
     m = v["metrics"]["m"]
-    assert d["stats"]["printed_interval"] == "t" and "clustered-SE t" in d["stats"]["interval"]
+    assert d["stats"]["printed_interval"] == "bootstrap-t"
+    assert d["stats"]["interval"] == "95% session bootstrap-t, 2000 resamples, seed 20261130"
     assert m["ci"][0] < 0 < m["ci_sign_flip"][0]  # the sign-flip interval alone excludes 0
     assert m["p_value"] > 0.025 and v["verdict"] == "inconclusive"
-    assert "[-0.0479, 0.989], p_holm=0.036 ≥ α 0.025" in v["reason"]  # the printed interval is the t one
+    assert m["p_sign_flip"] < 0.025 < m["p_interval"] == m["p_value"] and m["decided_by"] == "interval"
+    # The lower bound is Student's t (the floor); the skewed upper side is the bootstrap's, wider.
+    assert "[-0.0479, 1.27], p_holm=0.036 (decided by the session bootstrap-t interval's test" in v["reason"]

@@ -154,7 +154,9 @@ def test_stats_block_noise_floor_and_no_nan(decision):
         and st["alpha"] == 0.025
         and st["unit"] == "session"
     )
-    assert st["estimand"] == "mean of session means" and st["method"].startswith("paired sign-flip")
+    assert st["estimand"] == "mean of session means" and "sign-flip" in st["method"]
+    assert st["interval"] == "95% session bootstrap-t, 2000 resamples, seed 20261130"
+    assert st["printed_interval"] == "bootstrap-t"
     nf = decision["noise_floor"]
     assert set(nf) == {"tally_present", "constraints_kept", "summary_tokens"}
     assert all(v["exactly_zero"] and v["aa_estimate"] == 0 and v["ci"] == [0, 0] for v in nf.values())

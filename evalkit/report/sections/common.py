@@ -54,7 +54,12 @@ def confidence(data: ReportData) -> str:
 def interval_name(data: ReportData) -> str:
     """Which interval ``ci`` is: ``printed_interval`` as the stats stage wrote it (runs before it
     printed the inverted sign-flip test)."""
-    return "clustered t" if data.decision.get("stats", {}).get("printed_interval") == "t" else "sign-flip"
+    kind = data.decision.get("stats", {}).get("printed_interval")
+    return {
+        "bootstrap-t": "session bootstrap-t",
+        "percentile": "session percentile",
+        "bca": "session BCa",
+    }.get(kind, "clustered t" if kind == "t" else "sign-flip")
 
 
 def as_float(x: Any) -> float:
