@@ -42,7 +42,7 @@ def cmd_run(args) -> int:
     if args.arms:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     exp = prepare(load_experiment(args.config, overrides))
-    from evalkit.models.endpoint import check_endpoints
+    from evalkit.pipeline.endpoints import check_endpoints
 
     check_endpoints(exp.config, args.allow_remote)  # before any work, whichever way the run goes
     out = Path(args.report_out) / exp.name if args.report_out else None
@@ -57,7 +57,7 @@ def cmd_run(args) -> int:
         print(paths.root)
         return 0
     print(out / "report.md" if out else paths.report)
-    from evalkit.pipeline.warnings import read
+    from evalkit.contracts.runs import read_warnings as read
 
     warnings = (read(paths.root) or {}).get("warnings", [])
     if args.strict and warnings:

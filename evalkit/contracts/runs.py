@@ -51,3 +51,18 @@ def load_run(path: str | os.PathLike) -> Run:
         metrics=read_metrics(p / "metrics.parquet"),
         decision=decision,
     )
+
+
+WARNINGS_FILE = "warnings.json"
+
+
+def read_warnings(run_dir: str | os.PathLike) -> dict | None:
+    """``warnings.json`` of a run (written by :mod:`evalkit.pipeline.warnings`), None when the run
+    has none (written before warnings existed)."""
+    p = Path(run_dir) / WARNINGS_FILE
+    if not p.is_file():
+        return None
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # unreadable: shown as no warnings recorded, never as a crash of the report

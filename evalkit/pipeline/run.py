@@ -90,7 +90,7 @@ def write_run_config(
     exp: Experiment, paths: RunPaths, argv: list[str], endpoints: list | None = None
 ) -> None:
     """The resolved config, its hash, the command that reproduces the run, and the endpoints it
-    sends to (evalkit.models.endpoint).
+    sends to (evalkit.pipeline.endpoints).
 
     Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
     of the config as given, so ``--resume`` still recognises it."""
@@ -257,8 +257,7 @@ def prepare(exp: Experiment) -> Experiment:
     rule fails before the first model call, not after the last. Idempotent."""
     from evalkit.contracts.config import ConfigError
     from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
-    from evalkit.replay.candidates import check_arm
-    from evalkit.replay.variants import check_variants
+    from evalkit.replay.variants import check_arm, check_variants
 
     replay = exp.config["replay"]
     try:
@@ -292,8 +291,8 @@ def run_experiment(
     the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
     (:class:`evalkit.pipeline.shard.Shard`) only the per-session stages run, on that shard's sessions;
     ``evalkit merge`` then builds the run folder that decide and report read. Session content
-    goes to a remote endpoint nobody named only with ``allow_remote`` (evalkit.models.endpoint)."""
-    from evalkit.models.endpoint import check_endpoints
+    goes to a remote endpoint nobody named only with ``allow_remote`` (evalkit.pipeline.endpoints)."""
+    from evalkit.pipeline.endpoints import check_endpoints
 
     exp = prepare(exp)  # every setting checked before any work (rules included)
     endpoints = check_endpoints(exp.config, allow_remote)

@@ -13,7 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-FILE = "warnings.json"
+from evalkit.contracts.runs import WARNINGS_FILE as FILE
+
 ERROR_SHARE = 0.05  # default: the rules' max_error_share when they set one
 
 
@@ -127,12 +128,6 @@ def write(run_dir: str | Path, config: dict) -> dict:
     body = collect(run_dir, config)
     write_json(Path(run_dir) / FILE, body)
     return body
-
-
-def read(run_dir: str | Path) -> dict | None:
-    """``warnings.json`` of a run, None when the run has none (written before warnings existed)."""
-    p = Path(run_dir) / FILE
-    return _read_json(p) if p.is_file() else None
 
 
 def summary_lines(body: dict) -> list[str]:

@@ -33,14 +33,9 @@ def arm(name: str, description: str, evidence: str, seed: str, prompt_only: bool
     return ARMS.register(name, description, evidence=evidence, seed=seed, prompt_only=prompt_only)
 
 
-def policy_for(name: str, variants: dict | None = None) -> Policy:
-    """The policy of an arm: ``baseline``, a candidate, ``a+b`` compositions, ``external:CMD``, or a
-    variant defined by settings (``[replay.variants.NAME]``, :mod:`evalkit.replay.variants`)."""
-    if variants and name in variants:
-        from evalkit.replay.variants import apply_variant
-
-        spec = variants[name]
-        return apply_variant(policy_for(str(spec.get("from", "baseline")), variants), name, spec)
+def policy_for(name: str) -> Policy:
+    """The policy of a built-in arm: ``baseline``, a candidate, ``a+b`` compositions or
+    ``external:CMD`` (variants defined by settings: :func:`evalkit.replay.variants.policy_for`)."""
     if name.startswith("external:"):
         from evalkit.replay.external import external_policy
 
@@ -50,11 +45,6 @@ def policy_for(name: str, variants: dict | None = None) -> Policy:
         raise ValueError(f"arm {name!r}: empty name in a '+' composition")
     transforms = [ARMS.get(p) for p in parts]
     return replace(reduce(lambda pol, t: t(pol), transforms, Policy()), name=name)
-
-
-def check_arm(name: str, variants: dict | None = None) -> None:
-    """Raise early (before any replay work) for an arm that cannot be built."""
-    policy_for(name, variants)
 
 
 @arm(
@@ -482,4 +472,4 @@ def recover(p: Policy) -> Policy:
     return with_recovery(p)
 
 
-__all__ = ["ARMS", "Candidate", "check_arm", "policy_for"]
+__all__ = ["ARMS", "Candidate", "policy_for"]

@@ -32,7 +32,6 @@ from evalkit.contracts.session import (
 )
 from evalkit.models import Backend, ChatResponse, make_client
 from evalkit.models.transcript import clear_caches
-from evalkit.replay.candidates import check_arm, policy_for
 from evalkit.replay.compactor import compact
 from evalkit.replay.external import CompactorError
 from evalkit.replay.job import (
@@ -48,7 +47,7 @@ from evalkit.replay.job import (
 from evalkit.replay.render import RenderCache
 from evalkit.replay.requests import request_record
 from evalkit.replay.settings import ReplaySettings
-from evalkit.replay.variants import settings_for
+from evalkit.replay.variants import check_arm, policy_for, settings_for
 
 
 class SessionCache:

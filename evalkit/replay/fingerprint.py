@@ -77,7 +77,8 @@ def _hash_file(path: Path) -> str:
 
 def arm_fingerprint(name: str, variants: dict | None = None) -> str:
     """sha256 of the arm's resolved policy and of the source it runs (see the module docstring)."""
-    from evalkit.replay.candidates import ARMS, policy_for
+    from evalkit.replay.candidates import ARMS
+    from evalkit.replay.variants import policy_for
 
     policy = policy_for(name, variants)
     files: set[Path] = set(_REPLAY_DIR.glob("*.py"))

@@ -138,3 +138,19 @@ def settings_for(settings, arm: str, variants: dict | None):
     inherited = settings_for(settings, str(spec.get("from", "baseline")), variants)
     own = {k: spec[k] for k in SETTING_KEYS if k in spec}
     return replace(inherited, **own) if own else inherited
+
+
+def policy_for(name: str, variants: dict | None = None) -> Any:
+    """The policy of an arm: a variant defined by settings (``[replay.variants.NAME]``, built on
+    the arm its ``from`` names), or a built-in arm (:func:`evalkit.replay.candidates.policy_for`)."""
+    from evalkit.replay import candidates
+
+    if variants and name in variants:
+        spec = variants[name]
+        return apply_variant(policy_for(str(spec.get("from", "baseline")), variants), name, spec)
+    return candidates.policy_for(name)
+
+
+def check_arm(name: str, variants: dict | None = None) -> None:
+    """Raise early (before any replay work) for an arm that cannot be built."""
+    policy_for(name, variants)

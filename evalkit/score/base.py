@@ -373,3 +373,15 @@ def probe(
         return fn
 
     return deco
+
+
+def model_client(inp: ProbeInput):
+    """The run's model client for a model-judged probe, made once per event view and shared by
+    every probe that reads it (the judge, the recovery arm's query)."""
+    from evalkit.models import make_client
+
+    extras = inp.view.extras
+    if "client" not in extras:
+        ctx = extras.get("ctx")
+        extras["client"] = make_client(ctx.model if ctx else {}, (ctx.run_dir or None) if ctx else None)
+    return extras["client"]

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from evalkit.score.base import ProbeInput
+from evalkit.score.base import ProbeInput, model_client
 
 DIMENSIONS = (
     "accuracy",
@@ -32,16 +32,6 @@ JUDGE_SYSTEM = (
     '{"accuracy": n, "context_awareness": n, "artifact_trail": n, "completeness": n, '
     '"continuity": n, "instruction_following": n, "rationale": "one or two sentences"}.'
 )
-
-
-def _client(inp: ProbeInput):
-    from evalkit.models import make_client
-
-    extras = inp.view.extras
-    if "client" not in extras:
-        ctx = extras.get("ctx")
-        extras["client"] = make_client(ctx.model if ctx else {}, (ctx.run_dir or None) if ctx else None)
-    return extras["client"]
 
 
 def parse_grades(text: str) -> dict[str, Any]:
@@ -109,7 +99,7 @@ def model_grades(
     calls instead of two calls per question and replicate, one after another."""
     from evalkit.score.recovery import recovered
 
-    client = _client(inp)
+    client = model_client(inp)
     name = model.get("model", "")
     reps = range(max(1, replicates))
     failed: dict[int, Exception] = {}

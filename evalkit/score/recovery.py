@@ -72,7 +72,7 @@ def search(inp: ProbeInput, query: str) -> str:
 def _model_query(inp: ProbeInput, question: str, model: dict[str, Any]) -> tuple[str, int]:
     """The answering model's query and the call's tokens (input + output)."""
     from evalkit.models import ChatRequest
-    from evalkit.score.judge_model import _client
+    from evalkit.score.base import model_client
 
     req = ChatRequest(
         model=model.get("model", ""),
@@ -86,7 +86,7 @@ def _model_query(inp: ProbeInput, question: str, model: dict[str, Any]) -> tuple
         max_tokens=40,
         purpose="search",
     )
-    resp = _client(inp)(req)
+    resp = model_client(inp)(req)
     if not resp.ok:
         raise RuntimeError(f"search query call failed: {resp.error}")
     usage = getattr(resp, "usage", None) or {}

@@ -220,7 +220,8 @@ def test_an_unparseable_verdict_stays_cached_and_the_question_is_an_error(tmp_pa
     """The unparseable verdict of replicate 1 stays in the call cache (an unchanged rerun reads it
     again instead of paying twice, issue 39) while the failed call of replicate 0 is never cached;
     the question is an error with the first failure's reason."""
-    from evalkit.score.judge_model import _client, judge_request, model_grades
+    from evalkit.score.base import model_client as _client
+    from evalkit.score.judge_model import judge_request, model_grades
 
     s = judge_session()
     view = SessionView(s, compute_facts(s))

@@ -304,8 +304,8 @@ def build_plan(
     """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
     from evalkit.common.tokens import get_counter
     from evalkit.models.client import build_client
-    from evalkit.replay.candidates import check_arm
     from evalkit.replay.frontier import walk
+    from evalkit.replay.variants import check_arm
 
     replay, model = exp.section("replay"), exp.section("model")
     arms = list(replay["arms"])

@@ -12,9 +12,10 @@ from evalkit.report.markdown import code
 def run_warnings(data: ReportData) -> list[str]:
     """The run's own warnings (``warnings.json``) and the endpoints it sent session content to, as
     Markdown bullets; the report shows them first, in "Read these first"."""
-    from evalkit.pipeline.warnings import FILE, read
+    from evalkit.contracts.runs import WARNINGS_FILE as FILE
+    from evalkit.contracts.runs import read_warnings
 
-    body = read(data.run_dir)
+    body = read_warnings(data.run_dir)
     if body is None:
         return [f"- _No `{FILE}` in the run folder (written by `evalkit run`): warnings not collected._"]
     out = [f"- ⚠ {escape_inline(w['text'])}" for w in body.get("warnings", [])]
