@@ -266,7 +266,11 @@ def write_model_usage(paths: RunPaths) -> dict | None:
 def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
     """Check a resumed folder's config, write the run's config, then run the stages under the spending limits."""
     if resume and paths.config.exists():
-        old = json.loads(paths.config.read_text())["config_hash"]
+        from evalkit.runs import RunFolderError, read_json_file
+
+        old = read_json_file(paths.config, "run config (an object with 'config_hash')").get("config_hash")
+        if not isinstance(old, str):
+            raise RunFolderError(f"{paths.config}: field 'config_hash': missing or not a string")
         if old != exp.hash:
             raise ValueError(
                 f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "

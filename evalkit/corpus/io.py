@@ -110,6 +110,29 @@ def read_span(path: str | os.PathLike, span: Span) -> bytes:
         return fh.read(span[1])
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# A JSON escape of a surrogate code point (most are halves of a proper pair; the check is cheap).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (half an emoji cut in a transcript) as U+FFFD; pairs written
+    as two escapes become the one character they encode."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _clean(v):
+    if isinstance(v, str):
+        return without_surrogates(v)
+    if isinstance(v, dict):
+        return {_clean(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
 def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
     """Decode and validate one JSONL line; raises :class:`CorpusError`."""
     try:
@@ -121,6 +144,10 @@ def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
     except json.JSONDecodeError as e:
         reason = "truncated JSON" if e.pos >= len(text.rstrip()) else f"invalid JSON at column {e.colno}"
         raise CorpusError(path, line, "(json)", f"{reason}: {e.msg}") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        # A lone surrogate decodes from JSON but can be written by no later stage (UTF-8 refuses
+        # it): the canonical corpus holds U+FFFD in its place.
+        obj = _clean(obj)
     try:
         return session_from_dict(obj)
     except RecordError as e:
@@ -204,7 +231,11 @@ def write_sessions(path: str | os.PathLike, sessions: Iterable[Session]) -> list
 
 
 def write_json(path: str | os.PathLike, obj) -> None:
-    """Pretty, key-sorted JSON written atomically (manifests, configs, verdicts)."""
+    """Pretty, key-sorted JSON written atomically (manifests, configs, verdicts).
+
+    A lone surrogate (half an emoji cut in a transcript, read from a ``\\ud83d`` escape) is
+    written back as that escape: it cannot be encoded as UTF-8, and only occurs inside strings."""
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     with AtomicWriter(path) as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
+        fh.write(text + "\n")
