@@ -49,7 +49,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.installed
-	$(BIN)/evalkit bench
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) runs/*/ .pytest_cache .ruff_cache .hypothesis

@@ -4,8 +4,8 @@ __version__ = "0.1.0"
 
 
 def load_run(path):
-    """Load a run folder for analysis (config, events, metrics, verdicts); see :mod:`evalkit.runs`."""
-    from evalkit.runs import load_run as _load
+    """Load a run folder for analysis (config, events, metrics, verdicts); see :mod:`evalkit.contracts.runs`."""
+    from evalkit.contracts.runs import load_run as _load
 
     return _load(path)
 

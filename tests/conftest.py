@@ -41,13 +41,13 @@ def transcripts() -> Path:
     return TRANSCRIPTS
 
 
-# -- the fake OpenAI-compatible server (evalkit.models.fakeserver) ---------------------------------
+# -- the fake OpenAI-compatible server (evalkit.testing.fakeserver) ---------------------------------
 @pytest.fixture
 def fake_server(tmp_path):
     """Factory: ``fake_server(plan=FaultPlan(...), script=[...])`` starts a real HTTP server on
     127.0.0.1 (a free port) in this process, logging to ``tmp_path/fake-server-N.jsonl``; every
     server is stopped when the test ends."""
-    from evalkit.models.fakeserver import FakeServer
+    from evalkit.testing.fakeserver import FakeServer
 
     servers = []
 

@@ -1,7 +1,7 @@
 """The replay environment: answers an agent's tool calls from the recorded session.
 
 Nothing runs. A shell command that matches a recorded one after normalization (whitespace,
-quoting, ``cd DIR &&`` prefixes; :func:`evalkit.toolcalls.normalize_command`) gets the
+quoting, ``cd DIR &&`` prefixes; :func:`evalkit.common.toolcalls.normalize_command`) gets the
 recorded output and exit status: the latest recorded run at or before the compaction point,
 else the first after it. A file read gets the file's content where the recording shows it (a
 read result or a whole-file write, by the same rule). An edit or write is recorded and
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evalkit.continuation.recording import Op, SessionRecord, classify, pick, result_failed
-from evalkit.session import ToolCall
+from evalkit.contracts.session import ToolCall
 
 UNAVAILABLE = "[not available in replay: the recording holds no result for this call]"
 

@@ -1,7 +1,7 @@
 """The observational baseline: what the real agent did after each compaction its harness recorded.
 
 Sessions imported from Claude Code (``compact_boundary`` + ``isCompactSummary``) or Codex
-(``compacted``) hold :class:`~evalkit.session.Compaction` blocks where the harness compacted.
+(``compacted``) hold :class:`~evalkit.contracts.session.Compaction` blocks where the harness compacted.
 For each, the real agent's next N recorded calls are scored with the same re-fail / redo rules
 as a continuation run (:func:`evalkit.continuation.metrics.refail_redo`), so a candidate's
 numbers can be set against what production did. The window stops early at the next recorded
@@ -14,7 +14,7 @@ from evalkit.continuation.agents import Step
 from evalkit.continuation.environment import Answer
 from evalkit.continuation.metrics import refail_redo
 from evalkit.continuation.recording import SessionRecord, result_failed
-from evalkit.session import Compaction, Session
+from evalkit.contracts.session import Compaction, Session
 
 ARM = "observed"
 

@@ -5,7 +5,7 @@ asks, again and again, "what did the recording show for this command / this file
 after the point?". :class:`SessionRecord` answers from indexes built in one pass, so the replay
 environment, the heuristic agent, the metrics and the observational baseline share one view of
 the recording. Which calls run commands, read files or modify them is decided by
-:mod:`evalkit.toolcalls` (the one place that knows tool names). Nothing here comes from the
+:mod:`evalkit.common.toolcalls` (the one place that knows tool names). Nothing here comes from the
 ground truth (:mod:`evalkit.facts`): the heuristic agent reads the recording through this module.
 """
 
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from evalkit.session import Session, ToolCall, ToolResult
-from evalkit.toolcalls import EDIT_TOOLS, WRITE_TOOLS, command_of, files_of, normalize_command
+from evalkit.common.toolcalls import EDIT_TOOLS, WRITE_TOOLS, command_of, files_of, normalize_command
+from evalkit.contracts.session import Session, ToolCall, ToolResult
 
 # Sessions run the same few commands over and over; shlex-splitting each once pays off.
 _normalize = lru_cache(maxsize=1 << 16)(normalize_command)

@@ -23,20 +23,20 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from evalkit.config import merge
+from evalkit.common.progress import track
+from evalkit.common.workers import worker_pool
 from evalkit.continuation.agents import AGENTS, Agent, ContinuationInput, Transcript, is_proxy, make_agent
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.metrics import continuation_metrics, is_continuation_metric, metric_names
 from evalkit.continuation.observational import ARM as OBSERVED
 from evalkit.continuation.observational import compaction_points, observed_metrics
 from evalkit.continuation.recording import SessionRecord
+from evalkit.contracts.config import merge
+from evalkit.contracts.event import Event, events_path
+from evalkit.contracts.metrics import replace_rows, rows_to_arrow
+from evalkit.contracts.metrics_stream import ArmSpill, write_sorted
+from evalkit.contracts.session import Message, Session, session_from_dict
 from evalkit.corpus import Span, index_jsonl, read_span, write_json
-from evalkit.events import Event, events_path
-from evalkit.metrics import replace_rows, rows_to_arrow
-from evalkit.metrics.stream import ArmSpill, write_sorted
-from evalkit.progress import track
-from evalkit.session import Message, Session, session_from_dict
-from evalkit.workers import worker_pool
 
 DEFAULTS = {
     "enabled": True,

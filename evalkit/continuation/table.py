@@ -10,7 +10,7 @@ import pandas as pd
 
 from evalkit.continuation.metrics import is_continuation_metric
 from evalkit.continuation.observational import ARM as OBSERVED
-from evalkit.metrics import read_metrics
+from evalkit.contracts.metrics import read_metrics
 
 
 def arm_table(metrics: pd.DataFrame, manifest: dict) -> str:

@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from evalkit.contracts.session import Session, session_to_json
 from evalkit.corpus.io import AtomicWriter, ReadStats, read_sessions, session_hash, write_json
-from evalkit.session import Session, session_to_json
 
 
 def _encoded(s: Session) -> tuple[str, str, dict]:
@@ -108,10 +108,10 @@ def build_corpus(
     ``sessions`` sessions from ``seed`` (``session_tokens``, when set, stops each at about that
     many tokens: small sessions for small windows); ``kind = "path"`` reads a canonical JSONL corpus,
     skipping (and counting) bad records when ``on_error = "skip"``. ``select(position)``, when
-    given, keeps only the sessions at the corpus positions it accepts (a shard, :mod:`evalkit.shard`).
+    given, keeps only the sessions at the corpus positions it accepts (a shard, :mod:`evalkit.pipeline.shard`).
     """
-    from evalkit.progress import track
-    from evalkit.workers import bounded_map, worker_pool
+    from evalkit.common.progress import track
+    from evalkit.common.workers import bounded_map, worker_pool
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -170,7 +170,7 @@ def write_corpus(
     large import runs in flat memory. ``extra`` is a callable returning manifest fields known only
     after the stream ends (an importer's report).
     """
-    from evalkit.progress import track
+    from evalkit.common.progress import track
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

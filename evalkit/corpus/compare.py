@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalkit.session import Session
+from evalkit.contracts.session import Session
 
 THRESHOLD = 0.2
 MIN_N = 10

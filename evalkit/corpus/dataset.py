@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from evalkit.session import Session, message_to_dict, session_from_dict
+from evalkit.contracts.session import Session, message_to_dict, session_from_dict
 
 
 def _row(s: Session) -> dict:

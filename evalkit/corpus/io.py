@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from evalkit.session import RecordError, Session, session_from_dict, session_to_json
+from evalkit.contracts.session import RecordError, Session, session_from_dict, session_to_json
 
 # A single record above this is refused rather than parsed: a 10 MB message in a transcript is a
 # pasted binary or a runaway log, and parsing it would only blow up memory in every later stage.

@@ -18,6 +18,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from evalkit.contracts.session import Message, Session, Source, Text, Thinking, ToolCall, ToolResult
 from evalkit.corpus.outputs import (
     _BUILD_ERRORS,
     MODULES,
@@ -32,7 +33,6 @@ from evalkit.corpus.outputs import (
     _text_of,
 )
 from evalkit.corpus.phrasings import CONSTRAINTS, FOLLOWUPS, PASTE_INTROS, RESUME_OPENERS, TASKS
-from evalkit.session import Message, Session, Source, Text, Thinking, ToolCall, ToolResult
 
 # Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
 _TRIGGER = 200_000 - 16_384

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
+from evalkit.contracts.metrics import read_metrics
 from evalkit.decide import stats
 from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
 from evalkit.decide.stage import decide, prompt_only_arms
 from evalkit.decide.words import num
-from evalkit.metrics import read_metrics
 
 
 @dataclass
@@ -214,7 +214,7 @@ def calibrate_run(
     folder untouched)."""
     from tqdm import tqdm
 
-    from evalkit.runs import run_config, run_folder
+    from evalkit.contracts.runs import run_config, run_folder
 
     run = run_folder(run_dir)
     if not (run / "metrics.parquet").is_file():

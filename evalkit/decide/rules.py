@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import find_pyproject, read_toml
+from evalkit.contracts.config import find_pyproject, read_toml
 
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")

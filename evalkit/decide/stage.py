@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit.config import Experiment
+from evalkit.contracts.config import Experiment
+from evalkit.contracts.metrics_stream import file_pairs, session_chunks
 from evalkit.corpus import write_json
 from evalkit.decide import design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
@@ -25,7 +26,6 @@ from evalkit.decide.rules import Rules, resolve_rules
 from evalkit.decide.scan import TableScan, pairs_of
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
-from evalkit.metrics.stream import file_pairs, session_chunks
 
 # --------------------------------------------------------------------------- the stage
 
@@ -275,7 +275,7 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     run = Path(run_dir)
     path = run / "metrics.parquet"
     # Replicates are averaged and the run id and round are not read. The table is read a run of
-    # sessions at a time (evalkit.metrics.stream): at ~1M rows, holding it whole and the frames
+    # sessions at a time (evalkit.contracts.metrics_stream): at ~1M rows, holding it whole and the frames
     # built from it made this stage the run's memory peak.
     columns = ["arm", "session", "event", "metric", "value", "error"]
     rules = rules or resolve_rules(exp.section("rules"), exp.root)

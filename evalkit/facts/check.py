@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalkit.contracts.session import Session
 from evalkit.facts.extract import Facts, compute_facts
-from evalkit.session import Session
 
 KINDS = ("tallies", "failures", "constraints", "files_modified", "identifiers")
 

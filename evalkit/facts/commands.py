@@ -1,7 +1,7 @@
-"""Tool-call vocabulary, re-exported: it lives in :mod:`evalkit.toolcalls` (neutral plumbing the
+"""Tool-call vocabulary, re-exported: it lives in :mod:`evalkit.common.toolcalls` (neutral plumbing the
 offline stand-ins read too; see that module)."""
 
-from evalkit.toolcalls import (  # noqa: F401
+from evalkit.common.toolcalls import (  # noqa: F401
     EDIT_TOOLS,
     EDITOR_TOOLS,
     PATH_KEYS,

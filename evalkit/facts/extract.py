@@ -10,12 +10,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from evalkit.contracts.session import Compaction, Session, Text, ToolCall
 from evalkit.facts import identifiers
 from evalkit.facts.commands import command_of, files_of, normalize_command
 from evalkit.facts.constraints import constraint_lines, constraint_sentences
 from evalkit.facts.failures import attempt_key, call_failed
 from evalkit.facts.tallies import find_tally
-from evalkit.session import Compaction, Session, Text, ToolCall
 
 __all__ = ["compute_facts", "constraint_lines", "error_line", "is_test_command"]
 

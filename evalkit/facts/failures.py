@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import shlex
 
+from evalkit.contracts.session import ToolCall, ToolResult
 from evalkit.facts.commands import _path_arg, command_of, normalize_command
 from evalkit.facts.tallies import Tally
-from evalkit.session import ToolCall, ToolResult
 
 # Searches and comparisons whose exit status 1 means "no match" / "differs", not an error.
 _NO_MATCH_TOOLS = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "diff", "cmp", "test", "[", "git"}

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evalkit.registry import Registry
+from evalkit.common.registry import Registry
 
 
 @dataclass(frozen=True, slots=True)

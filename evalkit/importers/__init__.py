@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.common.registry import Registry
+from evalkit.contracts.session import Session
 from evalkit.importers.inputs import UNRECOGNISED, ImportReport, Issue, Probe
-from evalkit.registry import Registry
-from evalkit.session import Session
 
 
 @dataclass(frozen=True)
@@ -171,7 +171,7 @@ def iter_sessions(
     An importer that fails on one input (a bug, or input too odd to parse) costs that input only:
     the failure is recorded as a problem naming the file and the import goes on.
     """
-    from evalkit.redact import redact_session
+    from evalkit.common.redact import redact_session
 
     report = report if report is not None else ImportReport()
     options = options or {}

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import ToolCall
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, short_id
 from evalkit.importers.inputs import ImportReport, Probe, decode_reported
-from evalkit.session import ToolCall
 
 HEADER = re.compile(r"^# aider chat started at (.+?)\s*$")
 GENUINE_COMMANDS = ("/ask", "/code", "/architect")

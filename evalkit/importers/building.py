@@ -10,8 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from evalkit.importers.inputs import ImportReport
-from evalkit.session import (
+from evalkit.contracts.session import (
     Block,
     Message,
     Session,
@@ -20,6 +19,7 @@ from evalkit.session import (
     ToolCall,
     ToolResult,
 )
+from evalkit.importers.inputs import ImportReport
 
 _EXIT_PATTERNS = [
     re.compile(r"\AExit code:? (-?\d+)\b"),  # Claude Code prefix; Codex shell_command "Exit code: 1"

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import Compaction, Text, Thinking, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_text, exit_code_from_text, short_id
 from evalkit.importers.inputs import ImportReport, Probe, jsonl_records
-from evalkit.session import Compaction, Text, Thinking, ToolCall, ToolResult
 
 ENTRY_TYPES = {
     "user",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from evalkit.contracts.session import Compaction, Thinking, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import (
     SessionBuilder,
@@ -25,7 +26,6 @@ from evalkit.importers.building import (
     short_id,
 )
 from evalkit.importers.inputs import ImportReport, Probe, jsonl_records
-from evalkit.session import Compaction, Thinking, ToolCall, ToolResult
 
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
 # Output text of a call the user declined or a patch that did not apply (no exit code is written).

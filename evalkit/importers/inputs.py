@@ -11,13 +11,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from evalkit.corpus import jsonl_lines
-from evalkit.session import (
+from evalkit.contracts.session import (
     Compaction,
     Session,
     ToolCall,
     ToolResult,
 )
+from evalkit.corpus import jsonl_lines
 
 HEAD_BYTES = 64 * 1024
 # A whole-file JSON format above this is refused instead of loaded (JSONL formats stream).

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import zipfile
 
+from evalkit.contracts.session import Compaction
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_int, short_id
 from evalkit.importers.inputs import ImportReport, Probe, require_json
 from evalkit.importers.openai_style import OpenAIMapper
-from evalkit.session import Compaction
 
 ZIP_MAGIC = b"PK\x03\x04"
 

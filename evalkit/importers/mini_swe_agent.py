@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import Text, ToolCall
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_text, short_id
 from evalkit.importers.inputs import ImportReport, Probe, require_json
-from evalkit.session import Text, ToolCall
 
 _ACTION = re.compile(r"```(?:bash|sh|shell)?[ \t]*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")

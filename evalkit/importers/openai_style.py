@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.importers.building import SessionBuilder, as_text, parse_args, unwrap_envelope
-from evalkit.session import (
+from evalkit.contracts.session import (
     Block,
     Text,
     Thinking,
     ToolCall,
 )
+from evalkit.importers.building import SessionBuilder, as_text, parse_args, unwrap_envelope
 
 ROLE_MAP = {
     "system": "system",

@@ -24,10 +24,10 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from evalkit.contracts.session import Compaction, Text, Thinking, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_int, as_text, short_id
 from evalkit.importers.inputs import ImportReport, Probe
-from evalkit.session import Compaction, Text, Thinking, ToolCall, ToolResult
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SKIPPED_PARTS = {"step-start", "step-finish", "snapshot", "patch", "agent", "retry", "subtask"}

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import Compaction, Text, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_int, as_text, short_id
 from evalkit.importers.inputs import ImportReport, Probe, jsonl_records, require_json
-from evalkit.session import Compaction, Text, ToolCall, ToolResult
 
 TOOL_ACTIONS = {
     "run": "execute_bash",

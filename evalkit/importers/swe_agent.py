@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import re
 
+from evalkit.contracts.session import Text, ToolCall
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, as_text, short_id
 from evalkit.importers.inputs import ImportReport, Probe, require_json
 from evalkit.importers.openai_style import OpenAIMapper
-from evalkit.session import Text, ToolCall
 
 _TOOL_ERROR = re.compile(
     r"^\s*(?:Your proposed edit has introduced new syntax error|Usage: \w+|Error: |ERROR:|"

@@ -10,8 +10,8 @@ import os
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from evalkit.common.registry import Registry
 from evalkit.models.request import ChatRequest, ChatResponse
-from evalkit.registry import Registry
 
 
 class EndpointUnusable(BaseException):

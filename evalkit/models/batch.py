@@ -26,14 +26,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.common.progress import log
+from evalkit.contracts.session import session_from_dict
 from evalkit.models.budget import BudgetExceeded, StopRun
 from evalkit.models.client import ModelClient, build_client
 from evalkit.models.completion import Retryable, parse_completion
 from evalkit.models.openai_backend import OpenAIBackend
 from evalkit.models.request import ChatRequest, ChatResponse
-from evalkit.progress import log
 from evalkit.replay.frontier import Pending, walk
-from evalkit.session import session_from_dict
 
 RECORD = "batches.jsonl"
 TERMINAL = ("completed", "expired", "cancelled", "failed")

@@ -13,7 +13,7 @@ length target ("about N words", "at most N tokens"), per-section caps ("Key Deci
 bullets"), and a request to keep kinds of lines as they are ("keep file paths, commands ...",
 "verbatim"); without one, long lines are shortened. It knows no test runner, error format or
 constraint wording: it must not share patterns with the ground truth or the probes
-(``tests/test_independence.py``). Every output starts with :data:`LABEL`.
+(``tests/models/test_standin_independence.py``). Every output starts with :data:`LABEL`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from evalkit.common.templates import REFERENCE_TEMPLATE
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.instructions import read_instructions, section_cap
 from evalkit.models.request import ChatRequest, ChatResponse
@@ -36,7 +37,6 @@ from evalkit.models.transcript import (
     open_failures,
     parse_transcript,
 )
-from evalkit.templates import REFERENCE_TEMPLATE
 
 LABEL = "[offline extractive summary: evalkit stand-in, not a model]"
 ITEM_CHARS = 300  # the longest item kept when the instructions ask to keep lines as they are

@@ -13,7 +13,7 @@ counts by "<n> <kind>" on one line for every non-zero count.
 It measures whether the facts are still retrievable by a reader that knows only the question,
 not what a model would answer; the probe names its metrics ``judge_offline_*``. It takes only
 strings, knows nothing of how the questions are phrased, and shares no code or pattern with the
-ground truth (:mod:`evalkit.facts`) or the probes (``tests/test_independence.py``).
+ground truth (:mod:`evalkit.facts`) or the probes (``tests/models/test_standin_independence.py``).
 """
 
 from __future__ import annotations

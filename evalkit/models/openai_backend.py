@@ -23,11 +23,11 @@ import random
 import time
 from typing import Any
 
+from evalkit.common.redact import redact_text
 from evalkit.models.backends import BACKENDS, Backend, EndpointUnusable
 from evalkit.models.completion import Malformed, Retryable, parse_completion
 from evalkit.models.eventloop import EventLoop
 from evalkit.models.request import ChatRequest, ChatResponse
-from evalkit.redact import redact_text
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_RETRY_AFTER_S = 120.0

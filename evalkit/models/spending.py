@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from evalkit.common.progress import log
 from evalkit.models.budget import StopRun, budget_for
-from evalkit.progress import log
 
 MARKER = "incomplete.json"
 EXIT_INCOMPLETE = 3

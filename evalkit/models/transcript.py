@@ -4,7 +4,7 @@ Lines are parsed once per conversation and every extractor's pass is memoized (:
 Candidate items (user lines, assistant statements, commands, each output's closing line, paths)
 are scored by **salience** (tokens rare among the candidates, identifiers and numbers, repeated
 lines damped) × a speaker weight × **recency**. No test runner, error format or constraint
-wording is known here (``tests/test_independence.py``).
+wording is known here (``tests/models/test_standin_independence.py``).
 """
 
 from __future__ import annotations

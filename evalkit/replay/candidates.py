@@ -13,16 +13,16 @@ from collections.abc import Callable
 from dataclasses import replace
 from functools import reduce
 
-from evalkit.events import mask_outputs
-from evalkit.registry import Registry
+from evalkit.common.registry import Registry
+from evalkit.common.tokens import get_counter
+from evalkit.contracts.event import mask_outputs
+from evalkit.contracts.session import message_chars
 from evalkit.replay.compactor import Policy
 from evalkit.replay.cut import snap_to_assistant
 from evalkit.replay.job import CARRY_FILES_META, SUMMARY_META, Outcome, Pass, is_made
 from evalkit.replay.prompt import TEMPLATE
 from evalkit.replay.source import stub_if_empty
 from evalkit.replay.validator import repair
-from evalkit.session import message_chars
-from evalkit.tokens import get_counter
 
 Candidate = Callable[[Policy], Policy]
 ARMS: Registry[Candidate] = Registry("candidate")

@@ -3,8 +3,8 @@ compaction made, and the recorded activity to summarize."""
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Message
 from evalkit.replay.job import SUMMARY_META, Job, Pass, is_made
-from evalkit.session import Message
 
 
 def snap_to_assistant(context: list[Message], i: int) -> int | None:

@@ -3,7 +3,7 @@
 For each (session, arm): append the recorded messages one by one; at a turn boundary (the next
 message is the assistant's, so a request would be sent) check the trigger; if it fires, hand
 the context to the arm's compactor and continue from what it returns. Every compaction is an
-:class:`~evalkit.events.Event`. All arms of one session run in one worker and share its caches
+:class:`~evalkit.contracts.event.Event`. All arms of one session run in one worker and share its caches
 (token counts and renders of recorded messages, summarizer answers by request key), which is
 what keeps replay of many arms cheap.
 """
@@ -16,10 +16,21 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-from evalkit.events import Event, Invariants, events_path
+from evalkit.common.progress import log, track
+from evalkit.common.tokens import get_counter, message_tokens
+from evalkit.common.workers import bounded_map, worker_pool
+from evalkit.contracts.event import Event, Invariants, events_path
+from evalkit.contracts.session import (
+    Compaction,
+    Message,
+    Session,
+    message_chars,
+    message_to_dict,
+    session_from_dict,
+    tool_pairs_valid,
+)
 from evalkit.models import Backend, ChatResponse, make_client
 from evalkit.models.transcript import clear_caches
-from evalkit.progress import log, track
 from evalkit.replay.candidates import check_arm, policy_for
 from evalkit.replay.compactor import compact
 from evalkit.replay.external import CompactorError
@@ -36,17 +47,6 @@ from evalkit.replay.job import (
 from evalkit.replay.render import RenderCache
 from evalkit.replay.requests import request_record
 from evalkit.replay.settings import ReplaySettings
-from evalkit.session import (
-    Compaction,
-    Message,
-    Session,
-    message_chars,
-    message_to_dict,
-    session_from_dict,
-    tool_pairs_valid,
-)
-from evalkit.tokens import get_counter, message_tokens
-from evalkit.workers import bounded_map, worker_pool
 
 
 class SessionCache:

@@ -14,9 +14,9 @@ import subprocess
 from dataclasses import replace
 from typing import Any
 
+from evalkit.contracts.session import Message, RecordError, message_chars, message_from_dict, message_to_dict
 from evalkit.replay.compactor import Policy
 from evalkit.replay.job import SUMMARY_META, Job, Outcome
-from evalkit.session import Message, RecordError, message_chars, message_from_dict, message_to_dict
 
 PROTOCOL = "evalkit.external/1"
 

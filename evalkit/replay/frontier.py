@@ -1,6 +1,6 @@
 """Replay without the pipeline's side effects, with a client that may decline a call.
 
-Two things walk the corpus this way: the cost plan (``evalkit.plan``), whose client answers from
+Two things walk the corpus this way: the cost plan (``evalkit.pipeline.plan``), whose client answers from
 the call cache or with a stand-in summary of an assumed length, and provider batch jobs
 (``evalkit.models.batch``), whose client answers from the cache and raises :class:`Pending` for
 anything else, so each walk collects the next compaction round of every (session, arm) as one
@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from evalkit.events import Event
+from evalkit.contracts.event import Event
+from evalkit.contracts.session import Session
 from evalkit.replay.engine import SessionCache, replay_session
 from evalkit.replay.settings import ReplaySettings
-from evalkit.session import Session
 
 
 class Pending(Exception):

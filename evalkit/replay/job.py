@@ -8,10 +8,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalkit.contracts.session import Message, message_chars
 from evalkit.models import Backend, ChatRequest, ChatResponse
 from evalkit.replay.render import RenderCache, Rendered
 from evalkit.replay.settings import ReplaySettings
-from evalkit.session import Message, message_chars
 
 if TYPE_CHECKING:
     from evalkit.replay.compactor import Policy

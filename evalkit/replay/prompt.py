@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalkit.common.templates import REFERENCE_TEMPLATE
+from evalkit.contracts.session import Message
 from evalkit.replay.job import SUMMARY_META, Pass, is_made
 from evalkit.replay.render import Rendered
-from evalkit.session import Message
-from evalkit.templates import REFERENCE_TEMPLATE
 
 if TYPE_CHECKING:
     from evalkit.replay.compactor import Policy

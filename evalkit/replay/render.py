@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evalkit.session import Message, Text, Thinking, ToolCall, ToolResult, message_chars
-from evalkit.textscan import lines_with
-from evalkit.toolcalls import files_of
+from evalkit.common.textscan import lines_with
+from evalkit.common.toolcalls import files_of
+from evalkit.contracts.session import Message, Text, Thinking, ToolCall, ToolResult, message_chars
 
 TOOL_RESULT_CHARS = 2_000
 THINKING_CHARS = 1_000

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalkit.events import Event
+from evalkit.contracts.event import Event
+from evalkit.contracts.session import Compaction, Session
 from evalkit.models import ChatRequest
 from evalkit.replay.render import render_message, stub
-from evalkit.session import Compaction, Session
 
 
 def request_record(request: ChatRequest, parts: list[Any] | None) -> dict[str, Any]:

@@ -3,6 +3,7 @@ texts carried verbatim, the kept tail) and the accounting of what left the view.
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Message, Text, message_chars
 from evalkit.models import ChatRequest
 from evalkit.replay.job import (
     CARRY_FILES_META,
@@ -14,7 +15,6 @@ from evalkit.replay.job import (
     Pass,
 )
 from evalkit.replay.prompt import PromptBuilder
-from evalkit.session import Message, Text, message_chars
 
 SPLICE_PREFIX = "[Earlier conversation compacted to save context]\n\nCompacted from {n} tokens\n\n"
 

@@ -6,14 +6,14 @@ next step. It has its own notion of each: a *test run* is a shell call whose com
 test tool or target; its *outcome* is the last line of the output that is not a ruler (where
 runners print their summary); the user's lines are the lines of genuine user messages short
 enough to be typed, not pasted. It shares no code or pattern with the ground truth
-(:mod:`evalkit.facts`) or the probes, which grade it (``tests/test_independence.py``).
+(:mod:`evalkit.facts`) or the probes, which grade it (``tests/models/test_standin_independence.py``).
 """
 
 from __future__ import annotations
 
 import re
 
-from evalkit.session import Message
+from evalkit.contracts.session import Message
 
 # Words in a command that make it a test run (a tool or a target); matched as whole words.
 TEST_WORDS = frozenset(

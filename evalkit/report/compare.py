@@ -14,7 +14,7 @@ from evalkit.report.sections.common import verdict_mark
 
 
 def _load(run: str | os.PathLike) -> tuple[dict, dict]:
-    from evalkit.runs import read_json_file, run_config, run_folder
+    from evalkit.contracts.runs import read_json_file, run_config, run_folder
 
     run = run_folder(run)
     p = run / "decision.json"

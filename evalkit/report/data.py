@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.events import events_path
-from evalkit.metrics.sessions import SESSION_COLUMNS, session_table
+from evalkit.contracts.event import events_path
+from evalkit.contracts.metrics_sessions import SESSION_COLUMNS, session_table
 from evalkit.report.drawing import FigureDrawer
 
 # The per-event fields the report uses.
@@ -56,7 +56,7 @@ class ReportData:
     timings: dict[str, Any]
     model_stats: dict[str, Any]
     events: pd.DataFrame  # EVENT_FIELDS + summary_chars, summary_failed, over_limit, line
-    # One row per (arm, metric, session) (evalkit.metrics.sessions): value is the session mean.
+    # One row per (arm, metric, session) (evalkit.contracts.metrics_sessions): value is the session mean.
     metrics: pd.DataFrame
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
@@ -107,7 +107,7 @@ def _json(path: Path, missing: list[str], what: str) -> dict[str, Any]:
 def _decision(path: Path, missing: list[str]) -> dict[str, Any]:
     """``decision.json``: absent is a run not decided yet (a caveat); present but unreadable or of
     the wrong shape is a data error naming the file, not a report without its verdicts."""
-    from evalkit.runs import RunFolderError, read_json_file
+    from evalkit.contracts.runs import RunFolderError, read_json_file
 
     if not path.exists():
         return _json(path, missing, "estimates and verdicts")

@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 
-from evalkit.workers import worker_pool
+from evalkit.common.workers import worker_pool
 
 
 class FigureDrawer:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import re
 
-from evalkit.redact import redact_text
+from evalkit.common.redact import redact_text
 
 
 def redact(text: str) -> str:
-    """``text`` with API keys, tokens and private keys replaced (one pattern table: evalkit.redact)."""
+    """``text`` with API keys, tokens and private keys replaced (one pattern table: evalkit.common.redact)."""
     return redact_text(text)
 
 

@@ -121,9 +121,9 @@ def _figures_named(report: Path) -> set[str]:
 def write_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None = None) -> Path:
     """Write ``report.md`` and its PNG figures into ``out_dir`` (default: the run's ``report/`` folder).
 
-    The run folder is checked before anything is created (:func:`evalkit.runs.run_folder`)."""
+    The run folder is checked before anything is created (:func:`evalkit.contracts.runs.run_folder`)."""
+    from evalkit.contracts.runs import RunFolderError, run_folder
     from evalkit.corpus.io import AtomicWriter, without_surrogates
-    from evalkit.runs import RunFolderError, run_folder
 
     run = run_folder(run_dir)
     if out_dir is not None and not str(out_dir).strip():

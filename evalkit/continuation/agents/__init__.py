@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evalkit.common.plaintext import context_plain_text, message_plain_text
+from evalkit.common.registry import Registry
 from evalkit.continuation.environment import Answer, ReplayEnvironment
 from evalkit.continuation.recording import Op, SessionRecord
-from evalkit.events import Event, resolve_context
-from evalkit.plaintext import context_plain_text, message_plain_text
-from evalkit.registry import Registry
-from evalkit.session import Message, ToolCall
+from evalkit.contracts.event import Event, resolve_context
+from evalkit.contracts.session import Message, ToolCall
 
 
 @dataclass(frozen=True, slots=True)

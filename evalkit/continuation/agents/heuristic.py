@@ -5,7 +5,7 @@ compaction: given what the compacted context still shows, which of the recorded 
 would an agent have to repeat? It has its own notion of "known" and "stale", deliberately not
 the continuation metrics' (``refail_N`` asks whether a file the failure names changed; this
 agent, like a cautious developer, treats any edit as making an earlier outcome stale), and it
-shares no code with the ground truth or the probes (``tests/test_independence.py``). Rules:
+shares no code with the ground truth or the probes (``tests/models/test_standin_independence.py``). Rules:
 
 1. **Lost failures are retried.** For every command whose latest run before the compaction point
    failed, with no edit recorded since, and whose failure the context does not show, the agent
@@ -24,11 +24,11 @@ call is. It stops when the plan is exhausted (``stopped``) or after ``max_calls`
 
 from __future__ import annotations
 
+from evalkit.common.plaintext import block_plain_text
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.recording import Action, Op, SessionRecord
-from evalkit.plaintext import block_plain_text
-from evalkit.session import ToolCall
+from evalkit.contracts.session import ToolCall
 
 LABEL = "heuristic (proxy for information availability: not a model)"
 

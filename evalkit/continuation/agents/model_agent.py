@@ -17,8 +17,8 @@ from typing import Any
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.recording import classify
+from evalkit.contracts.session import Compaction, Message, Text, ToolCall
 from evalkit.models import ChatRequest
-from evalkit.session import Compaction, Message, Text, ToolCall
 
 CONTINUE_MESSAGE = (
     "The conversation above was compacted to free context. Carry on with the task from where it "

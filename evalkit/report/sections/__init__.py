@@ -10,19 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from evalkit.report import scorecard as _scorecard
-from evalkit.report.cadence import section_cadence
-from evalkit.report.calibration import section_calibration
-from evalkit.report.cost import section_cost
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
-from evalkit.report.health import section_health
 from evalkit.report.markdown import heading_anchor
+from evalkit.report.sections import scorecard as _scorecard
+from evalkit.report.sections.cadence import section_cadence
+from evalkit.report.sections.calibration import section_calibration
 from evalkit.report.sections.caveats import section_caveats
 from evalkit.report.sections.common import continuation_manifest, is_standin
 from evalkit.report.sections.compounding import section_compounding
+from evalkit.report.sections.cost import section_cost
 from evalkit.report.sections.effects import section_effects
 from evalkit.report.sections.evidence import section_evidence
+from evalkit.report.sections.health import section_health
 from evalkit.report.sections.noise import section_noise
 from evalkit.report.sections.runfacts import section_run_facts
 from evalkit.report.sections.verdicts import section_verdicts

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from evalkit.metrics import question_family, question_key
+from evalkit.contracts.metrics import question_family, question_key
 from evalkit.models import is_offline_standin
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
@@ -82,7 +82,7 @@ def metric_errors(data: ReportData, fold_questions: bool = False) -> dict[tuple[
 
 def split_questions(metrics: Iterable[str]) -> tuple[list[str], dict[str, int]]:
     """The metric names that are not per-question ones, in their order, and per exam family
-    (:func:`evalkit.metrics.question_family`) how many per-question names it has. A table listing
+    (:func:`evalkit.contracts.metrics.question_family`) how many per-question names it has. A table listing
     every name would grow with the corpus: each question's name is unique to its session."""
     plain: list[str] = []
     families: dict[str, int] = {}
@@ -111,7 +111,7 @@ def probe_info(metrics: list[str] | tuple[str, ...] = ()) -> dict[str, tuple[str
     """metric -> (direction, what it measures, what failure it catches), from the probe registry
     and the continuation stage's own table."""
     from evalkit.continuation.metrics import metric_info
-    from evalkit.probes import PROBES
+    from evalkit.score import PROBES
 
     out = {}
     for e in PROBES:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from evalkit.metrics import question_family, question_key
+from evalkit.contracts.metrics import question_family, question_key
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.figures import ForestRow, forest_plot

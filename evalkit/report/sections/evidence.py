@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalkit.events import events_path
+from evalkit.contracts.event import events_path
 from evalkit.report.data import ReportData, read_event
 from evalkit.report.escape import escape_inline, excerpt
 from evalkit.report.markdown import (

@@ -13,7 +13,7 @@ from evalkit.report.markdown import (
     table,
 )
 from evalkit.report.sections.common import is_standin
-from evalkit.report.usage import usage_rows
+from evalkit.report.sections.usage import usage_rows
 
 
 def _first(d: dict, *keys: str) -> Any:

@@ -1,0 +1,138 @@
+"""Core verbs: run, synth, validate, facts, candidates, report (probes/score: cli.probes)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from evalkit.cli.commands import arguments, command, terminal_safe
+
+
+def _run_args(p):
+    p.add_argument("--config", help="experiment TOML (default: [tool.evalkit] in pyproject.toml)")
+    p.add_argument("--run-dir", help="run folder (default: runs/<name>-<config hash>)")
+    p.add_argument("--sessions", type=int, help="override corpus.sessions")
+    p.add_argument("--arms", help="override replay.arms, comma-separated")
+    p.add_argument("--resume", action="store_true", help="skip stages whose output exists in the run folder")
+    p.add_argument(
+        "--report-out",
+        help="write the report into DIR/<name>/ instead of the run folder (make eval: reports/)",
+    )
+    from evalkit.cli.scale import scale_args
+
+    scale_args(p)
+
+
+@command("run", "run an experiment end to end: corpus → replay → score → decide → report")
+@arguments(_run_args)
+def cmd_run(args) -> int:
+    from evalkit.contracts.config import load_experiment
+    from evalkit.pipeline.run import run_experiment
+
+    overrides: dict = {}
+    if args.sessions is not None:
+        overrides.setdefault("corpus", {})["sessions"] = args.sessions
+    if args.arms:
+        overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
+    exp = load_experiment(args.config, overrides)
+    out = Path(args.report_out) / exp.name if args.report_out else None
+    from evalkit.cli.scale import scaled_run
+
+    paths = scaled_run(exp, args, out)
+    if paths is None:
+        paths = run_experiment(exp, args.run_dir, args._argv, resume=args.resume, report_out=out)
+    elif paths.root.joinpath("shard.json").is_file():
+        print(paths.root)
+        return 0
+    print(out / "report.md" if out else paths.report)
+    return 0
+
+
+def _synth_args(p):
+    p.add_argument("--sessions", type=int, default=None, help="sessions to generate (200; 40 with --compare)")
+    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--out", help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest)")
+    p.add_argument(
+        "--compare",
+        metavar="CORPUS",
+        help="instead: print the synthetic vs real distributions against a corpus folder or transcripts folder",
+    )
+
+
+@command("synth", "generate a deterministic synthetic corpus whose facts are known by construction")
+@arguments(_synth_args)
+def cmd_synth(args) -> int:
+    from evalkit.corpus import build_corpus
+
+    if args.compare:
+        from evalkit.corpus.compare import compare, load, measure, render_table
+        from evalkit.corpus.synth import generate
+
+        real = measure(load(args.compare))
+        synthetic = measure(generate(args.seed, args.sessions or 40))
+        print(f"seed {args.seed}")
+        print(render_table(compare(synthetic, real), synthetic.sessions, real.sessions))
+        return 0
+    if not args.out:
+        raise SystemExit("evalkit synth: --out is required (or --compare CORPUS)")
+    m = build_corpus({"kind": "synth", "sessions": args.sessions or 200}, args.seed, args.out)
+    print(json.dumps(m["stats"], indent=2))
+    return 0
+
+
+def _validate_args(p):
+    p.add_argument("path", help="canonical JSONL file or corpus folder")
+    p.add_argument("--skip", action="store_true", help="skip bad records and count them instead of stopping")
+
+
+@command("validate", "check a canonical JSONL corpus; errors name file:line: field: reason")
+@arguments(_validate_args)
+def cmd_validate(args) -> int:
+    from evalkit.corpus import CorpusError, ReadStats, read_sessions
+
+    stats = ReadStats()
+    try:
+        for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
+            pass
+    except CorpusError as e:
+        print(terminal_safe(str(e)), file=sys.stderr)
+        return 2
+    for e in stats.skipped:
+        print(terminal_safe(str(e)), file=sys.stderr)
+    from evalkit.pipeline.run import check_unique_ids
+
+    src = Path(args.path)
+    try:
+        check_unique_ids(src / "sessions.jsonl" if src.is_dir() else src)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(stats.summary())
+    return 2 if stats.skipped else 0
+
+
+@command("candidates", "list every arm (baseline and candidates) with its description and evidence")
+def cmd_candidates(args) -> int:
+    from evalkit.replay import ARMS
+
+    for e in ARMS:
+        print(f"{e.name:18} {e.description}")
+        ev = e.info.get("evidence")
+        if ev and ev != "-":
+            print(f"{'':18}   evidence: {ev}")
+    return 0
+
+
+def _report_args(p):
+    p.add_argument("run", help="run folder")
+    p.add_argument("--out", help="output folder (default: RUN/report)")
+
+
+@command("report", "write the Markdown report of a run folder")
+@arguments(_report_args)
+def cmd_report(args) -> int:
+    from evalkit.report import write_report
+
+    print(write_report(args.run, args.out))
+    return 0

@@ -1,0 +1,452 @@
+"""The cost plan: what a run will send, per arm and stage, before it sends anything.
+
+The summarizer's requests come from a dry replay (``evalkit.replay.frontier.walk``) of a sample of
+the corpus: the first round of every session is exact; later rounds depend on the summaries the
+model writes, so the dry replay answers uncached requests with a stand-in summary of an assumed
+length (the configured ``summary_max_tokens`` unless told otherwise) and cached ones with the
+cached answer. The judge's requests are built from the dry events with the judge probe's own
+request builders; the continuation agent's are an upper bound (``max_calls`` per continuation).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalkit.contracts.config import SPENDING_KEYS, Experiment
+from evalkit.contracts.session import Session, session_from_dict
+from evalkit.models.prefix import PrefixIndex, prompt_text
+from evalkit.models.prices import price_of
+from evalkit.models.request import ChatRequest, ChatResponse
+
+if TYPE_CHECKING:
+    from evalkit.facts import Facts
+
+STAGES = ("summarizer", "judge", "agent")
+STANDIN = "[evalkit plan: stand-in summary of an assumed length, not a model]"
+ANSWER_MAX, JUDGE_MAX = 400, 300  # the judge probe's max_tokens for its two calls
+AGENT_STEP_TOKENS = 300  # assumed growth of the agent's conversation per call (call + tool result)
+
+
+@dataclass
+class Line:
+    """One arm's requests to one stage."""
+
+    arm: str
+    stage: str
+    requests: int = 0  # distinct requests this arm is the first to send
+    shared_calls: int = 0  # requests equal to one another arm sends (answered once)
+    in_cache: int = 0  # already answered in the call cache: free
+    input_tokens: float = 0
+    shared_prefix_tokens: float = 0  # leading tokens another request also starts with
+    cached_prefix_tokens: float = 0  # leading tokens an earlier request sent (provider cache hits)
+    output_tokens: float = 0
+    rounds: int = 0  # the most summarizer rounds of one session (they are sequential)
+    # The judge's round trips: per event, its answers at once, then its grades (events one after
+    # another within a scoring process).
+    trips: int = 0
+    cost_usd: float | None = None
+
+    def scaled(self, k: float) -> Line:
+        counts = ("requests", "shared_calls", "in_cache", "trips")
+        tokens = ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens")
+        d = asdict(self)
+        for f in counts:
+            d[f] = round(d[f] * k)
+        for f in tokens:
+            d[f] = d[f] * k
+        return Line(**d)
+
+
+@dataclass
+class Plan:
+    experiment: str
+    backend: str
+    model: str
+    sessions: int  # in the corpus
+    sampled: int  # dry-replayed; counts are scaled by sessions / sampled
+    lines: list[Line]
+    assumptions: dict[str, Any]
+    wall_s: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def totals(self, stage: str | None = None) -> Line:
+        t = Line("all", stage or "all")
+        for ln in self.lines:
+            if stage is None or ln.stage == stage:
+                for f in ("requests", "shared_calls", "in_cache", "trips"):
+                    setattr(t, f, getattr(t, f) + getattr(ln, f))
+                for f in ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens"):
+                    setattr(t, f, getattr(t, f) + getattr(ln, f))
+                t.rounds = max(t.rounds, ln.rounds)
+                if ln.cost_usd is not None:
+                    t.cost_usd = (t.cost_usd or 0.0) + ln.cost_usd
+        return t
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["totals"] = {s: asdict(self.totals(s)) for s in (*STAGES, None) if s is None or self._has(s)}
+        d["totals"]["all"] = d["totals"].pop(None)
+        return d
+
+    def _has(self, stage: str) -> bool:
+        return any(ln.stage == stage for ln in self.lines)
+
+
+class Ledger:
+    """Collects requests as the run would send them: distinct by cache key, in order."""
+
+    def __init__(self, tokens, key, cache, price, batch: bool):
+        self.tokens, self.key, self.cache, self.price, self.batch = tokens, key, cache, price, batch
+        self.lines: dict[tuple[str, str], Line] = {}
+        self.seen: set[str] = set()
+        self.prefix = PrefixIndex()
+        self.index: list[tuple[Line, int, float]] = []  # line, prefix-index position, chars per token
+
+    def line(self, arm: str, stage: str) -> Line:
+        return self.lines.setdefault((arm, stage), Line(arm, stage))
+
+    def add(self, arm: str, stage: str, request: ChatRequest, expected_out: float) -> ChatResponse | None:
+        """Record a request; returns its cached answer when the call cache holds one."""
+        key = self.key(request)
+        ln = self.line(arm, stage)
+        if key in self.seen:
+            ln.shared_calls += 1
+            return self.cache.get(key) if self.cache else None
+        self.seen.add(key)
+        hit = self.cache.get(key) if self.cache else None
+        text = prompt_text(request)
+        n_in = self.tokens(text)
+        ln.requests += 1
+        ln.input_tokens += n_in
+        per_char = n_in / max(1, len(text))
+        reused = self.prefix.add(text) * per_char
+        self.index.append((ln, len(self.index), per_char))
+        if hit is not None:
+            ln.in_cache += 1
+            ln.output_tokens += hit.usage.get("completion_tokens", 0)
+            return hit
+        ln.cached_prefix_tokens += reused
+        ln.output_tokens += expected_out
+        if self.price is not None:
+            ln.cost_usd = (ln.cost_usd or 0.0) + self.price.cost(n_in, expected_out, reused, self.batch)
+        return None
+
+    def finish(self) -> list[Line]:
+        for ln, i, per_char in self.index:
+            ln.shared_prefix_tokens += self.prefix.shared(i) * per_char
+        return list(self.lines.values())
+
+
+def standin_summary(request: ChatRequest, chars: int) -> str:
+    """A summary of about ``chars`` characters with the headings the system prompt asks for,
+    distinct per request (as real summaries are), so later rounds' prompts are realistic in size."""
+    system = next((m["content"] for m in request.messages if m.get("role") == "system"), "") or ""
+    heads = [ln.strip() for ln in system.splitlines() if ln.strip().startswith("#")]
+    body = "\n".join([STANDIN, *heads]) + "\n"
+    tag = request.key()[:12]
+    filler = f"- item {tag} "
+    return body + filler * max(0, (chars - len(body)) // len(filler))
+
+
+class SummarizerClient:
+    """The dry replay's summarizer: the cached answer when there is one, else a stand-in."""
+
+    arm = ""
+
+    def __init__(self, ledger: Ledger, summary_chars: int, summary_tokens: float):
+        self.ledger, self.summary_chars, self.summary_tokens = ledger, summary_chars, summary_tokens
+
+    def key(self, request: ChatRequest) -> str:
+        return self.ledger.key(request)
+
+    def __call__(self, request: ChatRequest) -> ChatResponse:
+        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens)
+        if hit is not None:
+            return hit
+        return ChatResponse(standin_summary(request, self.summary_chars), "plan", request.model)
+
+
+def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int]:
+    """Up to ``k`` sessions: from the run folder's corpus when it exists, else generated (the first
+    ``k`` of a synthetic corpus are the same whatever its size); and the corpus size."""
+    from evalkit.corpus import build_corpus
+
+    section = exp.section("corpus")
+    existing = run_dir / "corpus" / "sessions.jsonl"
+    if existing.is_file():
+        return _read_sessions(existing, k), _count_lines(existing)
+    if section.get("kind", "synth") == "synth":
+        n = int(section.get("sessions", 200))
+        with tempfile.TemporaryDirectory() as d:
+            build_corpus({**section, "sessions": min(k, n)}, exp.seed, d, workers=1)
+            return _read_sessions(Path(d) / "sessions.jsonl", k), n
+    with tempfile.TemporaryDirectory() as d:
+        build_corpus(section, exp.seed, d, exp.resolve_path(section["path"]), workers=1)
+        p = Path(d) / "sessions.jsonl"
+        return _read_sessions(p, k), _count_lines(p)
+
+
+def _read_sessions(path: Path, k: int) -> list[Session]:
+    import json
+
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                out.append(session_from_dict(json.loads(line)))
+                if len(out) >= k:
+                    break
+    return out
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for ln in fh if ln.strip())
+
+
+def _judge_params(exp: Experiment) -> dict | None:
+    from evalkit.score.suite import find_suite
+
+    suite = find_suite(exp.section("score")["suite"], exp.root)
+    return next((dict(p) for n, p in suite.probes if n == "judge"), None)
+
+
+def corpus_facts(run_dir: Path, ids: list[str]) -> dict[str, Facts]:
+    """The facts of ``ids`` from the run's ``corpus/facts.jsonl`` (its corpus stage wrote them), read
+    until all are found; {} when there is no such file (a plan made before any run)."""
+    from evalkit.facts import read_facts
+
+    path = run_dir / "corpus" / "facts.jsonl"
+    want, out = set(ids), {}
+    if not path.is_file():
+        return out
+    for f in read_facts(path):
+        if f.session in want:
+            out[f.session] = f
+            if len(out) == len(want):
+                break
+    return out
+
+
+def _judge_requests(
+    sessions: list[Session],
+    known: dict[str, Facts],
+    events,
+    model: str,
+    per_kind: int,
+    reps: int,
+    answer_chars: int,
+) -> Iterator:
+    """(arm, event number, answer request, judge request) per question the judge probe would ask;
+    a session's facts from ``known`` when there, else computed."""
+    from evalkit.facts import compute_facts
+    from evalkit.score.base import ProbeInput, SessionView
+    from evalkit.score.judge import select_questions
+    from evalkit.score.judge_model import answer_request, judge_request
+
+    views = {s.id: SessionView(s, known.get(s.id) or compute_facts(s)) for s in sessions}
+    for arm, evs in events.items():
+        for i, ev in enumerate(evs):
+            inp = ProbeInput(ev, views[ev.session])
+            for q in select_questions(inp, per_kind):
+                for r in range(reps):
+                    # The judge grades an answer of the assumed length, distinct per answer.
+                    ans = answer_request(q, inp, model, r)
+                    yield arm, i, ans, judge_request(q, ans.key().ljust(answer_chars), model, r)
+
+
+def build_plan(
+    exp: Experiment,
+    run_dir: str | os.PathLike,
+    sample: int = 8,
+    summary_tokens: int | None = None,
+    latency_s: float = 10.0,
+    answer_tokens: int | None = None,
+) -> Plan:
+    """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
+    from evalkit.common.tokens import get_counter
+    from evalkit.models.client import build_client
+    from evalkit.replay.candidates import check_arm
+    from evalkit.replay.frontier import walk
+
+    replay, model = exp.section("replay"), exp.section("model")
+    arms = list(replay["arms"])
+    for a in arms:
+        check_arm(a)
+    run = Path(run_dir)
+    shared = model.get("cache_path")
+    model["cache_path"] = str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")
+    # Only for its keys and cache lookups: no budget ledger, no cache file created.
+    unmetered = {k: v for k, v in model.items() if k not in SPENDING_KEYS}
+    cached = Path(model["cache_path"]).exists()
+    client = build_client({**unmetered, "cache": "use" if cached else "off"})
+    price = price_of(model.get("prices") or {}, str(model.get("model", "")))
+    batch = bool(model.get("batch", False))
+    counter = get_counter(replay.get("tokenizer", "chars4"))
+    ledger = Ledger(counter, client.key, client.cache, price, batch)
+    out_tokens = summary_tokens if summary_tokens is not None else int(replay["summary_max_tokens"])
+    chars_per_token = 4
+    summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
+    sessions, total = sample_sessions(exp, run, sample)
+    result = walk(sessions, arms, replay, model, summarizer)
+    for arm, evs in result.events.items():
+        # Within a session the engine answers an arm's request from another arm's equal call
+        # without asking the client: those are the arm's shared calls.
+        ln = ledger.line(arm, "summarizer")
+        ln.shared_calls += sum(e.request is not None for e in evs) - ln.requests - ln.shared_calls
+    rounds: dict[str, int] = {}
+    for arm, evs in result.events.items():
+        per_session: dict[str, int] = {}
+        for e in evs:
+            per_session[e.session] = max(per_session.get(e.session, 0), e.round)
+        rounds[arm] = max(per_session.values(), default=0)
+    notes = [
+        f"summarizer rounds after the first are estimated: uncached requests are answered with a "
+        f"stand-in summary of {out_tokens} tokens"
+        + (" (summary_max_tokens, an upper bound)" if summary_tokens is None else " (as assumed)"),
+    ]
+    name = str(model.get("model", ""))
+    judge = _judge_params(exp)
+    if judge is not None and not _offline(model):
+        reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
+        answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
+        asked: Counter = Counter()
+        # The sampled sessions come from the run's corpus when it has one, and so do their facts:
+        # computing them again took ~0.2-0.4 s a session on the default corpus.
+        known = corpus_facts(run, [s.id for s in sessions])
+        for arm, i, ans, jud in _judge_requests(
+            sessions, known, result.events, name, per_kind, reps, answer * chars_per_token
+        ):
+            asked[arm, i] += 1
+            ledger.add(arm, "judge", ans, answer)
+            ledger.add(arm, "judge", jud, JUDGE_MAX)
+        conc = max(1, int(model.get("concurrency", 16)))
+        for (arm, _), k in asked.items():
+            ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
+        notes.append(
+            f"judge: an answer and a grade per question; answers assumed {answer} tokens"
+            + (" (max_tokens, an upper bound)" if answer_tokens is None else "")
+            + f", grades {JUDGE_MAX} (max_tokens)"
+        )
+    cont = exp.section("continuation")
+    if cont.get("enabled", True) and not _proxy_agent(cont) and not _offline(model):
+        _agent_lines(ledger, result.events, cont, name)
+        notes.append(
+            f"continuation agent: an upper bound, {cont.get('max_calls', 30)} calls per continuation, "
+            f"each growing by {AGENT_STEP_TOKENS} tokens"
+        )
+    lines = ledger.finish()
+    for ln in lines:
+        if ln.stage == "summarizer":
+            ln.rounds = rounds.get(ln.arm, 0)
+    k = total / max(1, len(sessions))
+    if len(sessions) < total:
+        lines = [ln.scaled(k) for ln in lines]
+        notes.append(f"dry-replayed {len(sessions)} of {total} sessions; counts scaled ×{k:.2f}")
+    if price is None:
+        notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
+    plan = Plan(
+        exp.name,
+        str(model.get("backend", "")),
+        name,
+        total,
+        len(sessions),
+        lines,
+        {
+            "summary_tokens": out_tokens,
+            "latency_s": latency_s,
+            "concurrency": int(model.get("concurrency", 16)),
+            "replay_workers": int(replay.get("workers") or 0) or os.cpu_count() or 1,
+            # Processes of the scoring stage (one per core) and the continuation stage; each takes
+            # whole sessions, so no more of them work than there are sessions.
+            "score_workers": max(1, min(os.cpu_count() or 1, total)),
+            "agent_workers": max(1, min(int(cont.get("workers") or 0) or os.cpu_count() or 1, total)),
+            "batch": batch,
+            "prices": (model.get("prices") or {}).get(name),
+        },
+        notes=notes,
+    )
+    plan.wall_s = wall_time(plan, latency_s)
+    client.close()
+    return plan
+
+
+def _offline(model: dict) -> bool:
+    from evalkit.models import is_offline_standin
+
+    try:
+        return is_offline_standin(str(model.get("backend", "extractive")))
+    except KeyError:
+        return False
+
+
+def _proxy_agent(cont: dict) -> bool:
+    from evalkit.continuation.agents import is_proxy
+
+    return is_proxy(str(cont.get("agent", "heuristic")))
+
+
+def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
+    """Upper bound for a model agent: ``max_calls`` calls, each resending the context and growing."""
+    n = int(cont.get("max_calls", 30))
+    out = int(cont.get("max_tokens") or 1024)
+    for arm, evs in events.items():
+        ln = ledger.line(arm, "agent")
+        for ev in evs:
+            ln.requests += n
+            ln.input_tokens += sum(ev.tokens_after + k * AGENT_STEP_TOKENS for k in range(n))
+            # Each call resends the previous one's prompt: all but the growth is a shared prefix.
+            ln.shared_prefix_tokens += sum(ev.tokens_after + k * AGENT_STEP_TOKENS for k in range(n - 1))
+            ln.cached_prefix_tokens += sum(ev.tokens_after + k * AGENT_STEP_TOKENS for k in range(n - 1))
+            ln.output_tokens += n * out
+            if ledger.price is not None:
+                cost = ledger.price.cost(
+                    ln.input_tokens, ln.output_tokens, ln.cached_prefix_tokens, ledger.batch
+                )
+                ln.cost_usd = cost
+
+
+def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
+    """Seconds per stage at the effective concurrency. The replay runs one call at a time per worker
+    process (a session's rounds are sequential), so its concurrency is the number of workers, not
+    ``[model] concurrency``. Scoring runs a process per core, each event after event, an event's
+    answers at once and then its grades (up to ``[model] concurrency``): its round trips, shared
+    among the processes. A model agent sends one call at a time, in each of ``[continuation]
+    workers`` processes."""
+    a = plan.assumptions
+    out = {}
+    for stage in STAGES:
+        t = plan.totals(stage)
+        n = t.requests - t.in_cache
+        if not plan._has(stage):
+            continue
+        if a["batch"] and stage == "summarizer":
+            out[stage] = float("nan")  # a provider batch finishes within its window (up to 24 h)
+            continue
+        if stage == "judge":
+            procs = a["score_workers"]
+            trips = math.ceil(t.trips / procs)
+            out[stage] = max(trips, math.ceil(n / (max(1, a["concurrency"]) * procs))) * latency_s
+            continue
+        eff = min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else a["agent_workers"]
+        out[stage] = max(math.ceil(n / max(1, eff)), t.rounds) * latency_s
+    return out
+
+
+def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
+    """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
+    (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
+    actual calls. None when the backend is the offline stand-in (nothing to pay)."""
+    from evalkit.pipeline.plan.table import write_plan
+
+    path = Path(run_dir) / "plan.json"
+    if path.exists() or _offline(exp.section("model")):
+        return None
+    return write_plan(build_plan(exp, run_dir), path)

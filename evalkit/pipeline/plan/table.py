@@ -1,0 +1,102 @@
+"""The plan as a text table (``evalkit plan``) and as ``plan.json`` in the run folder."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from evalkit.pipeline.plan.estimate import STAGES, Line, Plan
+
+
+def _n(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def _usd(x: float | None) -> str:
+    return "unpriced" if x is None else f"${x:,.2f}"
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
+
+
+def _hms(s: float) -> str:
+    if math.isnan(s):
+        return "batch window"
+    h, rest = divmod(int(s), 3600)
+    return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
+
+
+HEAD = (
+    "arm",
+    "stage",
+    "requests",
+    "shared",
+    "in cache",
+    "input tok",
+    "shared pfx",
+    "cached pfx",
+    "output tok",
+    "rounds",
+    "cost",
+)
+
+
+def _row(ln: Line) -> tuple[str, ...]:
+    return (
+        ln.arm,
+        ln.stage,
+        _n(ln.requests),
+        _n(ln.shared_calls),
+        _n(ln.in_cache),
+        _n(ln.input_tokens),
+        _share(ln.shared_prefix_tokens, ln.input_tokens),
+        _share(ln.cached_prefix_tokens, ln.input_tokens),
+        _n(ln.output_tokens),
+        str(ln.rounds) if ln.stage == "summarizer" else "",
+        _usd(ln.cost_usd),
+    )
+
+
+def render_plan(plan: Plan) -> str:
+    """The plan table: one row per arm and stage, then totals, wall time and the assumptions."""
+    rows = [_row(ln) for ln in sorted(plan.lines, key=lambda x: (STAGES.index(x.stage), x.arm))]
+    rows += [_row(plan.totals(s)) for s in STAGES if plan._has(s)]
+    rows.append(_row(plan.totals()))
+    widths = [max(len(r[i]) for r in [HEAD, *rows]) for i in range(len(HEAD))]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    a = plan.assumptions
+    out = [
+        f"plan: experiment {plan.experiment}, backend {plan.backend}, model {plan.model}, "
+        f"{plan.sessions} sessions ({plan.sampled} dry-replayed)",
+        "",
+        fmt.format(*HEAD),
+    ]
+    out += [fmt.format(*r) for r in rows]
+    tot = plan.totals()
+    out += [
+        "",
+        f"to send: {_n(tot.requests - tot.in_cache)} requests ({_n(tot.in_cache)} already in the call cache, "
+        f"{_n(tot.shared_calls)} equal to another arm's and answered once); "
+        f"{_n(tot.input_tokens)} input tokens, {_share(tot.shared_prefix_tokens, tot.input_tokens)} a prefix "
+        f"another request shares, {_share(tot.cached_prefix_tokens, tot.input_tokens)} a prefix an earlier "
+        f"request sent (provider cache hits if the cache lives that long)",
+        f"cost: {_usd(tot.cost_usd)}" + (" (batch prices)" if a["batch"] else ""),
+        "wall time at "
+        + f"{a['latency_s']:g} s per call: "
+        + ", ".join(f"{s} {_hms(t)}" for s, t in plan.wall_s.items())
+        + f" (summarizer: {min(a['replay_workers'], a['concurrency'])} at once = replay workers, "
+        "a session's rounds being sequential; judge: an event's answers at once, then its grades, "
+        f"event after event in each of {a['score_workers']} scoring processes; "
+        f"agent: one call at a time in each of {a['agent_workers']} processes)",
+        "",
+        *(f"note: {n}" for n in plan.notes),
+    ]
+    return "\n".join(out)
+
+
+def write_plan(plan: Plan, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(plan.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
+    return path

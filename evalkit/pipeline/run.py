@@ -1,0 +1,375 @@
+"""The pipeline: corpus → replay → score → decide → report, each stage writing into the run folder.
+
+A run folder holds the resolved config and its hash, the corpus (sessions, facts, manifest),
+events per arm, the metrics table, the decision and the report. Every stage only reads what the
+earlier ones wrote; re-deciding and re-reporting call no model, and re-scoring calls one only for
+model-judged probes, through the call cache (an unchanged run's re-score sends 0 requests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit.cli.memory import release_freed, use_system_allocator
+from evalkit.common.progress import log
+from evalkit.common.redact import redact_text, redact_value
+from evalkit.contracts.config import Experiment
+from evalkit.corpus import write_json
+from evalkit.models.spending import spending
+from evalkit.models.usage import INVOCATION_ENV
+from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
+from evalkit.models.usage import summarize as summarize_usage
+from evalkit.pipeline import markers as completion
+from evalkit.pipeline.lock import run_lock
+from evalkit.pipeline.plan import plan_before_run
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where each stage's output lives inside a run folder."""
+
+    root: Path
+
+    @property
+    def corpus(self) -> Path:
+        return self.root / "corpus"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics.parquet"
+
+    @property
+    def decision(self) -> Path:
+        return self.root / "decision.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report" / "report.md"
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+
+def default_run_dir(exp: Experiment) -> Path:
+    """``runs/<name>-<hash8>``: one folder per distinct resolved config."""
+    return exp.root / "runs" / f"{exp.name}-{exp.hash[:8]}"
+
+
+def shell_command(argv: list[str]) -> str:
+    """``argv`` as one line a POSIX shell runs back to the same arguments: shell-quoted, and
+    control characters (a newline in an arm name) written as ``$'\\n'`` so the line stays one."""
+
+    def quote(a: str) -> str:
+        if a.isprintable():
+            return shlex.quote(a)
+        body = "".join(
+            c
+            if c.isprintable() and c not in "\\'"
+            else ("\\" + c if c in "\\'" else f"\\x{ord(c):02x}" if ord(c) < 256 else f"\\U{ord(c):08x}")
+            for c in a
+        )
+        return f"$'{body}'"
+
+    return " ".join(quote(a) for a in argv)
+
+
+def write_run_config(exp: Experiment, paths: RunPaths, argv: list[str]) -> None:
+    """The resolved config, its hash, and the command that reproduces the run.
+
+    Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
+    of the config as given, so ``--resume`` still recognises it."""
+    write_json(
+        paths.config,
+        {
+            "config": redact_value(exp.config),
+            "config_hash": exp.hash,
+            "source": exp.source,
+            "command": redact_text(shell_command(["evalkit", *argv])),
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        },
+    )
+
+
+def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
+    from evalkit.corpus import build_corpus
+
+    section = exp.section("corpus")
+    src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
+    workers = int(exp.section("replay").get("workers") or 0)
+    return build_corpus(section, exp.seed, paths.corpus, src, workers, shard.holds if shard else None)
+
+
+def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
+    """A corpus whose session ids repeat would mix two sessions' events: ValueError naming the
+    file and the lines."""
+    from evalkit.corpus import index_jsonl
+
+    for sid, spans in index_jsonl(path, "id").items():
+        if len(spans) > 1:
+            lines = ", ".join(str(sp[2]) for sp in spans[:5])
+            raise ValueError(
+                f"{source or path}: session id {sid!r} appears on lines {lines}; ids must be unique"
+            )
+
+
+def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
+    from evalkit.replay import replay_corpus
+
+    model = exp.section("model")
+    # The call cache lives in the run folder unless the config shares one (docs/models.md).
+    shared = model.get("cache_path")
+    model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
+    if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
+        from evalkit.models.batch import batch_replay
+
+        batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
+    return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
+
+
+def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
+    from evalkit.score import score_run
+    from evalkit.score.banks import load_banks, save_run_banks
+    from evalkit.score.suite import find_suite
+
+    if exp.section("score").get("banks"):
+        save_run_banks(paths.root, load_banks(list(exp.section("score")["banks"]), exp.root))
+
+    from evalkit.score import judge_budget
+
+    suite = find_suite(exp.section("score")["suite"], exp.root)
+    judge_budget.forget(paths.root)  # scored below at the suite's budget unless calibrated again
+    if exp.section("score").get("judge_budget") == "calibrate" and shard is not None:
+        log(
+            "score: judge budget not calibrated in a shard (it needs every session): `evalkit judge-budget` the merged run"
+        )
+    elif exp.section("score").get("judge_budget") == "calibrate":  # on held-out sessions, before scoring
+        cal, suite = judge_budget.calibrate(paths.root, suite)
+        log("score: " + judge_budget.describe(cal))
+    # The run id names the config, not the folder, so equal configs give byte-identical tables.
+    return score_run(
+        paths.root,
+        list(exp.section("replay")["arms"]),
+        run_id=f"{exp.name}-{exp.hash[:8]}",
+        suite=suite,
+    )
+
+
+def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.continuation import run_continuation
+
+    return run_continuation(
+        paths.root,
+        list(exp.section("replay")["arms"]),
+        exp.section("continuation"),
+        exp.section("model"),
+        run_id=f"{exp.name}-{exp.hash[:8]}",
+    )
+
+
+def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
+    """``model-calls.json``: calls, tokens and cost from the run's call cache, for the report.
+
+    Nothing is written when the run has no cache (the offline stand-in is computed, not cached):
+    the report then says "n/a" rather than showing a count of zero calls."""
+    from evalkit.models.backends import cache_path
+    from evalkit.models.cache import CallCache
+
+    path = cache_path(exp.section("model"), paths.root)
+    if not path or not Path(path).exists():
+        return None
+    st = CallCache(path).stats()
+    out = {
+        "calls": st.calls,
+        "input_tokens": sum(r[3] for r in st.by_backend_model),
+        "output_tokens": sum(r[4] for r in st.by_backend_model),
+        "cost_usd": round(sum(r[5] for r in st.by_backend_model), 6),
+        "by_backend_model": [
+            {"backend": b, "model": m, "calls": n, "input_tokens": i, "output_tokens": o, "cost_usd": c}
+            for b, m, n, i, o, c in st.by_backend_model
+        ],
+        "cache_file": str(path),
+    }
+    write_json(paths.root / "model-calls.json", out)
+    return out
+
+
+def stage_health(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.decide.health import check_run
+
+    return check_run(paths.root, exp.config)
+
+
+def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
+    from evalkit.decide import decide_run
+    from evalkit.decide.health import annotate_decision
+
+    return annotate_decision(paths.root, decide_run(paths.root, exp))
+
+
+def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> Path:
+    from evalkit.report import write_report
+
+    return write_report(paths.root, out)
+
+
+def run_experiment(
+    exp: Experiment,
+    run_dir: str | os.PathLike | None = None,
+    argv: list[str] | None = None,
+    resume: bool = False,
+    report_out: str | os.PathLike | None = None,
+    shard=None,
+) -> RunPaths:
+    """Run every stage; with ``resume`` a stage whose completion marker matches its inputs and
+    outputs (evalkit.pipeline.markers) is not run again.
+
+    The report goes to ``report_out`` when given (``make eval``: ``reports/<name>/``), else into
+    the run folder's ``report/``; ``evalkit report RUN`` can always write it again. With ``shard``
+    (:class:`evalkit.pipeline.shard.Shard`) only the per-session stages run, on that shard's sessions;
+    ``evalkit merge`` then builds the run folder that decide and report read."""
+    default = default_run_dir(exp)
+    paths = RunPaths(
+        Path(run_dir) if run_dir else default.with_name(f"{default.name}-{shard.name}") if shard else default
+    )
+    # One writer per run folder: a second run stops here, naming the holder, before writing.
+    with run_lock(paths.root, redact_text(shell_command(["evalkit", *(argv or ["run"])]))):
+        # Tags this invocation's lines in the call ledger (workers inherit it).
+        os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
+        try:
+            return _run_in_folder(exp, paths, argv, resume, report_out, shard)
+        finally:
+            write_model_usage(paths)
+
+
+def write_model_usage(paths: RunPaths) -> dict | None:
+    """``model-usage.json``: what the model client sent, retried, failed and found in the cache
+    during this run (evalkit.models.usage); written even when the run stops on an error."""
+    usage = summarize_usage(paths.root)
+    if usage is not None:
+        write_json(paths.root / USAGE_SUMMARY, usage)
+    return usage
+
+
+def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_out, shard=None) -> RunPaths:
+    """Check a resumed folder's config, write the run's config, then run the stages under the spending limits."""
+    if resume and paths.config.exists():
+        from evalkit.contracts.runs import RunFolderError, read_json_file
+
+        old = read_json_file(paths.config, "run config (an object with 'config_hash')").get("config_hash")
+        if not isinstance(old, str):
+            raise RunFolderError(f"{paths.config}: field 'config_hash': missing or not a string")
+        if old != exp.hash:
+            raise ValueError(
+                f"{paths.root}: holds a run of another config ({old[:8]} ≠ {exp.hash[:8]}); "
+                "use another --run-dir or drop --resume"
+            )
+    write_run_config(exp, paths, argv or ["run"])
+    with spending(exp, paths):
+        _run_stages(exp, paths, resume, report_out, shard)
+    return paths
+
+
+def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
+    use_system_allocator()  # before any stage allocates (evalkit.cli.memory)
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+
+    def timed(name, fn, *args):
+        start = time.perf_counter()
+        out = fn(*args)
+        release_freed()  # the next stage's peak must not stand on this one's freed pages
+        timings[name] = round(time.perf_counter() - start, 3)
+        return out
+
+    # --resume skips a stage only when its completion marker matches (evalkit.pipeline.markers).
+    def skip(stage: str, inputs: dict, outputs: list[Path]) -> bool:
+        if not resume:
+            completion.clear(paths.root, stage)
+            return False
+        why = completion.check(paths.root, stage, inputs, outputs)
+        if why is None:
+            log(f"resume: {stage} is complete, skipped")
+            return True
+        log(f"resume: {stage} runs again: {why}")
+        completion.clear(paths.root, stage)
+        return False
+
+    base = {"config_hash": exp.hash}
+    corpus_out = [paths.corpus / n for n in ("sessions.jsonl", "facts.jsonl", "manifest.json")]
+    corpus_section = exp.section("corpus")
+    corpus_in = dict(base, shard=shard.name) if shard else dict(base)
+    if corpus_section.get("kind") == "path" and corpus_section.get("path"):
+        corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
+    if skip("corpus", corpus_in, corpus_out):
+        manifest = json.loads((paths.corpus / "manifest.json").read_text())
+    else:
+        manifest = timed("corpus", stage_corpus, exp, paths, shard)
+        src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
+        check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
+        completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
+    # Real models only: the report's planned vs actual calls. After the corpus stage (which calls
+    # no model), so the plan samples the run's own corpus instead of building a second one, and a
+    # shard's plan counts the shard's sessions.
+    plan_before_run(exp, paths.root)
+    n = manifest["stats"]["sessions"]
+    log(
+        f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
+    )
+    arms = list(exp.section("replay")["arms"])
+    from evalkit.contracts.event import events_path
+
+    events_out = [events_path(paths.root, a) for a in arms]
+    replay_in = {
+        **base,
+        "corpus": completion.fingerprint(corpus_out[0]),
+        "commands": completion.command_files(arms),
+    }
+    if not skip("replay", replay_in, events_out):
+        counts = timed("replay", stage_replay, exp, paths, n)
+        log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
+        completion.mark(paths.root, "replay", replay_in, events_out, counts)
+    # Continuation rows are merged into metrics.parquet, so scoring and continuation are one stage.
+    cont_on = exp.section("continuation").get("enabled", True)
+    score_out = [paths.metrics] + ([paths.root / "continuation" / "manifest.json"] if cont_on else [])
+    score_in = {
+        **base,
+        "corpus": completion.fingerprint(corpus_out[0]),
+        "events": completion.files(paths.root, events_out),
+        "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+    }
+    if not skip("score", score_in, score_out):
+        rows = timed("score", stage_score, exp, paths, shard)
+        log(f"score: {rows} metric rows")
+        if cont_on:
+            cont = timed("continuation", stage_continuation, exp, paths)
+            log(
+                f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
+            )
+        completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
+    write_model_call_stats(exp, paths)
+    write_model_usage(paths)
+    if shard is not None:  # the rest reads every session: it runs after `evalkit merge`
+        from evalkit.pipeline.shard import write_marker
+
+        write_json(paths.root / "timings.json", timings)
+        write_marker(paths.root, shard, exp.hash, [r["id"] for r in manifest["sessions"]], str(exp.root))
+        return
+    timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
+    timed("decide", stage_decide, exp, paths)
+    timings["total_before_report"] = round(time.perf_counter() - t0, 3)
+    write_json(paths.root / "timings.json", timings)
+    report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
+    log(f"report: {report}")
