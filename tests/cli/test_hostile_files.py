@@ -1,0 +1,355 @@
+"""Hostile files and CLI misuse, as real processes (issue 41 items 2, 4, 5, 10, 11, 12, 13, 15, 16,
+19, 20, 21, 22, 24, 25; issue 39 item 6; issue 34 item 7).
+
+Each case runs ``python -m evalkit`` in a temporary folder. Whatever the input: no traceback, a
+refusal is one line naming the file or setting with exit 2, and nothing already computed is lost
+or created where it should not be."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.runs import evalkit, files_under, tiny_corpus, write_experiment
+
+
+def refused(done: subprocess.CompletedProcess, *names: str) -> str:
+    """Assert a one-line refusal (exit 2, no traceback) naming every one of ``names``."""
+    err = done.stderr.strip()
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], err[-2000:])
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if not ln.startswith("[evalkit]")]
+    assert len(lines) == 1, err
+    for n in names:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> Path:
+    """One finished tiny offline run (2 sessions, 2 arms), copied by the tests that damage it."""
+    root = tmp_path_factory.mktemp("hostile-base")
+    corpus = tiny_corpus(root / "src", n=2)
+    exp = write_experiment(root / "exp.toml", corpus)
+    run = root / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
+    assert done.returncode == 0, done.stderr
+    return run
+
+
+def copy_run(base: Path, tmp_path: Path, name: str = "run") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(base, dst, ignore=shutil.ignore_patterns("*.lock"))
+    return dst
+
+
+# --------------------------------------------------------------------------- verbs on a non-run folder
+# Issue 41 item 10 and issue 34 item 7: a missing, empty-named, empty or foreign folder.
+
+FOLDER_KINDS = ["missing", "empty-name", "empty", "foreign"]
+
+
+def make_folder(tmp_path: Path, kind: str) -> str:
+    if kind == "missing":
+        return str(tmp_path / "no-such-run")
+    if kind == "empty-name":
+        return ""
+    d = tmp_path / kind
+    d.mkdir()
+    if kind == "foreign":
+        (d / "notes.txt").write_text("not a run\n")
+        (d / "data.json").write_text('{"a": 1}\n')
+    return str(d)
+
+
+def verb_argv(verb: str, folder: str, tmp_path: Path, good: Path) -> list[str]:
+    out = str(tmp_path / "out-created")
+    return {
+        "report": ["report", folder, "--out", out],
+        "report-default-out": ["report", folder],
+        "gate": ["gate", folder, "--out", out],
+        "compare": ["compare", str(good), folder, "--out", out + ".md"],
+        "calibrate": ["calibrate", folder, "--experiments", "4", "--out", out + ".md"],
+        "merge": ["merge", folder, "--out", out],
+    }[verb]
+
+
+# Every kind for `report`, two kinds each for the other verbs (each case is a process: ~3 s).
+VERB_CASES = [("report", k) for k in FOLDER_KINDS] + [
+    ("report-default-out", "missing"),
+    ("report-default-out", "empty"),
+    ("gate", "empty-name"),
+    ("gate", "foreign"),
+    ("compare", "empty-name"),
+    ("compare", "foreign"),
+    ("calibrate", "empty-name"),
+    ("calibrate", "empty"),
+    ("merge", "empty-name"),
+    ("merge", "foreign"),
+]
+
+
+@pytest.mark.parametrize("verb,kind", VERB_CASES)
+def test_verbs_on_a_folder_no_run_wrote_exit_2_and_create_nothing(tmp_path, base_run, verb, kind):
+    folder = make_folder(tmp_path, kind)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    before = sorted(map(str, tmp_path.rglob("*")))
+    done = evalkit(*verb_argv(verb, folder, tmp_path, base_run), cwd=work, timeout=120)
+    line = refused(done)
+    assert (folder or "''") in line, line
+    assert sorted(map(str, tmp_path.rglob("*"))) == before  # nothing created, not even --out
+
+
+# --------------------------------------------------------------------------- report --out and figures
+
+
+def test_report_out_keeps_the_users_own_figures(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "fig-holiday.png").write_bytes(b"\x89PNG user photo")
+    done = evalkit("report", str(run), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "fig-holiday.png").read_bytes() == b"\x89PNG user photo"
+    drawn = {p.name for p in out.glob("fig-*.png")} - {"fig-holiday.png"}
+    assert drawn, "the report drew no figure: nothing exercised"
+    # A second report into the same folder replaces its own figures, not the user's.
+    done = evalkit("report", str(run), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "fig-holiday.png").exists() and drawn <= {p.name for p in out.glob("fig-*.png")}
+
+
+def test_report_calibrate_hint_quotes_the_run_path(tmp_path, base_run):
+    """Item 21: the hint is meant to be pasted into a shell."""
+    run = copy_run(base_run, tmp_path, "my run; rm -rf x")
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    assert f"evalkit calibrate '{run}'" in md
+
+
+# --------------------------------------------------------------------------- wrong-shape run files (item 12)
+
+DAMAGE = {
+    "list": b"[]\n",
+    "garbage": b"\x00\xff\xfe not json\n",
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+@pytest.mark.parametrize(
+    "file,verbs",
+    [
+        ("config.json", ["report", "gate", "compare", "calibrate", "resume"]),
+        ("decision.json", ["report", "compare"]),
+        ("config-field", ["report", "gate", "compare", "calibrate"]),
+        ("verdicts-field", ["report", "compare"]),
+    ],
+)
+def test_wrong_shape_run_files_are_one_line_naming_the_file(tmp_path, base_run, file, verbs, damage):
+    if file.endswith("-field") and damage != "list":
+        pytest.skip("field damage has one shape")
+    run = copy_run(base_run, tmp_path)
+    if file == "config-field":
+        body = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps({**body, "config": ["not", "a", "table"]}))
+        name = "config.json"
+    elif file == "verdicts-field":
+        body = json.loads((run / "decision.json").read_text())
+        (run / "decision.json").write_text(json.dumps({**body, "verdicts": [1, 2]}))
+        name = "decision.json"
+    else:
+        (run / file).write_bytes(DAMAGE[damage])
+        name = file
+    exp = base_run.parent / "exp.toml"
+    for verb in verbs:
+        argv = {
+            "report": ["report", str(run), "--out", str(tmp_path / "rep")],
+            "gate": ["gate", str(run), "--out", str(tmp_path / "gate")],
+            "compare": ["compare", str(base_run), str(run)],
+            "calibrate": ["calibrate", str(run), "--experiments", "4", "--workers", "1"],
+            "resume": ["run", "--config", str(exp), "--run-dir", str(run), "--resume"],
+        }[verb]
+        done = evalkit(*argv, cwd=tmp_path)
+        refused(done, str(run / name))
+        assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("damage", ["list", "garbage", "fields"])
+def test_a_damaged_completion_marker_reruns_its_stage(tmp_path, base_run, damage):
+    run = copy_run(base_run, tmp_path)
+    marker = run / ".done" / "score.json"
+    body = {"list": b"[]", "garbage": b"\x00\xff garbage", "fields": b'{"inputs": [], "outputs": 3}'}[damage]
+    marker.write_bytes(body)
+    exp = base_run.parent / "exp.toml"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    assert "resume: score runs again" in done.stderr and str(marker) in done.stderr
+    assert json.loads(marker.read_text())["stage"] == "score"
+
+
+# --------------------------------------------------------------------------- redaction (item 4, #39.6)
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PLANTED = {
+    "aws_secret_ini": f"aws_secret_access_key = {AWS_SECRET}",
+    "aws_secret_env": f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET.replace('EXAMPLE', 'EXAMPLF')}",
+    "pem_cut": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAplantedPEMBODYqqqq\nZZ9plantedPEMline2",
+    "url_slash": "https://deploy:pl/anted@pw@git.example.com/repo.git",
+    "basic": "Authorization: Basic ZGVwbG95OnBsYW50ZWRiYXNpYw==",
+    "gitlab": "token glpat-plantedGITLAB0123456789ab",
+    "npm": "//registry.npmjs.org/:_authToken=npm_plantedNPM0123456789abcdefghijklmnopq",
+    "slack_hook": "https://hooks.slack.com/services/T0PLANTED/B0PLANTED/plantedSLACKhook0123",
+    "after_word": "KEY_sk-plantedUNDERSCORE0123456789abcd",
+    "after_ansi": "\x1b[31msk-plantedANSI0123456789abcdefgh\x1b[0m",
+}
+# What must not survive of each (the distinctive part of the secret).
+LEAK = {
+    "aws_secret_ini": AWS_SECRET,
+    "aws_secret_env": "EXAMPLFKEY",
+    "pem_cut": "plantedPEM",
+    "url_slash": "pl/anted@pw",
+    "basic": "ZGVwbG95OnBsYW50ZWRiYXNpYw",
+    "gitlab": "plantedGITLAB",
+    "npm": "plantedNPM",
+    "slack_hook": "plantedSLACKhook",
+    "after_word": "plantedUNDERSCORE",
+    "after_ansi": "plantedANSI",
+}
+DICT_KEY_SECRET = "sk-proj-plantedDICTKEY0123456789abcdef"
+ID_SECRET = "ghp_plantedSESSIONID0123456789abcdefghijkl"
+
+
+def _openai_session(path: Path, texts: list[str]) -> None:
+    msgs = [
+        {"role": "user", "content": "please deploy; mail ana.lopez@example.org about /Users/analopez/app"}
+    ]
+    msgs.append(
+        {
+            "role": "assistant",
+            "content": "running it",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "bash",
+                        "arguments": json.dumps(
+                            {"env": {DICT_KEY_SECRET: "prod"}, "cmd": "ls /home/analopez/x"}
+                        ),
+                    },
+                }
+            ],
+        }
+    )
+    msgs.append({"role": "tool", "tool_call_id": "call_1", "content": "\n".join(texts)})
+    msgs.append({"role": "assistant", "content": "done, cc Ana.Lopez@Example.org and /Users/bo/y"})
+    path.write_text(
+        json.dumps({"messages": msgs, "owner": "ana.lopez@example.org", "token_note": PLANTED["gitlab"]})
+    )
+
+
+def test_import_redact_covers_secrets_and_people(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    _openai_session(src / f"deploy-{ID_SECRET}.json", list(PLANTED.values()))
+    out = tmp_path / "corpus"
+    done = evalkit("import", "openai", str(src), "--out", str(out), "--redact")
+    assert done.returncode == 0, done.stderr
+    blob = (out / "sessions.jsonl").read_text() + (out / "manifest.json").read_text()
+    for kind, leak in LEAK.items():
+        assert leak not in blob, kind
+    for leak in (DICT_KEY_SECRET, "plantedSESSIONID", "analopez", "ana.lopez", "Ana.Lopez", "/Users/bo/"):
+        assert leak not in blob, leak
+    # Stable placeholders: the same person is the same placeholder everywhere.
+    s = json.loads((out / "sessions.jsonl").read_text().splitlines()[0])
+    text = json.dumps(s)
+    assert "/Users/user-1/app" in text and "/home/user-1/x" in text and "/Users/user-2/y" in text
+    assert text.count("email-1@redacted.invalid") == 2  # the case of an address does not make a new one
+    # Counts per kind, printed.
+    kinds = (
+        "home_user",
+        "email",
+        "aws_secret_key",
+        "basic_auth",
+        "gitlab_token",
+        "npm_token",
+        "url_credentials",
+    )
+    for kind in kinds:
+        assert kind in done.stdout, (kind, done.stdout)
+
+
+def test_report_excerpts_strip_controls_before_redacting(tmp_path, base_run):
+    """A key split by NUL/BEL, or glued to an ANSI colour code or a word, never shows in a quote."""
+    run = copy_run(base_run, tmp_path)
+    key = "sk-plantedSPLIT0123456789abcdefghij"
+    planted = [
+        "split key: " + key[:10] + "\x00" + key[10:20] + "\x07" + key[20:],
+        "coloured key: " + PLANTED["after_ansi"],
+        "glued key: " + PLANTED["after_word"],
+    ]
+    p = run / "events" / "head-tail.jsonl"
+    events = [json.loads(ln) for ln in p.read_text().splitlines()]
+    for e in events:  # the lines the evidence section quotes: kept by one arm, not the other
+        e["carried"] = ["\n".join(planted), *(e.get("carried") or [])]
+    p.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    for label in ("split key", "coloured key", "glued key: KEY\\_"):
+        assert f"{label}: \\[REDACTED" in md or f"{label}\\[REDACTED" in md, (label, "not quoted")
+    for leak in ("plantedSPLIT", "plantedANSI", "plantedUNDERSCORE"):
+        assert leak not in md, leak
+
+
+# --------------------------------------------------------------------------- lone surrogate (item 5)
+
+
+def test_a_lone_surrogate_does_not_kill_the_report(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    lines = corpus.read_text().splitlines()
+    s = json.loads(lines[0])
+    s["id"] = s["id"] + "-cut\ud83d"
+    for m in s["messages"]:
+        for b in m["blocks"]:
+            for f in ("text", "output"):
+                if f in b and isinstance(b[f], str):
+                    b[f] = "emoji cut here: \ud83d " + b[f]
+    corpus.write_text(json.dumps(s) + "\n" + "\n".join(lines[1:]) + "\n")  # ensure_ascii: "\ud83d"
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "\ufffd" in md
+    assert not list(run.rglob("*.tmp"))
+    again = evalkit("report", str(run))
+    assert again.returncode == 0, again.stderr
+
+
+# --------------------------------------------------------------------------- calibrate --out (item 20)
+
+
+def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    before = {p: p.read_bytes() for p in files_under(run)}
+    out = tmp_path / "cal" / "calibration.md"
+    out.parent.mkdir()
+    done = evalkit("calibrate", str(run), "--experiments", "8", "--workers", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.is_file() and out.with_suffix(".json").is_file()
+    assert json.loads(out.with_suffix(".json").read_text())["experiments"] == 8
+    assert {p: p.read_bytes() for p in files_under(run)} == before
+    assert "\r" not in done.stderr and "it/s" not in done.stderr  # no progress bar on a pipe
