@@ -48,14 +48,28 @@ def die_with_parent(parent: int) -> None:
 
 
 def init_worker(parent: int) -> None:
-    """Pool initializer: die with ``parent``; run the cyclic collector less often."""
+    """Pool initializer: die with ``parent``; leave Ctrl-C to it; run the cyclic collector less often.
+
+    Ctrl-C reaches every process of the terminal's group: a worker that took it printed its own
+    traceback beside the parent's. The parent stops the work and the workers end with it."""
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
+class _Pool(ProcessPoolExecutor):
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            # Interrupted: drop the queued jobs instead of waiting for them all.
+            self.shutdown(wait=False, cancel_futures=True)
+            return False
+        return super().__exit__(exc_type, exc, tb)
+
+
 def worker_pool(max_workers: int) -> ProcessPoolExecutor:
-    """A ProcessPoolExecutor whose workers die with this process and collect cycles less often."""
-    return ProcessPoolExecutor(max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(),))
+    """A ProcessPoolExecutor whose workers die with this process, leave Ctrl-C to it, and collect
+    cycles less often; leaving it on Ctrl-C or SIGTERM cancels the jobs not started."""
+    return _Pool(max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(),))
 
 
 def bounded_map(pool: ProcessPoolExecutor, fn: Callable, jobs: Iterable, window: int) -> Iterator:

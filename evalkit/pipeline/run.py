@@ -250,8 +250,20 @@ def run_experiment(
         os.environ[INVOCATION_ENV] = f"{time.time():.6f}-{os.getpid()}"
         try:
             return _run_in_folder(exp, paths, argv, resume, report_out, shard)
+        except BaseException:
+            # Stopped (an error, Ctrl-C, SIGTERM): a half-written file is never resumed from, and
+            # under the lock every *.tmp in the folder is this run's own.
+            remove_partial_files(paths.root)
+            raise
         finally:
             write_model_usage(paths)
+
+
+def remove_partial_files(root: Path) -> None:
+    """Delete the ``*.tmp`` files a stopped run left in its folder (atomic writes not renamed)."""
+    for p in root.rglob("*.tmp"):
+        if p.is_file() or p.is_symlink():
+            p.unlink(missing_ok=True)
 
 
 def write_model_usage(paths: RunPaths) -> dict | None:

@@ -8,13 +8,16 @@ or created where it should not be."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.runs import evalkit, files_under, tiny_corpus, write_experiment
+from tests.support.runs import evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
 
 
 def refused(done: subprocess.CompletedProcess, *names: str) -> str:
@@ -353,3 +356,84 @@ def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_r
     assert json.loads(out.with_suffix(".json").read_text())["experiments"] == 8
     assert {p: p.read_bytes() for p in files_under(run)} == before
     assert "\r" not in done.stderr and "it/s" not in done.stderr  # no progress bar on a pipe
+
+
+# --------------------------------------------------------------------------- signals (items 13, 16)
+
+
+def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path]:
+    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes."""
+    url, _ = fake_server_process("--latency", "1.5", "--no-bodies")
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
+    exp = write_experiment(tmp_path / "exp.toml", corpus, model=model, replay={"workers": 2})
+    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run"
+
+
+def _stop_in_replay(argv: list[str], sig: int, group: bool, env: dict) -> subprocess.CompletedProcess:
+    """Start ``evalkit ARGV``, send ``sig`` once replay is under way (to the whole process group,
+    as a terminal's Ctrl-C does, when ``group``), and wait for it."""
+    p = subprocess.Popen(
+        evalkit_cmd(*argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, **env},
+    )
+    err: list[str] = []
+    for line in p.stderr:
+        err.append(line)
+        if line.startswith("[evalkit] corpus: ") and "messages" in line:
+            break
+    time.sleep(4)  # into replay: summaries in flight in the workers
+    os.killpg(p.pid, sig) if group else p.send_signal(sig)
+    out, rest = p.communicate(timeout=120)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, "".join(err) + rest)
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
+    argv, run = _slow_run(tmp_path, fake_server_process)
+    done = _stop_in_replay(argv, signal.SIGINT, group=True, env={})
+    assert done.returncode == 130, done.stderr
+    no_traceback(done)
+    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")]
+    assert lines == ["evalkit run: interrupted; run it again with --resume to continue"], done.stderr
+    again = evalkit(*argv, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert (run / "decision.json").is_file()
+
+
+@pytest.mark.slow
+def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):
+    argv, run = _slow_run(tmp_path, fake_server_process)
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    done = _stop_in_replay(argv, signal.SIGTERM, group=False, env={"TMPDIR": str(tmpdir)})
+    assert done.returncode == 143, done.stderr
+    no_traceback(done)
+    assert [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")] == [
+        "evalkit run: terminated (SIGTERM); run it again with --resume to continue"
+    ]
+    assert not list(run.rglob("*.tmp")) and not list(tmpdir.iterdir())
+    assert (run / ".lock").read_text() == ""  # the run lock released
+
+
+# --------------------------------------------------------------------------- closed pipe (item 22)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path, base_run):
+    """`evalkit … | head`: no 'Broken pipe' error; the exit is 141 (SIGPIPE), never 0 for a gate."""
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first byte
+    p = subprocess.run(
+        evalkit_cmd("compare", str(base_run), str(base_run)),
+        stdout=w,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(w)
+    assert p.returncode == 141, p.stderr
+    assert p.stderr == "", p.stderr
