@@ -46,7 +46,7 @@ def cmd_gate(args) -> int:
     require = parse_require(args.require)
     from evalkit.contracts.runs import run_config, run_folder
 
-    run = run_folder(args.run)
+    run = run_folder(args.run, ("config.json", "metrics.parquet"))
     mpath = run / "metrics.parquet"
     stopped = None if args.allow_incomplete else incomplete(run)
     if stopped and not mpath.is_file():
@@ -55,7 +55,7 @@ def cmd_gate(args) -> int:
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
-    config = run_config(run)["config"]
+    config = run_config(run)["config"] if (run / "config.json").is_file() else {}
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 

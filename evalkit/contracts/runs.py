@@ -45,11 +45,13 @@ def run_config(run: str | os.PathLike) -> dict[str, Any]:
     return body
 
 
-def run_folder(path: str | os.PathLike | None) -> Path:
+def run_folder(path: str | os.PathLike | None, marks: tuple[str, ...] = ("config.json",)) -> Path:
     """``path`` as a run folder, or :class:`RunFolderError` naming it: missing, empty name, not a
-    folder, or a folder no run wrote (empty, foreign: no readable ``config.json``).
+    folder, or a folder no run wrote (empty, foreign: none of the ``marks`` files; a
+    ``config.json`` that is there must be readable).
 
-    Verbs that read a run check this first, before they create anything (an output folder)."""
+    Verbs that read a run check this first, before they create anything (an output folder). The
+    gate judges a bare metrics table too: its marks include ``metrics.parquet``."""
     if path is None or not str(path).strip():
         raise RunFolderError(f"run folder {str(path or '')!r}: empty path")
     p = Path(path)
@@ -57,10 +59,11 @@ def run_folder(path: str | os.PathLike | None) -> Path:
         raise RunFolderError(f"{p}: no such run folder")
     if not p.is_dir():
         raise RunFolderError(f"{p}: not a folder (a run folder is expected)")
-    if not (p / "config.json").is_file():
+    if not any((p / m).is_file() for m in marks):
         kind = "an empty folder" if not any(p.iterdir()) else "a folder no evalkit run wrote"
-        raise RunFolderError(f"{p}: not a run folder ({kind}: no config.json)")
-    run_config(p)
+        raise RunFolderError(f"{p}: not a run folder ({kind}: no {' or '.join(marks)})")
+    if (p / "config.json").is_file():
+        run_config(p)
     return p
 
 
