@@ -15,7 +15,9 @@ def _import_args(p):
         "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)"
     )
     p.add_argument(
-        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.common.redact)"
+        "--redact",
+        action="store_true",
+        help="replace API keys, tokens and private keys (evalkit.common.redact)",
     )
     p.add_argument(
         "--option",

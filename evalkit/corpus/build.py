@@ -94,6 +94,31 @@ def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshol
     }
 
 
+SHOW_SKIPPED = 20
+
+
+def _tell_skipped(read: ReadStats, source: Path | None) -> None:
+    """Skipped records on stderr, each named; no session at all is an error, not a 0-session run."""
+    from evalkit.common.progress import log
+
+    for e in read.skipped[:SHOW_SKIPPED]:
+        log(f"corpus: skipped {e}")
+    if read.skipped:
+        more = (
+            f" ({read.skipped_count - SHOW_SKIPPED} more in manifest.json)"
+            if read.skipped_count > SHOW_SKIPPED
+            else ""
+        )
+        log(f"corpus: {read.summary()}{more}")
+    if read.sessions == 0:
+        why = (
+            f"all {read.records} records were skipped, first: {read.skipped[0]}"
+            if read.skipped
+            else "it holds no records"
+        )
+        raise ValueError(f"{source}: no session to run ({why})")
+
+
 def build_corpus(
     section: dict,
     seed: int,
@@ -144,12 +169,14 @@ def build_corpus(
         else:
             raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
         rows, stats = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
+        if kind == "path":
+            _tell_skipped(read, source_path)
     manifest = {
         "kind": kind,
         "seed": seed if kind == "synth" else None,
         "source": str(source_path) if source_path else "evalkit.corpus.synth",
         "stats": stats,
-        "skipped": [str(e) for e in read.skipped],
+        "skipped": read.skipped_records(),
         "sessions": rows,
     }
     write_json(out / "manifest.json", manifest)

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import RecordError, Session, session_from_dict, session_to_json
 
-# A single record above this is refused rather than parsed: a 10 MB message in a transcript is a
-# pasted binary or a runaway log, and parsing it would only blow up memory in every later stage.
-MAX_RECORD_BYTES = 8 * 1024 * 1024
+# A single record above this is refused (loudly: counted, named) rather than parsed. The largest
+# sessions are the ones compaction matters for, so the bound is far above real sessions (tens of
+# MB); it only stops a runaway file from taking the machine's memory in every later stage.
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 OnError = Literal["raise", "skip"]
 
@@ -47,6 +49,10 @@ class ReadStats:
     def reasons(self) -> Counter:
         """Skipped records counted by field, for one-line summaries."""
         return Counter(e.field for e in self.skipped)
+
+    def skipped_records(self) -> list[dict]:
+        """Each skipped record as ``{file, line, field, reason}`` (the corpus manifest's list)."""
+        return [{"file": e.path, "line": e.line, "field": e.field, "reason": e.reason} for e in self.skipped]
 
     def summary(self) -> str:
         line = f"{self.sessions} sessions read from {self.records} records"
@@ -97,7 +103,10 @@ def index_jsonl(path: str | os.PathLike, field: str) -> dict[str, list[Span]]:
         for n, line in enumerate(fh, 1):
             if line.strip():
                 m = key.search(line, 0, 4096) or key.search(line)
-                value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                try:
+                    value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                except ValueError:  # not UTF-8, a bad escape: the readers report the line itself
+                    value = f"<unreadable line {n}>"
                 out.setdefault(value, []).append((off, len(line), n))
             off += len(line)
     return out
@@ -144,6 +153,10 @@ def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
     except json.JSONDecodeError as e:
         reason = "truncated JSON" if e.pos >= len(text.rstrip()) else f"invalid JSON at column {e.colno}"
         raise CorpusError(path, line, "(json)", f"{reason}: {e.msg}") from None
+    except RecursionError:
+        obj = raw  # stands for "too deep" below
+    if obj is raw or too_deep(obj, raw):
+        raise CorpusError(path, line, "(json)", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     if _SURROGATE_ESCAPE.search(raw):
         # A lone surrogate decodes from JSON but can be written by no later stage (UTF-8 refuses
         # it): the canonical corpus holds U+FFFD in its place.
@@ -152,6 +165,8 @@ def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
         return session_from_dict(obj)
     except RecordError as e:
         raise CorpusError(path, line, e.field, e.reason) from None
+    except RecursionError:
+        raise CorpusError(path, line, "(json)", "JSON nested too deeply") from None
 
 
 def read_sessions(

@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import (
     Compaction,
     Session,
@@ -176,7 +177,10 @@ class Probe:
             self._json_error = f"not UTF-8 at byte {e.start}"
             text = raw.decode("utf-8", errors="replace")
         try:
-            return json.loads(text)
+            value = json.loads(text)
+            if too_deep(value, raw):
+                raise RecursionError
+            return value
         except json.JSONDecodeError as e:
             truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
             self._json_error = (
@@ -292,7 +296,14 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
             report.problem(path, n, f"{key}: {e.msg} at column {e.colno}", key=key)
             continue
         except RecursionError:
-            report.problem(path, n, "JSON nested too deeply", key="malformed JSON line")
+            obj = raw  # stands for "too deep" below
+        if obj is raw or too_deep(obj, raw):
+            report.problem(
+                path,
+                n,
+                f"JSON nested deeper than {MAX_JSON_DEPTH} levels; record dropped",
+                key="malformed JSON line",
+            )
             continue
         if not isinstance(obj, dict):
             report.problem(

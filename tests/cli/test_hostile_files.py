@@ -437,3 +437,105 @@ def test_a_closed_pipe_ends_quietly(tmp_path, base_run):
     os.close(w)
     assert p.returncode == 141, p.stderr
     assert p.stderr == "", p.stderr
+
+
+# --------------------------------------------------------------------------- large and bad records (item 2)
+
+
+def _with_big_session(corpus: Path, mib: int = 9) -> str:
+    """Grow the corpus's second session past ``mib`` MiB (one long tool output); its id."""
+    lines = corpus.read_text().splitlines()
+    s = json.loads(lines[1])
+    result = next(b for m in reversed(s["messages"]) for b in m["blocks"] if b["type"] == "tool_result")
+    result["output"] += "\n" + ("x" * 99 + "\n") * (mib * 1024 * 1024 // 100)
+    lines[1] = json.dumps(s)
+    assert len(lines[1]) > 8 * 1024 * 1024
+    corpus.write_text("\n".join(lines) + "\n")
+    return s["id"]
+
+
+def test_large_sessions_are_read_and_bad_ones_named(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    big = _with_big_session(corpus)
+    with open(corpus, "ab") as fh:
+        fh.write(b'{"id": "bad-\xff-bytes"}\n')
+        fh.write(b'{"id": "cut", "messages": [\n')
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((run / "corpus" / "manifest.json").read_text())
+    assert big in {r["id"] for r in manifest["sessions"]} and manifest["stats"]["sessions"] == 2
+    skipped = manifest["skipped"]
+    assert [(s["file"], s["line"]) for s in skipped] == [(str(corpus), 3), (str(corpus), 4)]
+    assert "UTF-8" in skipped[0]["reason"] and "JSON" in skipped[1]["reason"]
+    for s in skipped:  # named on stderr, with the line
+        assert f"{corpus}:{s['line']}:" in done.stderr
+    assert "skipped 2" in done.stderr
+
+
+def test_a_corpus_whose_every_session_is_skipped_is_exit_2(tmp_path):
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_bytes(b'{"id": "bad-\xff"}\n{"not": "a session"}\n')
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    line = refused(done, str(corpus), "no session")
+    assert "all 2 records were skipped" in line
+    assert not (tmp_path / "run" / "metrics.parquet").exists()
+
+
+# --------------------------------------------------------------------------- deep nesting (item 15)
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+def test_deeply_nested_json_is_a_file_line_error(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    with open(corpus, "ab") as fh:
+        fh.write(b'{"id": "deep", "messages": ' + DEEP + b"}\n")
+    done = evalkit("validate", str(corpus))
+    refused(done, f"{corpus}:3:", "nested")
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    exp.write_text(exp.read_text().replace("[corpus]\n", '[corpus]\non_error = "raise"\n'))
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    refused(done, f"{corpus}:3:", "nested")
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_import_drops_only_the_deep_record(tmp_path, depth):
+    """Nested past the parser's limit, or parsed but too deep for every later walk (redaction)."""
+    sid = "deep-session"
+
+    def rec(i: int, role: str, content) -> str:
+        return json.dumps(
+            {
+                "type": role,
+                "sessionId": sid,
+                "uuid": f"{role[0]}{i}",
+                "parentUuid": None
+                if i == 0 and role == "user"
+                else (f"u{i}" if role == "assistant" else f"a{i - 1}"),
+                "timestamp": f"2026-01-01T00:00:{i:02d}Z",
+                "cwd": "/work",
+                "message": {
+                    "role": role,
+                    "content": content,
+                    **({"model": "m"} if role == "assistant" else {}),
+                },
+            }
+        )
+
+    lines = [rec(0, "user", "hello"), rec(0, "assistant", [{"type": "text", "text": "hi"}])]
+    deep = rec(1, "user", "PLACEHOLDER").replace('"PLACEHOLDER"', "[" * depth + "]" * depth)
+    lines += [deep, rec(2, "user", "still here"), rec(2, "assistant", [{"type": "text", "text": "ok"}])]
+    src = tmp_path / "in" / "s.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "corpus"
+    done = evalkit("import", "claude-code", str(src), "--out", str(out), "--redact")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    assert f"{src}:3:" in done.stderr and "nested" in done.stderr
+    s = json.loads((out / "sessions.jsonl").read_text())
+    texts = json.dumps(s)
+    assert "still here" in texts and "hello" in texts
