@@ -17,7 +17,7 @@ def _import_args(p):
     p.add_argument(
         "--redact",
         action="store_true",
-        help="replace API keys, tokens and private keys (evalkit.common.redact)",
+        help="replace API keys, tokens, private keys, home-folder user names and e-mail addresses",
     )
     p.add_argument(
         "--option",

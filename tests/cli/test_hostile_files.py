@@ -38,10 +38,11 @@ def no_traceback(done: subprocess.CompletedProcess) -> None:
 
 @pytest.fixture(scope="module")
 def base_run(tmp_path_factory) -> Path:
-    """One finished tiny offline run (2 sessions, 2 arms), copied by the tests that damage it."""
+    """One finished tiny offline run (2 sessions, 2 arms, continuation on), copied by the tests
+    that damage it."""
     root = tmp_path_factory.mktemp("hostile-base")
     corpus = tiny_corpus(root / "src", n=2)
-    exp = write_experiment(root / "exp.toml", corpus)
+    exp = write_experiment(root / "exp.toml", corpus, continuation={"enabled": True})
     run = root / "run"
     done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
     assert done.returncode == 0, done.stderr
@@ -539,3 +540,29 @@ def test_import_drops_only_the_deep_record(tmp_path, depth):
     s = json.loads((out / "sessions.jsonl").read_text())
     texts = json.dumps(s)
     assert "still here" in texts and "hello" in texts
+
+
+# --------------------------------------------------------------------------- resume after damage (item 11)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["metrics.parquet", "corpus/questions.jsonl", "continuation/log.jsonl", "continuation/metrics.parquet"],
+)
+def test_resume_rebuilds_a_damaged_stage_file(tmp_path, base_run, name):
+    import pandas as pd
+
+    run = copy_run(base_run, tmp_path)
+    target = run / name
+    original = target.read_bytes()
+    target.write_bytes(original[: len(original) // 2])  # a kill mid-write, a full disk
+    exp = base_run.parent / "exp.toml"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert done.returncode == 0, done.stderr
+    assert "resume: score runs again" in done.stderr, done.stderr
+    if name.endswith(".parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(target), pd.read_parquet(base_run / name))
+    else:
+        assert target.read_bytes() == original
+    again = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert "resume: score is complete, skipped" in again.stderr, again.stderr
