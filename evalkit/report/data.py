@@ -18,6 +18,7 @@ import pandas as pd
 from evalkit.contracts.event import events_path
 from evalkit.contracts.metrics_sessions import SESSION_COLUMNS, session_table
 from evalkit.report.drawing import FigureDrawer
+from evalkit.report.markdown import code
 
 # The per-event fields the report uses.
 EVENT_FIELDS = [
@@ -184,6 +185,14 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
             break
     if not (run / "events").is_dir():
         missing.append("`events/` (compaction events)")
+    else:
+        # One arm's file gone: its counts and evidence would drop out of the report unremarked.
+        for arm in run_config.get("config", {}).get("replay", {}).get("arms", []):
+            if not events_path(run, arm).is_file():
+                missing.append(
+                    f"{code('events/' + events_path(run, arm).name)} (the {code(arm)} arm's compaction "
+                    "events: its event counts and evidence are left out)"
+                )
     events = read_event_table(run / "events")
     metrics = pd.DataFrame(columns=SESSION_COLUMNS)
     event_values = pd.DataFrame(columns=["arm", "session", "metric", "value"])

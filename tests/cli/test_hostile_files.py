@@ -566,3 +566,16 @@ def test_resume_rebuilds_a_damaged_stage_file(tmp_path, base_run, name):
         assert target.read_bytes() == original
     again = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert "resume: score is complete, skipped" in again.stderr, again.stderr
+
+
+# --------------------------------------------------------------------------- missing events file (item 19)
+
+
+def test_a_missing_events_file_is_a_report_caveat(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    (run / "events" / "head-tail.jsonl").unlink()
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    caveat = next(ln for ln in md.splitlines() if "**Missing from the run folder**" in ln)
+    assert "events/head-tail.jsonl" in caveat and "`head-tail` arm" in caveat
