@@ -89,17 +89,27 @@ def _validate_args(p):
 @command("validate", "check a canonical JSONL corpus; errors name file:line: field: reason")
 @arguments(_validate_args)
 def cmd_validate(args) -> int:
+    from evalkit.contracts.session import reused_call_ids
     from evalkit.corpus import CorpusError, ReadStats, read_sessions
 
     stats = ReadStats()
+    reused = []
     try:
-        for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
-            pass
+        for s in read_sessions(args.path, "skip" if args.skip else "raise", stats):
+            if n := reused_call_ids(s.messages):
+                reused.append((s.id, n))
     except CorpusError as e:
         print(terminal_safe(str(e)), file=sys.stderr)
         return 2
     for e in stats.skipped:
         print(terminal_safe(str(e)), file=sys.stderr)
+    for sid, n in reused:
+        print(
+            terminal_safe(
+                f"warning: {args.path}: session {sid}: {n} tool calls reuse an id of an earlier turn (kept)"
+            ),
+            file=sys.stderr,
+        )
     from evalkit.pipeline.run import check_unique_ids
 
     src = Path(args.path)

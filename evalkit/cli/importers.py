@@ -58,12 +58,13 @@ def cmd_import(args) -> int:
             raise ValueError(f"--option expects KEY=VALUE, got {kv!r}")
         options[key.strip()] = value
     manifest, report = import_to_corpus(args.paths, args.out, args.format, args.redact, options)
-    problems = [i for i in report.issues if i.kind == "problem"]
+    problems = [i for i in report.issues if i.kind in ("problem", "warning")]
     for issue in problems[: args.show_issues]:
         print(issue, file=sys.stderr)
     if len(problems) > args.show_issues:
         print(
-            f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)",
+            f"… {sum(report.problems.values()) + sum(report.warnings.values()) - args.show_issues} more "
+            "problems and warnings (manifest.json lists up to 500)",
             file=sys.stderr,
         )
     skipped = report.unrecognised()

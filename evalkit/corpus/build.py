@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from evalkit.contracts.session import Session, session_to_json
+from evalkit.common.progress import log
+from evalkit.contracts.session import Session, reused_call_ids, session_to_json
 from evalkit.corpus.io import AtomicWriter, ReadStats, read_sessions, session_hash, write_json
 
 
@@ -97,10 +98,17 @@ def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshol
 SHOW_SKIPPED = 20
 
 
+def _count_reused_ids(sessions: Iterable[Session], counts: Counter) -> Iterator[Session]:
+    for s in sessions:
+        n = reused_call_ids(s.messages)
+        if n:
+            counts["sessions"] += 1
+            counts["calls"] += n
+        yield s
+
+
 def _tell_skipped(read: ReadStats, source: Path | None) -> None:
     """Skipped records on stderr, each named; no session at all is an error, not a 0-session run."""
-    from evalkit.common.progress import log
-
     for e in read.skipped[:SHOW_SKIPPED]:
         log(f"corpus: skipped {e}")
     if read.skipped:
@@ -143,6 +151,7 @@ def build_corpus(
     kind = section.get("kind", "synth")
     workers = workers or os.cpu_count() or 1
     read = ReadStats()
+    reused: Counter = Counter()
     with (
         AtomicWriter(out / "sessions.jsonl") as sfh,
         AtomicWriter(out / "facts.jsonl") as ffh,
@@ -161,7 +170,9 @@ def build_corpus(
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")
             # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
-            sessions = read_sessions(source_path, section.get("on_error", "skip"), read)
+            sessions = _count_reused_ids(
+                read_sessions(source_path, section.get("on_error", "skip"), read), reused
+            )
             if select is not None:
                 sessions = (s for i, s in enumerate(sessions) if select(i))
             encoded = map(_encoded, sessions)
@@ -171,12 +182,18 @@ def build_corpus(
         rows, stats = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
         if kind == "path":
             _tell_skipped(read, source_path)
+            if reused:
+                log(
+                    f"corpus: warning: {reused['sessions']} sessions reuse tool-call ids across turns "
+                    f"({reused['calls']} calls); kept, each result pairs with its own turn's call"
+                )
     manifest = {
         "kind": kind,
         "seed": seed if kind == "synth" else None,
         "source": str(source_path) if source_path else "evalkit.corpus.synth",
         "stats": stats,
         "skipped": read.skipped_records(),
+        "warnings": {"tool call id reused across turns": reused["calls"]} if reused else {},
         "sessions": rows,
     }
     write_json(out / "manifest.json", manifest)

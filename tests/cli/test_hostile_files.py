@@ -579,3 +579,39 @@ def test_a_missing_events_file_is_a_report_caveat(tmp_path, base_run):
     md = (run / "report" / "report.md").read_text()
     caveat = next(ln for ln in md.splitlines() if "**Missing from the run folder**" in ln)
     assert "events/head-tail.jsonl" in caveat and "`head-tail` arm" in caveat
+
+
+# --------------------------------------------------------------------------- reused tool-call ids (item 25)
+
+
+def test_tool_call_ids_reused_across_turns_are_kept_with_a_warning(tmp_path):
+    msgs: list[dict] = [{"role": "user", "content": "go"}]
+    for i in range(70):
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "bash", "arguments": f'{{"cmd": "echo {i}"}}'},
+        }
+        msgs += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": f"out {i}"},
+        ]
+    msgs.append({"role": "assistant", "content": "done"})
+    src = tmp_path / "in" / "s.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps({"messages": msgs}))
+    out = tmp_path / "corpus"
+    done = evalkit("import", "openai", str(src), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "69  tool call id reused across turns" in done.stdout, done.stdout
+    assert "tool calls 70" in done.stdout  # every call kept
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["import"]["warnings"] == {"tool call id reused across turns": 69}
+    checked = evalkit("validate", str(out))
+    assert checked.returncode == 0 and "69 tool calls reuse an id of an earlier turn" in checked.stderr
+    exp = write_experiment(tmp_path / "exp.toml", out / "sessions.jsonl")
+    ran = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    assert ran.returncode == 0, ran.stderr
+    assert "1 sessions reuse tool-call ids across turns (69 calls)" in ran.stderr
+    run_manifest = json.loads((tmp_path / "run" / "corpus" / "manifest.json").read_text())
+    assert run_manifest["warnings"] == {"tool call id reused across turns": 69}
