@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from evalkit.cli.commands import arguments, command, terminal_safe
+
+
+def writable_folder(path: str, setting: str) -> None:
+    """ValueError naming ``setting`` unless ``path`` is (or can be made) a folder this process
+    can write into; nothing is created."""
+    if not str(path).strip():
+        raise ValueError(f"{setting} '': empty path")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{setting} {path}: not a folder")
+    existing = next(a for a in (p, *p.parents) if a.exists() or a == Path(a.anchor))
+    if not existing.is_dir():
+        raise ValueError(f"{setting} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{setting} {path}: {existing} is not writable")
 
 
 def _run_args(p):
@@ -37,6 +53,8 @@ def cmd_run(args) -> int:
         overrides.setdefault("replay", {})["arms"] = [a.strip() for a in args.arms.split(",") if a.strip()]
     exp = load_experiment(args.config, overrides)
     out = Path(args.report_out) / exp.name if args.report_out else None
+    if args.report_out is not None:
+        writable_folder(args.report_out, "--report-out")  # before any stage, not after them all
     from evalkit.cli.scale import scaled_run
 
     paths = scaled_run(exp, args, out)

@@ -21,14 +21,18 @@ _COLUMNS = (
 
 
 def _rows(path: Path) -> list[tuple]:
-    """Every call of a cache, read without writing to it.
+    """Every call of a cache, read without writing to it."""
+    return _read(path, f"SELECT {_COLUMNS} FROM calls ORDER BY key")
+
+
+def _read(path: Path, sql: str) -> list[tuple]:
+    """``sql``'s rows from a cache, read without writing to it; errors name the file.
 
     ``mode=ro`` reads a WAL left by a killed writer too; where that cannot open (a read-only
     folder, network storage without shared memory) the file is read as immutable: a shared cache
     is one no process writes while others read it."""
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such call cache")
-    sql = f"SELECT {_COLUMNS} FROM calls ORDER BY key"
     for flags in ("mode=ro", "mode=ro&immutable=1"):
         try:
             conn = sqlite3.connect(f"file:{path.resolve()}?{flags}", uri=True)
@@ -36,7 +40,7 @@ def _rows(path: Path) -> list[tuple]:
                 return conn.execute(sql).fetchall()
             finally:
                 conn.close()
-        except sqlite3.OperationalError as e:
+        except sqlite3.DatabaseError as e:  # "file is not a database" too, not only locks
             err = e
     raise ValueError(f"{path}: cannot read the call cache ({err})")
 
@@ -44,6 +48,8 @@ def _rows(path: Path) -> list[tuple]:
 def merge_caches(sources: list[str | os.PathLike], out: str | os.PathLike) -> dict[str, int]:
     """Add every call of ``sources`` to the cache ``out`` (created if absent); returns per source
     how many calls it added that ``out`` did not hold yet."""
+    for src in map(Path, sources):  # a missing or junk source must not leave an empty cache behind
+        _read(src, "SELECT COUNT(*) FROM calls")
     dest = CallCache(out)
     conn = dest._conn()
     added: dict[str, int] = {}

@@ -615,3 +615,39 @@ def test_tool_call_ids_reused_across_turns_are_kept_with_a_warning(tmp_path):
     assert "1 sessions reuse tool-call ids across turns (69 calls)" in ran.stderr
     run_manifest = json.loads((tmp_path / "run" / "corpus" / "manifest.json").read_text())
     assert run_manifest["warnings"] == {"tool call id reused across turns": 69}
+
+
+# --------------------------------------------------------------------------- messages (item 24)
+
+
+@pytest.mark.parametrize(
+    "case", ["dangling-run-dir", "report-out-under-a-file", "missing-warm-cache", "junk-warm-cache"]
+)
+def test_setting_errors_name_the_setting_before_any_stage(tmp_path, case):
+    exp = write_experiment(tmp_path / "exp.toml", None)
+    run = tmp_path / "run"
+    argv = ["run", "--config", str(exp), "--run-dir", str(run)]
+    if case == "dangling-run-dir":
+        run.symlink_to(tmp_path / "gone")
+        names = [str(run), "does not exist"]
+    elif case == "report-out-under-a-file":
+        (tmp_path / "afile").write_text("x")
+        argv += ["--report-out", str(tmp_path / "afile" / "reports")]
+        names = ["--report-out", str(tmp_path / "afile")]
+    else:
+        cache = tmp_path / "shared.sqlite"
+        if case == "junk-warm-cache":
+            cache.write_text("not a database")
+        argv += ["--warm-cache", str(cache)]
+        names = [str(cache)]
+    done = evalkit(*argv)
+    refused(done, *names)
+    assert "[evalkit] corpus" not in done.stderr  # found before any stage
+    assert not run.exists() or run.is_symlink()  # no run folder, no empty cache file in it
+
+
+def test_report_out_is_not_created_when_the_report_fails(tmp_path):
+    out = tmp_path / "D"
+    done = evalkit("report", str(tmp_path / "no-run"), "--out", str(out))
+    refused(done, str(tmp_path / "no-run"))
+    assert not out.exists()
