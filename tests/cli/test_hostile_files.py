@@ -651,3 +651,24 @@ def test_report_out_is_not_created_when_the_report_fails(tmp_path):
     done = evalkit("report", str(tmp_path / "no-run"), "--out", str(out))
     refused(done, str(tmp_path / "no-run"))
     assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_cached_response_row_of_the_wrong_shape_names_the_cache(tmp_path, fake_server_process):
+    """Item 12: a hand-edited or foreign cache row is one line naming the cache, not a traceback."""
+    import sqlite3
+
+    url, _ = fake_server_process("--no-bodies")
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
+    exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
+    run = tmp_path / "run"
+    argv = ["run", "--config", str(exp), "--run-dir", str(run)]
+    assert evalkit(*argv).returncode == 0
+    cache = run / "model-calls.sqlite"
+    for body in ("[1, 2]", "garbage"):
+        with sqlite3.connect(cache) as con:
+            con.execute("UPDATE calls SET response = ? WHERE purpose = 'summarize'", (body,))
+        shutil.rmtree(run / "events")  # replay asks the cache again
+        line = refused(evalkit(*argv, "--resume"), str(cache), "cached response")
+        assert "unreadable" in line
