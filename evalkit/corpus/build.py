@@ -193,9 +193,10 @@ def build_corpus(
         "source": str(source_path) if source_path else "evalkit.corpus.synth",
         "stats": stats,
         "skipped": read.skipped_records(),
-        "warnings": {"tool call id reused across turns": reused["calls"]} if reused else {},
         "sessions": rows,
     }
+    if reused:  # only then: an unchanged corpus keeps the manifest it had
+        manifest["warnings"] = {"tool call id reused across turns": reused["calls"]}
     write_json(out / "manifest.json", manifest)
     _drop_derived(out)
     return manifest
