@@ -19,6 +19,9 @@ import pytest
 
 from tests.support.runs import evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
 
+# Every case starts evalkit processes, most on a whole (tiny) run: none belongs in a fast lane.
+pytestmark = pytest.mark.slow
+
 
 def refused(done: subprocess.CompletedProcess, *names: str) -> str:
     """Assert a one-line refusal (exit 2, no traceback) naming every one of ``names``."""
@@ -393,7 +396,6 @@ def _stop_in_replay(argv: list[str], sig: int, group: bool, env: dict) -> subpro
     return subprocess.CompletedProcess(p.args, p.returncode, out, "".join(err) + rest)
 
 
-@pytest.mark.slow
 def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
     argv, run = _slow_run(tmp_path, fake_server_process)
     done = _stop_in_replay(argv, signal.SIGINT, group=True, env={})
@@ -406,7 +408,6 @@ def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
     assert (run / "decision.json").is_file()
 
 
-@pytest.mark.slow
 def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):
     argv, run = _slow_run(tmp_path, fake_server_process)
     tmpdir = tmp_path / "tmpdir"
@@ -653,7 +654,6 @@ def test_report_out_is_not_created_when_the_report_fails(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.slow
 def test_a_cached_response_row_of_the_wrong_shape_names_the_cache(tmp_path, fake_server_process):
     """Item 12: a hand-edited or foreign cache row is one line naming the cache, not a traceback."""
     import sqlite3
