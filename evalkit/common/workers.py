@@ -54,6 +54,9 @@ def init_worker(parent: int) -> None:
     traceback beside the parent's. The parent stops the work and the workers end with it."""
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The CLI turns SIGTERM into an exception for its clean-up; a forked worker has nothing to
+    # clean and would print a traceback: it ends quietly, as by default.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
 
 
