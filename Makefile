@@ -4,11 +4,12 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 
-.PHONY: eval test lint bench format clean help
+.PHONY: eval test test-fast lint bench format clean help
 
 help:
 	@echo "make eval   - run the default experiment (offline) and write reports/default/report.md"
-	@echo "make test   - install dev extras, run ruff and pytest"
+	@echo "make test   - install dev extras, run ruff, the import contracts and every test"
+	@echo "make test-fast - ruff, import contracts, unit and contract tests (no whole runs, no servers)"
 	@echo "make bench  - run the benchmarks and print one table"
 	@echo "make lint   - ruff check only; make format - ruff format + fix"
 	@echo "make clean  - remove runs, caches and the virtualenv"
@@ -16,14 +17,12 @@ help:
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# Stamps make re-installs happen only when pyproject.toml changes. pip compiles nothing: the venv
-# is ~680 MB of packages and compiling all of it took 21 s of CPU. Python caches what a process
+# Stamps make re-installs happen only when pyproject.toml changes. Python caches what a process
 # imports on first import, except where PYTHONDONTWRITEBYTECODE is set: then every process compiles
-# ~1,000 modules again (~5 s). The tests start hundreds of processes, so the dev install compiles
-# what they import ahead, once (evalkit.bytecode; it does nothing where the variable is not set).
-# `make eval` alone does not: its one process (workers are forked) would save ~5 s and the step
-# costs 9-17 s.
+# its modules again. The tests start hundreds of processes, so the dev install compiles the
+# installed packages once, and only where that variable is set (elsewhere Python's own cache does it).
 PIP_INSTALL = $(PY) -m pip install --quiet --no-compile
+SITE = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
 $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e .
@@ -31,15 +30,24 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 
 $(VENV)/.installed-dev: pyproject.toml | $(PY)
 	$(PIP_INSTALL) -e '.[dev]'
-	$(PY) -m evalkit.bytecode ray pytest xdist hypothesis  # and what the tests and Ray's workers import
+	@if [ -n "$$PYTHONDONTWRITEBYTECODE" ]; then PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q -j 0 evalkit $(SITE); fi
 	@touch $(VENV)/.installed $@
 
 eval: $(VENV)/.installed
 	$(BIN)/evalkit run --report-out reports
 
+# Every test runs under a timeout (pyproject: [tool.pytest.ini_options] timeout) and the suite fails
+# if it changed the checkout (tests/conftest.py). test-fast leaves out the tests marked `whole`
+# (pipeline runs, servers, CLI subprocesses, Ray).
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest -n auto -q
+
+test-fast: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/pytest -n auto -q -m "not whole"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

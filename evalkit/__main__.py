@@ -1,3 +1,3 @@
-from evalkit.cli import main
+from evalkit.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

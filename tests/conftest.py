@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,14 +15,45 @@ TRANSCRIPTS = SHARED / "transcripts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+# What makes a test "whole" (left out of `make test-fast`): it starts a server, a subprocess, Ray
+# or a pipeline stage over a corpus, itself or through a fixture it uses.
+WHOLE_FIXTURES = {"fake_server", "fake_server_process"}
+WHOLE_CALLS = (
+    "subprocess", "evalkit_cmd", "evalkit(", "run_experiment(", "replay_corpus(", "score_run(",
+    "build_corpus(", "run_continuation(", "worker_pool(", "import ray", '"run"', "FakeServer(",
+    "write_report(", "merge_shards(", "sys.executable",
+)
+
+
+def _source(fn) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return ""
+
+
+def _is_whole(item) -> bool:
+    if WHOLE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    funcs = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info else ()):
+        funcs += [d.func for d in defs if "_pytest" not in getattr(d.func, "__module__", "")]
+    return any(call in _source(fn) for fn in funcs if fn is not None for call in WHOLE_CALLS)
+
+
 def pytest_collection_modifyitems(items):
-    """Run the modules holding ``slow`` tests first, their slow tests first within them.
+    """Mark whole-run tests ``whole`` (see WHOLE_CALLS); then run the modules holding ``slow``
+    tests first, their slow tests first within them.
 
     ``make test`` spreads the tests over two workers; the run ends when the last long test does.
     Collected late, a 70-second test ran near the end with the other core mostly idle. Longest
     first is the usual fix for that. A module stays in one piece, so its module-scoped fixtures
     are still built once per worker. The sort is stable: ties keep the collection's order.
     """
+    for item in items:
+        if _is_whole(item):
+            item.add_marker(pytest.mark.whole)
     slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
     first_seen: dict[str, int] = {}
     for i, item in enumerate(items):
@@ -31,6 +64,41 @@ def pytest_collection_modifyitems(items):
         return (module not in slow_modules, first_seen[module], item.get_closest_marker("slow") is None)
 
     items.sort(key=key)
+
+
+def _checkout_state() -> str | None:
+    """``git status --porcelain`` of the checkout (untracked files included), or None outside git."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all"],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller only, not each xdist worker
+        session.config.stash[_BEFORE] = _checkout_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Tests write into tmp_path: a suite that changed the checkout fails, naming what changed."""
+    if hasattr(session.config, "workerinput") or _BEFORE not in session.config.stash:
+        return
+    before, after = session.config.stash[_BEFORE], _checkout_state()
+    if before is None or after is None or before == after:
+        return
+    changed = sorted(set(after.splitlines()) ^ set(before.splitlines()))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = ["the tests changed the checkout (git status --porcelain before/after differs):", *changed]
+    if reporter is not None:
+        reporter.write_line("\n".join(lines), red=True, bold=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_BEFORE = pytest.StashKey[str | None]()
 
 
 @pytest.fixture

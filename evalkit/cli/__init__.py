@@ -9,13 +9,16 @@ import sqlite3
 import sys
 
 from evalkit.cli.commands import COMMANDS, load_all, terminal_safe
+from evalkit.common.progress import log_to_stderr
 from evalkit.common.redact import redact_text
+from evalkit.contracts.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
 from evalkit.models.backends import EndpointUnusable
 from evalkit.models.client import CacheMiss
 
-# Exit codes, documented in the README: 0 ok, 1 gate failed, 2 usage or data error; a signal
-# ends with the shell's 128 + its number (130 Ctrl-C, 141 closed pipe, 143 SIGTERM).
-EXIT_OK, EXIT_GATE_FAILED, EXIT_USAGE = 0, 1, 2
+__all__ = ["EXIT_GATE_FAILED", "EXIT_OK", "EXIT_USAGE", "entry", "main"]
+
+# Besides the exit codes of evalkit.contracts.exit_codes, a signal ends with the shell's 128 + its
+# number (130 Ctrl-C, 141 closed pipe, 143 SIGTERM).
 
 
 class Terminated(KeyboardInterrupt):
@@ -53,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    log_to_stderr()  # the library logs stage lines; the command prints them, one per stage
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_handler", None):
@@ -83,5 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+def entry() -> int:
+    """The ``evalkit`` console script and ``python -m evalkit``: the process settings the command
+    makes for itself (:func:`evalkit.cli.memory.tune_process`), then :func:`main`. Tests call
+    :func:`main` in-process and keep their own settings."""
+    from evalkit.cli.memory import tune_process
+
+    tune_process()
+    return main()
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(entry())

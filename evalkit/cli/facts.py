@@ -35,7 +35,8 @@ def cmd_facts(args) -> int:
     if not args.path:
         print("error: give a corpus path, or --check LABELS", file=sys.stderr)
         return 2
-    from evalkit.corpus import AtomicWriter, ReadStats, read_sessions
+    from evalkit.common.files import AtomicWriter
+    from evalkit.corpus import ReadStats, read_sessions
     from evalkit.facts import compute_facts, facts_to_dict
 
     stats = ReadStats()

@@ -15,10 +15,14 @@ lives here (``tests/models/test_standin_independence.py``).
 
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 import shlex
+from dataclasses import dataclass
+from functools import lru_cache
 
-from evalkit.contracts.session import ToolCall
+from evalkit.contracts.session import ToolCall, ToolResult
 
 SHELL_TOOLS = {
     "bash",
@@ -189,3 +193,60 @@ def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], l
             return [], [p.strip() for p in _PATCH_FILE.findall(cmd)]
         return [], shell_modified(cmd)
     return [], []
+
+
+# Sessions run the same few commands over and over; shlex-splitting each once pays off.
+_normalize = lru_cache(maxsize=1 << 16)(normalize_command)
+
+
+def norm_path(path: str) -> str:
+    """``./src/a.py`` and ``src//a.py`` are one file; absolute and relative paths stay distinct."""
+    return posixpath.normpath(path.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """What one tool call does, as continuation reasons about it.
+
+    ``kind`` is ``shell`` (a command; it may also read or write files), ``read``, ``modify`` or
+    ``other``. ``signature`` identifies the call exactly (tool name folded, args canonical), so an
+    identical edit or an identical unknown tool call can be recognised.
+    """
+
+    kind: str
+    command: str | None
+    reads: tuple[str, ...]
+    modifies: tuple[str, ...]
+    signature: str
+
+    def key(self) -> tuple:
+        """The action's identity for 'is this the same next step?' comparisons."""
+        if self.kind == "shell":
+            return ("shell", self.command)
+        if self.kind == "read":
+            return ("read", self.reads)
+        if self.kind == "modify":
+            return ("modify", self.modifies)
+        return ("other", self.signature)
+
+
+def classify(call: ToolCall) -> Op:
+    """The :class:`Op` of a tool call."""
+    name = call.name.lower()
+    reads, modifies = files_of(call)
+    reads_t = tuple(norm_path(p) for p in reads)
+    mods_t = tuple(norm_path(p) for p in modifies)
+    signature = name + " " + json.dumps(call.args, sort_keys=True, ensure_ascii=False, default=str)
+    cmd = command_of(call)
+    if cmd is not None:
+        return Op("shell", _normalize(cmd), reads_t, mods_t, signature)
+    if mods_t or name in EDIT_TOOLS or name in WRITE_TOOLS:
+        return Op("modify", None, reads_t, mods_t, signature)
+    if reads_t:
+        return Op("read", None, reads_t, mods_t, signature)
+    return Op("other", None, reads_t, mods_t, signature)
+
+
+def result_failed(result: ToolResult | None) -> bool:
+    """A result is a failure when the tool flagged an error or the command exited non-zero."""
+    return result is not None and (result.is_error or result.exit_code not in (None, 0))

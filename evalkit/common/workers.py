@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import gc
 import os
 import signal
 import sys
@@ -21,11 +20,17 @@ from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 0.5
-# A stage's worker allocates millions of containers that outlive a young-generation collection
-# (a session's parse, per-session caches) and almost no reference cycles, so the collector's
-# default cadence (a young-generation pass once allocations of tracked objects exceed deallocations
-# by 700) mostly re-traverses live objects.
-WORKER_GC_THRESHOLD = 10_000
+# Process-wide settings are the application's choice, not the library's: the evalkit command
+# registers here what each worker sets up as it starts (evalkit.cli.memory); a library caller
+# gets workers with Python's defaults.
+_WORKER_SETUP: list[Callable[[], None]] = []
+
+
+def on_worker_start(fn: Callable[[], None]) -> None:
+    """Run ``fn`` (a module-level function, so a worker can import it) in every worker this
+    process starts from now on."""
+    if fn not in _WORKER_SETUP:
+        _WORKER_SETUP.append(fn)
 
 
 def die_with_parent(parent: int) -> None:
@@ -47,8 +52,8 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="evalkit-parent-watch", daemon=True).start()
 
 
-def init_worker(parent: int) -> None:
-    """Pool initializer: die with ``parent``; leave Ctrl-C to it; run the cyclic collector less often.
+def init_worker(parent: int, setup: tuple[Callable[[], None], ...] = ()) -> None:
+    """Pool initializer: die with ``parent``; leave Ctrl-C to it; then what the application registered.
 
     Ctrl-C reaches every process of the terminal's group: a worker that took it printed its own
     traceback beside the parent's. The parent stops the work and the workers end with it."""
@@ -57,7 +62,8 @@ def init_worker(parent: int) -> None:
     # The CLI turns SIGTERM into an exception for its clean-up; a forked worker has nothing to
     # clean and would print a traceback: it ends quietly, as by default.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    gc.set_threshold(WORKER_GC_THRESHOLD, *gc.get_threshold()[1:])
+    for fn in setup:
+        fn()
 
 
 class _Pool(ProcessPoolExecutor):
@@ -70,9 +76,12 @@ class _Pool(ProcessPoolExecutor):
 
 
 def worker_pool(max_workers: int) -> ProcessPoolExecutor:
-    """A ProcessPoolExecutor whose workers die with this process, leave Ctrl-C to it, and collect
-    cycles less often; leaving it on Ctrl-C or SIGTERM cancels the jobs not started."""
-    return _Pool(max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(),))
+    """A ProcessPoolExecutor whose workers die with this process, leave Ctrl-C to it (and run
+    :func:`on_worker_start`'s functions as they start); leaving it on Ctrl-C or SIGTERM cancels
+    the jobs not started."""
+    return _Pool(
+        max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(), tuple(_WORKER_SETUP))
+    )
 
 
 def bounded_map(pool: ProcessPoolExecutor, fn: Callable, jobs: Iterable, window: int) -> Iterator:

@@ -7,11 +7,12 @@ re-failing known failures, redoing finished work, stopping, and matching the rec
 real recorded compaction is the observational baseline (:mod:`~evalkit.continuation.observational`).
 """
 
+from evalkit.common.toolcalls import Op, classify
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript, is_proxy, make_agent
 from evalkit.continuation.environment import UNAVAILABLE, Answer, ReplayEnvironment
 from evalkit.continuation.metrics import continuation_metrics, metric_names, refail_redo
 from evalkit.continuation.observational import compaction_points, observed_metrics
-from evalkit.continuation.recording import Op, SessionRecord, classify
+from evalkit.continuation.recording import SessionRecord
 from evalkit.continuation.stage import run_continuation
 
 __all__ = [

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from evalkit.continuation.recording import Op, SessionRecord, classify, pick, result_failed
+from evalkit.common.toolcalls import Op, classify, result_failed
+from evalkit.continuation.recording import SessionRecord, pick
 from evalkit.contracts.session import ToolCall
 
 UNAVAILABLE = "[not available in replay: the recording holds no result for this call]"

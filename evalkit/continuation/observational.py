@@ -10,10 +10,11 @@ compaction, since calls after it acted from another context. Rows use the arm ``
 
 from __future__ import annotations
 
+from evalkit.common.toolcalls import result_failed
 from evalkit.continuation.agents import Step
 from evalkit.continuation.environment import Answer
 from evalkit.continuation.metrics import refail_redo
-from evalkit.continuation.recording import SessionRecord, result_failed
+from evalkit.continuation.recording import SessionRecord
 from evalkit.contracts.session import Compaction, Session
 
 ARM = "observed"

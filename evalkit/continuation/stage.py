@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from evalkit.common.files import Span, index_jsonl, read_span, write_json
 from evalkit.common.progress import track
 from evalkit.common.workers import worker_pool
 from evalkit.continuation.agents import AGENTS, Agent, ContinuationInput, Transcript, is_proxy, make_agent
@@ -33,10 +34,9 @@ from evalkit.continuation.observational import compaction_points, observed_metri
 from evalkit.continuation.recording import SessionRecord
 from evalkit.contracts.config import merge
 from evalkit.contracts.event import Event, events_path
-from evalkit.contracts.metrics import replace_rows, rows_to_arrow
-from evalkit.contracts.metrics_stream import ArmSpill, write_sorted
+from evalkit.contracts.metrics import rows_to_arrow
+from evalkit.contracts.metrics_stream import ArmSpill, replace_rows, write_sorted
 from evalkit.contracts.session import Message, Session, session_from_dict
-from evalkit.corpus import Span, index_jsonl, read_span, write_json
 
 DEFAULTS = {
     "enabled": True,

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalkit.contracts.config_check import ConfigError, check_config
+
 # Defaults for every key a stage reads; a config file only states what differs.
 DEFAULTS: dict[str, Any] = {
     "name": "default",
@@ -62,10 +64,6 @@ DEFAULTS: dict[str, Any] = {
     # Where the shards run (evalkit.pipeline.executors, docs/scale.md); not part of the config hash.
     "executor": {},
 }
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message names the file and the key."""
 
 
 @dataclass(frozen=True)
@@ -174,7 +172,5 @@ def load_experiment(path: str | os.PathLike | None = None, overrides: dict | Non
     cfg = merge(DEFAULTS, raw)
     if overrides:
         cfg = merge(cfg, overrides)
-    from evalkit.contracts.config_check import check_config
-
-    check_config(raw, cfg, source)
+    check_config(raw, cfg, source, DEFAULTS)
     return Experiment(cfg, source, root)

@@ -1,10 +1,16 @@
 """Checks of a resolved experiment before anything is written: unknown keys inside sections
 (typos), secrets in the config, and values no stage could use. Each failure is one
-:class:`~evalkit.contracts.config.ConfigError` naming the file and the key."""
+:class:`ConfigError` naming the file and the key (re-exported by :mod:`evalkit.contracts.config`,
+which calls :func:`check_config` with its defaults)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and the key."""
+
 
 # Sections whose keys are free-form (rule overrides) or checked by their own stage.
 _FREE = {"rules"}
@@ -42,14 +48,12 @@ def _int(cfg: dict, source: str, section: str, key: str, minimum: int) -> int:
 
 
 def _err(source: str, key: str, why: str):
-    from evalkit.contracts.config import ConfigError
-
     return ConfigError(f"{source}: {key}: {why}")
 
 
-def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
-    """Raise ConfigError for the first problem found in ``cfg`` (``raw`` is what the file said)."""
-    from evalkit.contracts.config import DEFAULTS
+def check_config(raw: dict, cfg: dict[str, Any], source: str, defaults: dict[str, Any]) -> None:
+    """Raise ConfigError for the first problem found in ``cfg`` (``raw`` is what the file said;
+    ``defaults``: every known section and key, ``config.DEFAULTS``)."""
 
     for path, _ in _walk(raw):
         if path[-1].lower() in _SECRET_KEYS and tuple(path[:2]) not in _FREE_TABLES:
@@ -59,7 +63,7 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
                 "secrets are not read from the config (it is copied into the run folder); "
                 "set the environment variable named by [model] api_key_env (default OPENAI_API_KEY)",
             )
-    for section, default in DEFAULTS.items():
+    for section, default in defaults.items():
         given = cfg.get(section)
         if isinstance(default, dict):
             if not isinstance(given, dict):
@@ -68,7 +72,7 @@ def check_config(raw: dict, cfg: dict[str, Any], source: str) -> None:
                 continue
             _unknown(source, section, given, default)
             _types(source, section, given, default)
-    model_keys = DEFAULTS["model"]
+    model_keys = defaults["model"]
     cont_model = cfg["continuation"].get("model")
     if not isinstance(cont_model, dict):
         raise _err(source, "continuation.model", "expected a table")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -115,19 +115,6 @@ def rows_to_arrow(rows: Sequence[tuple]) -> pa.Table:
     )
 
 
-def write_table(table: pa.Table, path: str | os.PathLike) -> None:
-    """Write an Arrow metrics table as parquet, atomically, in canonical row order (stable, as
-    :func:`normalize`), in the row groups every metrics file has (:mod:`evalkit.contracts.metrics_stream`)."""
-    from evalkit.contracts.metrics_stream import sort_rows, write_sorted
-
-    write_sorted(path, [[sort_rows(table)]])
-
-
-def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write the table as parquet, atomically."""
-    write_table(pa.Table.from_pandas(df[COLUMNS].astype(DTYPES), preserve_index=False), path)
-
-
 def read_metrics(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
     """The metrics table (only ``columns``, when given: a reader that needs fewer holds less)."""
     return pd.read_parquet(path, columns=columns)
@@ -172,17 +159,3 @@ def load_metrics(path: str | os.PathLike) -> pd.DataFrame:
     if not (pd.api.types.is_numeric_dtype(df["value"]) and not pd.api.types.is_bool_dtype(df["value"])):
         raise ValueError(f"{p}: column value has type {df['value'].dtype}, expected numbers")
     return df
-
-
-def replace_rows(path: str | os.PathLike, rows: pa.Table | Iterable[pa.Table], owned) -> int:
-    """Write ``rows`` into the metrics file in place of the rows whose metric ``owned(metric)``
-    claims, keeping every other stage's rows (probes and continuation share one table); returns the
-    file's row count. ``rows`` is a table (from :func:`rows_to_arrow`) or a stream of tables in
-    canonical order (:class:`evalkit.contracts.metrics_stream.ArmSpill`); the old file is read a row group
-    at a time, so neither side is held whole."""
-    from evalkit.contracts.metrics_stream import file_tables, sort_rows, write_sorted
-
-    p = Path(path)
-    new = [sort_rows(rows)] if isinstance(rows, pa.Table) else rows
-    old = file_tables(p, keep=lambda m: not owned(m)) if p.exists() else []
-    return write_sorted(p, [old, new])

@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalkit.contracts.metrics import COLUMNS, ORDER, arrow_schema
+from evalkit.contracts.metrics import COLUMNS, DTYPES, ORDER, arrow_schema
 
 # Rows per parquet row group: what a reader decodes at a time when it streams the file. Small,
 # because a run of sessions (session_chunks) reads the row groups its ids fall in for every arm.
@@ -256,3 +257,26 @@ def _schema_of(columns: list[str] | None) -> pa.Schema:
     if columns is None:
         return schema
     return pa.schema([schema.field(c) for c in columns], metadata=None)
+
+
+def write_table(table: pa.Table, path: str | os.PathLike) -> None:
+    """Write an Arrow metrics table as parquet, atomically, in canonical row order (stable, as
+    :func:`normalize`), in the row groups every metrics file has."""
+    write_sorted(path, [[sort_rows(table)]])
+
+
+def write_metrics(df: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write the table as parquet, atomically."""
+    write_table(pa.Table.from_pandas(df[COLUMNS].astype(DTYPES), preserve_index=False), path)
+
+
+def replace_rows(path: str | os.PathLike, rows: pa.Table | Iterable[pa.Table], owned) -> int:
+    """Write ``rows`` into the metrics file in place of the rows whose metric ``owned(metric)``
+    claims, keeping every other stage's rows (probes and continuation share one table); returns the
+    file's row count. ``rows`` is a table (from :func:`rows_to_arrow`) or a stream of tables in
+    canonical order (:class:`evalkit.contracts.metrics_stream.ArmSpill`); the old file is read a row group
+    at a time, so neither side is held whole."""
+    p = Path(path)
+    new = [sort_rows(rows)] if isinstance(rows, pa.Table) else rows
+    old = file_tables(p, keep=lambda m: not owned(m)) if p.exists() else []
+    return write_sorted(p, [old, new])

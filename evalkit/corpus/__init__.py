@@ -6,20 +6,15 @@ A corpus folder holds ``sessions.jsonl`` (one session per line), ``facts.jsonl``
 truth derived once per session) and ``manifest.json`` (ids, content hashes and counts).
 """
 
+from evalkit.common.files import AtomicWriter, Span, index_jsonl, jsonl_lines, read_span, write_json
 from evalkit.corpus.build import QUESTIONS, build_corpus, corpus_stats, write_corpus
 from evalkit.corpus.io import (
     MAX_RECORD_BYTES,
-    AtomicWriter,
     CorpusError,
     ReadStats,
-    Span,
-    index_jsonl,
-    jsonl_lines,
     parse_line,
     read_sessions,
-    read_span,
     session_hash,
-    write_json,
     write_sessions,
 )
 

@@ -9,9 +9,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from evalkit.common.files import AtomicWriter, write_json
 from evalkit.common.progress import log
 from evalkit.contracts.session import Session, reused_call_ids, session_to_json
-from evalkit.corpus.io import AtomicWriter, ReadStats, read_sessions, session_hash, write_json
+from evalkit.corpus.io import ReadStats, read_sessions, session_hash
 
 
 def _encoded(s: Session) -> tuple[str, str, dict]:

@@ -63,7 +63,7 @@ class Measures:
 
 
 def _call_kind(call, result) -> str:
-    from evalkit.continuation.recording import classify
+    from evalkit.common.toolcalls import classify
 
     if result is not None and _REJECTED.search(result.output[:400]):
         return "rejected"
@@ -76,7 +76,7 @@ def _call_kind(call, result) -> str:
 
 def measure(sessions: Iterable[Session]) -> Measures:
     """Every distribution of :data:`ROWS` over ``sessions``."""
-    from evalkit.continuation.recording import result_failed
+    from evalkit.common.toolcalls import result_failed
     from evalkit.facts import compute_facts
 
     out = Measures()

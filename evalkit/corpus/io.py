@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from evalkit.common.files import AtomicWriter, jsonl_lines, without_surrogates
 from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import RecordError, Session, session_from_dict, session_to_json
 
@@ -62,74 +63,8 @@ class ReadStats:
         return line
 
 
-def jsonl_lines(path: str | os.PathLike, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
-    """Yield (line number, raw bytes) splitting on ``\\n`` only; None for a line over the limit.
-
-    ``str.splitlines`` would also split on U+2028 inside JSON strings, which is valid JSON.
-    """
-    with open(path, "rb") as fh:
-        n = 0
-        while True:
-            raw = fh.readline(max_bytes + 1)
-            if not raw:
-                return
-            n += 1
-            if len(raw) > max_bytes and not raw.endswith(b"\n"):
-                # Drain the rest of the oversized line without holding it.
-                while True:
-                    chunk = fh.readline(1 << 20)
-                    if not chunk or chunk.endswith(b"\n"):
-                        break
-                yield n, None
-                continue
-            yield n, raw
-
-
-Span = tuple[int, int, int]  # (byte offset, length, line number) of one JSONL line
-
-
-def index_jsonl(path: str | os.PathLike, field: str) -> dict[str, list[Span]]:
-    """Value of a top-level string ``field`` → the spans of the lines holding it, in file order.
-
-    Stages that group one file's lines by session (events by ``session``, the corpus by ``id``)
-    find the key with a regex on each line's first 4 KiB instead of parsing it, then hand the
-    spans to workers (:func:`read_span`). A line without the key is indexed under
-    ``"<unreadable line N>"`` so callers can report it.
-    """
-    key = re.compile(rb'"' + re.escape(field.encode()) + rb'"\s*:\s*"((?:[^"\\]|\\.)*)"')
-    out: dict[str, list[Span]] = {}
-    with open(path, "rb") as fh:
-        off = 0
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                m = key.search(line, 0, 4096) or key.search(line)
-                try:
-                    value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
-                except ValueError:  # not UTF-8, a bad escape: the readers report the line itself
-                    value = f"<unreadable line {n}>"
-                out.setdefault(value, []).append((off, len(line), n))
-            off += len(line)
-    return out
-
-
-def read_span(path: str | os.PathLike, span: Span) -> bytes:
-    """The bytes of one indexed line."""
-    with open(path, "rb") as fh:
-        fh.seek(span[0])
-        return fh.read(span[1])
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # A JSON escape of a surrogate code point (most are halves of a proper pair; the check is cheap).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def without_surrogates(text: str) -> str:
-    """``text`` with lone surrogates (half an emoji cut in a transcript) as U+FFFD; pairs written
-    as two escapes become the one character they encode."""
-    if not _SURROGATE.search(text):
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _clean(v):
@@ -205,27 +140,6 @@ def session_hash(line: str) -> str:
     return hashlib.sha256(line.encode("utf-8")).hexdigest()[:16]
 
 
-class AtomicWriter:
-    """Write to ``path.tmp`` and rename on success, so a crash never leaves a half file behind."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.tmp, "w", encoding="utf-8", newline="\n")
-        return self.fh
-
-    def __exit__(self, exc_type, exc, tb):
-        self.fh.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
-        return False
-
-
 def write_sessions(path: str | os.PathLike, sessions: Iterable[Session]) -> list[dict]:
     """Write sessions as JSONL (atomically); returns manifest rows (id, hash, messages, bytes)."""
     rows = []
@@ -243,14 +157,3 @@ def write_sessions(path: str | os.PathLike, sessions: Iterable[Session]) -> list
                 }
             )
     return rows
-
-
-def write_json(path: str | os.PathLike, obj) -> None:
-    """Pretty, key-sorted JSON written atomically (manifests, configs, verdicts).
-
-    A lone surrogate (half an emoji cut in a transcript, read from a ``\\ud83d`` escape) is
-    written back as that escape: it cannot be encoded as UTF-8, and only occurs inside strings."""
-    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
-    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    with AtomicWriter(path) as fh:
-        fh.write(text + "\n")

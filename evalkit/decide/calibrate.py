@@ -290,7 +290,7 @@ def calibrate_run(
         method=stats.METHOD,
         rows=rows,
     )
-    from evalkit.corpus import write_json
+    from evalkit.common.files import write_json
 
     md = Path(out) if out else run / "calibration.md"
     write_json(md.with_suffix(".json"), cal.to_json())

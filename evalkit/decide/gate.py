@@ -14,8 +14,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK
-from evalkit.corpus import AtomicWriter
+from evalkit.common.files import AtomicWriter
+from evalkit.contracts.exit_codes import EXIT_GATE_FAILED, EXIT_OK
 from evalkit.decide.rules import VERDICTS
 
 DEFAULT_FAIL_ON = ("drop", "untested")

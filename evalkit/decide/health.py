@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from evalkit.common.files import write_json
 from evalkit.contracts.metrics import question_key
-from evalkit.corpus.io import write_json
 
 HEALTH_FILE = "health.json"
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")

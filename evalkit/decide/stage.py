@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from evalkit.common.files import write_json
 from evalkit.contracts.config import Experiment
 from evalkit.contracts.metrics_stream import file_pairs, session_chunks
-from evalkit.corpus import write_json
 from evalkit.decide import design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine

@@ -9,7 +9,6 @@ name), applies redaction, and counts everything in an :class:`ImportReport`.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,8 +36,6 @@ class Importer:
     options: dict[str, str] = field(default_factory=dict)  # option name -> what it sets
 
 
-IMPORTERS: Registry[Importer] = Registry("importer")
-
 # Detection order: the most specific formats first (a SWE-agent .traj also looks like OpenAI chat).
 MODULES = [
     "opencode",
@@ -54,22 +51,29 @@ MODULES = [
 ]
 
 
+def _name(module: str) -> str:
+    return module.replace("_", "-").replace("inspect-ai", "inspect")
+
+
+# Built-ins by name, each module's IMPORTER, imported on first lookup (no import side effects).
+IMPORTERS: Registry[Importer] = Registry(
+    "importer", {_name(m): f"evalkit.importers.{m}:IMPORTER" for m in MODULES}
+)
+
+
 def register(imp: Importer) -> Importer:
     IMPORTERS.add(imp.name, imp, imp.description, folder=imp.folder, options=imp.options)
     return imp
 
 
 def load_all() -> None:
-    for m in MODULES:
-        importlib.import_module(f"evalkit.importers.{m}")
+    IMPORTERS.names()  # listing a registry loads its built-ins
 
 
 def _ordered() -> list[Importer]:
     load_all()
     by_name = {e.name: e.obj for e in IMPORTERS}
-    order = [
-        n for n in (m.replace("_", "-").replace("inspect-ai", "inspect") for m in MODULES) if n in by_name
-    ]
+    order = [n for n in map(_name, MODULES) if n in by_name]
     return [by_name[n] for n in order] + [by_name[n] for n in by_name if n not in order]
 
 

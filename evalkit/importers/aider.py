@@ -202,7 +202,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
         yield s
 
 
-register(
+IMPORTER = register(
     Importer(
         "aider",
         "Aider .aider.chat.history.md (one session per header; /run and /test output as tool results)",

@@ -250,7 +250,7 @@ def _assistant(sb: SessionBuilder, e: dict, msg: dict, n: int, last_id: str | No
     return last_id
 
 
-register(
+IMPORTER = register(
     Importer(
         "claude-code",
         "Claude Code session JSONL (~/.claude/projects/*/*.jsonl, sub-agent files as linked sessions)",

@@ -219,7 +219,7 @@ def _assistant_block(b: SessionBuilder, block, n: int) -> None:
         b.add("assistant", [block], n)
 
 
-register(
+IMPORTER = register(
     Importer(
         "codex",
         "Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl): response items, exit codes, compactions",

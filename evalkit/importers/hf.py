@@ -83,7 +83,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             yield s
 
 
-register(
+IMPORTER = register(
     Importer(
         "hf",
         "a Hugging Face datasets dataset (local folder) whose rows hold OpenAI-style messages",

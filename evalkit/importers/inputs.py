@@ -11,6 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from evalkit.common.files import jsonl_lines
 from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import (
     Compaction,
@@ -18,7 +19,6 @@ from evalkit.contracts.session import (
     ToolCall,
     ToolResult,
 )
-from evalkit.corpus import jsonl_lines
 
 HEAD_BYTES = 64 * 1024
 # A whole-file JSON format above this is refused instead of loaded (JSONL formats stream).

@@ -120,7 +120,7 @@ def _sample(sample: dict, log: dict, report: ImportReport, path, stem: str, wher
     return b.finish()
 
 
-register(
+IMPORTER = register(
     Importer(
         "inspect",
         "Inspect AI eval logs (.json and .eval zip): one session per sample and epoch",

@@ -89,7 +89,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
         yield s
 
 
-register(
+IMPORTER = register(
     Importer(
         "mini-swe-agent",
         "mini-swe-agent trajectories (*.traj.json): bash blocks as calls, <returncode> answers as results",

@@ -83,7 +83,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             yield s
 
 
-register(
+IMPORTER = register(
     Importer(
         "openai",
         'OpenAI chat messages: JSON array, {"messages": …}, or JSONL (tool_calls, legacy function_call)',

@@ -347,7 +347,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
     return read_export(probe, report, options) if probe.looks_json() else read_db(probe, report, options)
 
 
-register(
+IMPORTER = register(
     Importer(
         "opencode",
         "sst/opencode sessions: the storage/ tree, the SQLite opencode.db, or `opencode export` JSON",

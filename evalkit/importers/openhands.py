@@ -246,7 +246,7 @@ def _observation(b: SessionBuilder, e: dict, ln: int, where: str, open_by_id: di
 _STILL_RUNNING = re.compile(r"\[The command has no new output after \d+ seconds")
 
 
-register(
+IMPORTER = register(
     Importer(
         "openhands", "OpenHands event stream / trajectory JSON and evaluation output.jsonl", detect, read
     )

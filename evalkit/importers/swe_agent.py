@@ -119,7 +119,7 @@ def _text_parser(b: SessionBuilder, history: list, traj: list[dict]) -> None:
         b.result(open_call, obs, tool_refused(obs))
 
 
-register(
+IMPORTER = register(
     Importer(
         "swe-agent", "SWE-agent .traj trajectories (text-parser and function-calling variants)", detect, read
     )

@@ -1,7 +1,8 @@
 """Model backends, registered by name. Each turns a :class:`ChatRequest` into a :class:`ChatResponse`.
 
 A backend is only the transport. Caching, single-flight, replicates and batching live in
-:class:`evalkit.models.client.ModelClient`, which :func:`make_client` puts in front of every backend.
+:class:`evalkit.models.client.ModelClient`, which :func:`~evalkit.models.client.make_client` puts in front
+of every backend.
 """
 
 from __future__ import annotations
@@ -63,7 +64,14 @@ class FunctionBackend(Backend):
         return self._fn(request)
 
 
-BACKENDS: Registry[Callable[[dict], Backend]] = Registry("backend")
+BACKENDS: Registry[Callable[[dict], Backend]] = Registry(
+    "backend",
+    {
+        "extractive": "evalkit.models.extractive:extractive_backend",
+        "openai": "evalkit.models.openai_backend:OpenAIBackend",
+        "replay": "evalkit.models.openai_backend:ReplayBackend",
+    },
+)
 
 
 def get_backend(settings: dict) -> Backend:
@@ -84,24 +92,7 @@ def cache_path(settings: dict, run_dir=None) -> str | None:
     return None
 
 
-def make_client(settings: dict, run_dir=None):
-    """The callable every stage uses to call a model: ``client(request) -> response``.
-
-    Sync and thread-safe; also ``client.map(requests)`` (concurrent) and
-    ``client.sample(request)`` (``replicates`` samples). One client per process and settings:
-    calling this again returns the same client, so single-flight spans every caller.
-    """
-    from evalkit.models.client import client_for
-
-    return client_for(settings, run_dir)
-
-
 def is_offline_standin(name: str) -> bool:
     """True for backends that are not a real model; every output they produce must say so."""
     entry = BACKENDS.entry(name)
     return bool(entry.info.get("offline_standin"))
-
-
-# Importing registers the built-in backends.
-from evalkit.models import extractive as _extractive  # noqa: E402, F401
-from evalkit.models import openai_backend as _openai  # noqa: E402, F401

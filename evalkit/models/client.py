@@ -350,3 +350,13 @@ def client_for(settings: dict, run_dir=None) -> ModelClient:
         if client is None:
             client = _CLIENTS[ident] = build_client(settings, run_dir)
         return client
+
+
+def make_client(settings: dict, run_dir=None):
+    """The callable every stage uses to call a model: ``client(request) -> response``.
+
+    Sync and thread-safe; also ``client.map(requests)`` (concurrent) and
+    ``client.sample(request)`` (``replicates`` samples). One client per process and settings:
+    calling this again returns the same client, so single-flight spans every caller.
+    """
+    return client_for(settings, run_dir)

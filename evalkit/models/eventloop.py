@@ -6,7 +6,6 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
-import gc
 import os
 import threading
 import weakref
@@ -20,13 +19,6 @@ class EventLoop:
 
     def __init__(self):
         self.pid = os.getpid()
-        # Everything alive now (imported modules, the config, the corpus index) lives as long as
-        # the process: move it out of the cyclic collector's reach. With hundreds of requests in
-        # flight, the collector otherwise rescans those ~100,000 objects on every full pass:
-        # 0.24 -> 0.11 ms of collector CPU per request at 256 in flight, and the one full pass
-        # per ~770 requests stalls the loop 20-40 ms instead of ~100 ms (models-latency bench).
-        # Only cyclic garbage among these objects is never freed; refcounting frees the rest.
-        gc.freeze()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="evalkit-models-loop", daemon=True)
         self.thread.start()

@@ -326,9 +326,8 @@ class ExtractiveBackend(Backend):
         return summarize(request)
 
 
-BACKENDS.add(
-    "extractive",
-    lambda settings: ExtractiveBackend(),
-    "deterministic offline extractive summarizer (a labelled stand-in)",
-    offline_standin=True,
+@BACKENDS.register(
+    "extractive", "deterministic offline extractive summarizer (a labelled stand-in)", offline_standin=True
 )
+def extractive_backend(settings: dict) -> ExtractiveBackend:
+    return ExtractiveBackend()

@@ -16,8 +16,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from evalkit.common.files import AtomicWriter, write_json
 from evalkit.contracts.config import Experiment
-from evalkit.corpus.io import AtomicWriter, write_json
 from evalkit.pipeline.shard import interleave, read_marker
 
 

@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalkit.cli.memory import release_freed, use_system_allocator
+from evalkit import pipeline
+from evalkit.common.files import write_json
 from evalkit.common.progress import log
 from evalkit.common.redact import redact_text, redact_value
 from evalkit.contracts.config import Experiment
-from evalkit.corpus import write_json
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
 from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
@@ -115,7 +115,7 @@ def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
 def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> None:
     """A corpus whose session ids repeat would mix two sessions' events: ValueError naming the
     file and the lines."""
-    from evalkit.corpus import index_jsonl
+    from evalkit.common.files import index_jsonl
 
     for sid, spans in index_jsonl(path, "id").items():
         if len(spans) > 1:
@@ -133,7 +133,7 @@ def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str,
     shared = model.get("cache_path")
     model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
     if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
-        from evalkit.models.batch import batch_replay
+        from evalkit.replay.batch import batch_replay
 
         batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
     return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
@@ -311,14 +311,13 @@ def _run_in_folder(exp: Experiment, paths: RunPaths, argv, resume: bool, report_
 
 
 def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shard=None) -> None:
-    use_system_allocator()  # before any stage allocates (evalkit.cli.memory)
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
 
     def timed(name, fn, *args):
         start = time.perf_counter()
         out = fn(*args)
-        release_freed()  # the next stage's peak must not stand on this one's freed pages
+        pipeline.between_stages()
         timings[name] = round(time.perf_counter() - start, 3)
         return out
 

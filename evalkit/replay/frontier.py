@@ -2,7 +2,7 @@
 
 Two things walk the corpus this way: the cost plan (``evalkit.pipeline.plan``), whose client answers from
 the call cache or with a stand-in summary of an assumed length, and provider batch jobs
-(``evalkit.models.batch``), whose client answers from the cache and raises :class:`Pending` for
+(``evalkit.replay.batch``), whose client answers from the cache and raises :class:`Pending` for
 anything else, so each walk collects the next compaction round of every (session, arm) as one
 batch. Both use the engine's own ``replay_session``: the requests they see are exactly the ones a
 real replay would send, as far as the answers before them are the same.

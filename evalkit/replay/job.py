@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalkit.contracts.session import Message, message_chars
 from evalkit.models import Backend, ChatRequest, ChatResponse
 from evalkit.replay.render import RenderCache, Rendered
 from evalkit.replay.settings import ReplaySettings
 
-if TYPE_CHECKING:
-    from evalkit.replay.compactor import Policy
+# A step receives the arm's evalkit.replay.compactor.Policy, typed Any here: the compactor imports
+# this module, and importing it back (even for type checking) would make a cycle.
+Policy = Any
 
 # Meta keys on the messages the compactor makes (none of them is a recorded message).
 SUMMARY_META = "evalkit_summary"  # the summary text alone, what the next summarizer sees

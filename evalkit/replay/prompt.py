@@ -3,15 +3,16 @@ candidate's) and the user prompt, built as text and, in step, as the parts an ev
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalkit.common.templates import REFERENCE_TEMPLATE
 from evalkit.contracts.session import Message
 from evalkit.replay.job import SUMMARY_META, Pass, is_made
 from evalkit.replay.render import Rendered
 
-if TYPE_CHECKING:
-    from evalkit.replay.compactor import Policy
+# A step receives the arm's evalkit.replay.compactor.Policy, typed Any here: the compactor imports
+# this module, and importing it back (even for type checking) would make a cycle.
+Policy = Any
 
 TEMPLATE = REFERENCE_TEMPLATE
 GUIDANCE = "Number the Next Steps. Be specific: keep file paths, commands, test results and error messages."

@@ -2,19 +2,11 @@
 
 A probe is a function ``(ProbeInput) -> list[ProbeValue]`` registered by name with the metrics it
 emits, their direction, and the failure it catches. Suites in the top-level ``probes/`` folder
-name which probes run.
+name which probes run. This is the score stage: :func:`score_run` (:mod:`.stage`) runs a suite over
+every stored event and writes the metrics table.
 """
 
-# Importing a probe module registers its probes (the registry lists them by name).
-from evalkit.score import banks as _banks  # noqa: F401
-from evalkit.score import cadence as _cadence  # noqa: F401
-from evalkit.score import form as _form  # noqa: F401
-from evalkit.score import identifiers as _identifiers  # noqa: F401
-from evalkit.score import intent as _intent  # noqa: F401
-from evalkit.score import invariants as _invariants  # noqa: F401
-from evalkit.score import judge as _judge  # noqa: F401
-from evalkit.score import size as _size  # noqa: F401
-from evalkit.score import teststate as _teststate  # noqa: F401
+# The built-in probes are named in PROBES (evalkit.score.base) and imported on first lookup.
 from evalkit.score.base import PROBES, ProbeInput, ProbeValue, SessionView, probe
 from evalkit.score.stage import score_events, score_run
 from evalkit.score.suite import Suite, SuiteError, load_suite

@@ -310,7 +310,28 @@ class ProbeValue:
 
 
 Probe = Callable[..., list[ProbeValue]]
-PROBES: Registry[Probe] = Registry("probe")
+PROBES: Registry[Probe] = Registry(
+    "probe",
+    {
+        "bank": "evalkit.score.banks:bank",
+        "cadence": "evalkit.score.cadence:cadence",
+        "structure": "evalkit.score.form:structure",
+        "identifiers": "evalkit.score.identifiers:identifiers",
+        "constraints_kept": "evalkit.score.intent:constraints_kept",
+        "files_known": "evalkit.score.intent:files_known",
+        "over_limit": "evalkit.score.invariants:over_limit",
+        "lost_chars": "evalkit.score.invariants:lost_chars",
+        "tool_pairs_valid": "evalkit.score.invariants:tool_pairs_valid",
+        "carry_once": "evalkit.score.invariants:carry_once",
+        "judge": "evalkit.score.judge:judge",
+        "summary_size": "evalkit.score.size:summary_size",
+        "compression": "evalkit.score.size:compression",
+        "growth": "evalkit.score.size:growth",
+        "redundant": "evalkit.score.size:redundant",
+        "tally_present": "evalkit.score.teststate:tally_present",
+        "failures_known": "evalkit.score.teststate:failures_known",
+    },
+)
 
 
 def probe(

@@ -129,7 +129,7 @@ def ceiling_sweep(
 
     Scored in a scratch folder holding only the ceiling arm's events of those sessions, beside the
     run's corpus (its pinned questions), so the run's metrics are untouched."""
-    from evalkit.report.sections.scorecard import arm_summary
+    from evalkit.contracts.metrics_sessions import arm_summary
     from evalkit.score.stage import score_run
 
     run = Path(run_dir)
@@ -173,7 +173,7 @@ def calibrate(
 ) -> tuple[Calibration, Suite]:
     """Choose the budget by the rule, write ``judge-budget.json``; returns it and the suite to
     score the run with."""
-    from evalkit.corpus import index_jsonl
+    from evalkit.common.files import index_jsonl
 
     run = Path(run_dir)
     parts = split(index_jsonl(run / "corpus" / "sessions.jsonl", "id").keys())

@@ -19,13 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from evalkit.common.files import Span, index_jsonl, read_span
 from evalkit.common.progress import log, track
 from evalkit.common.workers import worker_pool
 from evalkit.contracts.event import Event, events_path
-from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, replace_rows, rows_to_arrow
-from evalkit.contracts.metrics_stream import ArmSpill
+from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
+from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
 from evalkit.contracts.session import session_from_dict
-from evalkit.corpus import QUESTIONS, Span, index_jsonl, read_span
+from evalkit.corpus import QUESTIONS
 from evalkit.facts import compute_facts, facts_from_dict
 from evalkit.score.base import PROBES, ProbeInput, SessionView
 from evalkit.score.suite import Suite, all_probes_suite, load_suite

@@ -9,7 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalkit.contracts import metrics_stream as ms
-from evalkit.contracts.metrics import COLUMNS, replace_rows, rows_to_arrow
+from evalkit.contracts.metrics import COLUMNS, rows_to_arrow
+from evalkit.contracts.metrics_stream import replace_rows
 
 
 def _rows(seed: int, sessions: int, arms=("baseline", "b", "a\nodd"), metrics=("x", "y", "z")) -> list[tuple]:

@@ -7,16 +7,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from evalkit.contracts.metrics import (
-    COLUMNS,
-    MetricRow,
-    load_metrics,
-    normalize,
-    replace_rows,
-    rows_to_arrow,
-    write_metrics,
-    write_table,
-)
+from evalkit.contracts.metrics import COLUMNS, MetricRow, load_metrics, normalize, rows_to_arrow
+from evalkit.contracts.metrics_stream import replace_rows, write_metrics, write_table
 
 
 def _rows() -> list[tuple]:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from evalkit.cli import main
-from evalkit.contracts.metrics import write_metrics
+from evalkit.contracts.metrics_stream import write_metrics
 from evalkit.decide import simulate
 from evalkit.report.data import load_report_data
 from evalkit.report.sections.calibration import section_calibration

@@ -7,8 +7,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evalkit.cli import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE, main
-from evalkit.contracts.metrics import write_metrics
+from evalkit.cli import main
+from evalkit.contracts.exit_codes import EXIT_GATE_FAILED, EXIT_OK, EXIT_USAGE
+from evalkit.contracts.metrics_stream import write_metrics
 from tests.decide.test_verdicts import ARMS, table
 
 RULES_TOML = """

@@ -6,7 +6,7 @@ import json
 
 import pandas as pd
 
-from evalkit.contracts.metrics import write_metrics
+from evalkit.contracts.metrics_stream import write_metrics
 from evalkit.decide.health import (
     HEALTH_FILE,
     annotate_decision,

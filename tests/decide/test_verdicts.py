@@ -245,8 +245,7 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     statistics and verdicts are the same bits as deciding the whole table at once."""
     import json
 
-    from evalkit.contracts.metrics import write_metrics
-    from evalkit.contracts.metrics_stream import file_pairs, session_chunks
+    from evalkit.contracts.metrics_stream import file_pairs, session_chunks, write_metrics
     from evalkit.decide.scan import scan_table
     from evalkit.decide.stage import decide_chunks, finite
 

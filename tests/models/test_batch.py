@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 from evalkit.contracts.config import load_experiment
-from evalkit.models.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.models.client import build_client
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
+from evalkit.replay.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.replay.frontier import walk
 from evalkit.testing.serverlog import answered, settled_log
 from tests.pipeline.test_plan import write_config
@@ -136,7 +136,7 @@ def test_stragglers_go_direct_with_fallback(tmp_path, fake_server_process):
 
 
 def _sessions(run):
-    from evalkit.models.batch import _sessions as read
+    from evalkit.replay.batch import _sessions as read
 
     return read(run / "corpus")
 

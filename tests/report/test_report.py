@@ -14,7 +14,8 @@ import pytest
 from matplotlib.image import imread
 
 from evalkit.cli import main
-from evalkit.contracts.metrics import question_family, read_metrics, write_metrics
+from evalkit.contracts.metrics import question_family, read_metrics
+from evalkit.contracts.metrics_stream import write_metrics
 from evalkit.decide import decide, parse_rules, summarize_metrics
 from evalkit.report import write_report
 from evalkit.report.escape import escape_inline, excerpt, redact

@@ -10,7 +10,8 @@ import pytest
 
 from evalkit import load_run
 from evalkit.cli import main
-from evalkit.report.sections.scorecard import arm_summary, held_out
+from evalkit.contracts.metrics_sessions import arm_summary
+from evalkit.report.sections.scorecard import held_out
 from evalkit.score.judge_budget import (
     CALIBRATION,
     GRID,

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 
 from evalkit.common.plaintext import context_plain_text, message_plain_text
 from evalkit.common.registry import Registry
+from evalkit.common.toolcalls import Op
 from evalkit.continuation.environment import Answer, ReplayEnvironment
-from evalkit.continuation.recording import Op, SessionRecord
+from evalkit.continuation.recording import SessionRecord
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.contracts.session import Message, ToolCall
 
@@ -92,7 +93,13 @@ class ContinuationInput:
 
 Agent = Callable[[ContinuationInput, ReplayEnvironment], Transcript]
 AgentFactory = Callable[..., Agent]
-AGENTS: Registry[AgentFactory] = Registry("agent")
+AGENTS: Registry[AgentFactory] = Registry(
+    "agent",
+    {
+        "heuristic": "evalkit.continuation.agents.heuristic:make_heuristic",
+        "openai": "evalkit.continuation.agents.model_agent:make_model_agent",
+    },
+)
 
 
 def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
@@ -103,8 +110,3 @@ def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
 def is_proxy(name: str) -> bool:
     """True for agents whose numbers measure information availability, not a model's behaviour."""
     return bool(AGENTS.entry(name).info.get("proxy"))
-
-
-# Importing registers the built-in agents.
-from evalkit.continuation.agents import heuristic as _heuristic  # noqa: E402, F401
-from evalkit.continuation.agents import model_agent as _model_agent  # noqa: E402, F401

@@ -25,9 +25,10 @@ call is. It stops when the plan is exhausted (``stopped``) or after ``max_calls`
 from __future__ import annotations
 
 from evalkit.common.plaintext import block_plain_text
+from evalkit.common.toolcalls import Op
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
-from evalkit.continuation.recording import Action, Op, SessionRecord
+from evalkit.continuation.recording import Action, SessionRecord
 from evalkit.contracts.session import ToolCall
 
 LABEL = "heuristic (proxy for information availability: not a model)"

@@ -14,9 +14,9 @@ import json
 from collections import Counter
 from typing import Any
 
+from evalkit.common.toolcalls import classify
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
-from evalkit.continuation.recording import classify
 from evalkit.contracts.session import Compaction, Message, Text, ToolCall
 from evalkit.models import ChatRequest
 

@@ -13,7 +13,6 @@ changes what it computes.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +21,10 @@ from evalkit.common.progress import log
 from evalkit.common.registry import Registry
 from evalkit.pipeline.shard import Shard, all_shards
 
-EXECUTORS: Registry[Callable] = Registry("executor")
+EXECUTORS: Registry[Callable] = Registry(
+    "executor",
+    {"local": "evalkit.pipeline.executors:run_local", "ray": "evalkit.pipeline.executors.ray:run_ray"},
+)
 
 DEFAULTS = {
     "kind": "local",
@@ -46,8 +48,6 @@ def settings_from(exp) -> dict:
 
 
 def get_executor(kind: str) -> Callable:
-    if kind == "ray":
-        importlib.import_module("evalkit.pipeline.executors.ray")
     return EXECUTORS.get(kind)
 
 

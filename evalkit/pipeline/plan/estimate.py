@@ -314,7 +314,7 @@ def build_plan(
     ]
     name = str(model.get("model", ""))
     judge = _judge_params(exp)
-    if judge is not None and not _offline(model):
+    if judge is not None and not offline_backend(model):
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
         answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
         asked: Counter = Counter()
@@ -336,7 +336,7 @@ def build_plan(
             + f", grades {JUDGE_MAX} (max_tokens)"
         )
     cont = exp.section("continuation")
-    if cont.get("enabled", True) and not _proxy_agent(cont) and not _offline(model):
+    if cont.get("enabled", True) and not _proxy_agent(cont) and not offline_backend(model):
         _agent_lines(ledger, result.events, cont, name)
         notes.append(
             f"continuation agent: an upper bound, {cont.get('max_calls', 30)} calls per continuation, "
@@ -378,7 +378,7 @@ def build_plan(
     return plan
 
 
-def _offline(model: dict) -> bool:
+def offline_backend(model: dict) -> bool:
     from evalkit.models import is_offline_standin
 
     try:
@@ -438,15 +438,3 @@ def wall_time(plan: Plan, latency_s: float) -> dict[str, float]:
         eff = min(a["replay_workers"], a["concurrency"]) if stage == "summarizer" else a["agent_workers"]
         out[stage] = max(math.ceil(n / max(1, eff)), t.rounds) * latency_s
     return out
-
-
-def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
-    """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
-    (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
-    actual calls. None when the backend is the offline stand-in (nothing to pay)."""
-    from evalkit.pipeline.plan.table import write_plan
-
-    path = Path(run_dir) / "plan.json"
-    if path.exists() or _offline(exp.section("model")):
-        return None
-    return write_plan(build_plan(exp, run_dir), path)

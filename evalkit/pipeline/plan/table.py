@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
-from evalkit.pipeline.plan.estimate import STAGES, Line, Plan
+from evalkit.contracts.config import Experiment
+from evalkit.pipeline.plan.estimate import STAGES, Line, Plan, build_plan, offline_backend
 
 
 def _n(x: float) -> str:
@@ -100,3 +102,13 @@ def write_plan(plan: Plan, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(plan.to_dict(), indent=1, default=str) + "\n", encoding="utf-8")
     return path
+
+
+def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
+    """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
+    (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
+    actual calls. None when the backend is the offline stand-in (nothing to pay)."""
+    path = Path(run_dir) / "plan.json"
+    if path.exists() or offline_backend(exp.section("model")):
+        return None
+    return write_plan(build_plan(exp, run_dir), path)

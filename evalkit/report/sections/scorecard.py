@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from scipy import stats
 
+from evalkit.contracts.metrics_sessions import arm_summary, valued_rows
 from evalkit.report.data import ReportData
 from evalkit.report.figures import DPI, WIDTH_IN, _save, arm_style
 from evalkit.report.markdown import code, rel_link, table
@@ -42,37 +42,15 @@ QUESTION_PREFIXES = [
 ]
 
 
-def _ok(metrics: pd.DataFrame, keep: pd.Series) -> pd.DataFrame:
-    """The rows ``keep`` selects that hold a value. One mask, so no copy of the whole table is
-    made on the way (the report's table has a row per session per metric: 15 MB at 800 sessions)."""
-    return metrics[keep & metrics["error"].isna()]
-
-
 def _pick(metrics: pd.DataFrame, options: list[tuple[str, float]]) -> tuple[str, float] | None:
     present = set(metrics["metric"].unique()) if len(metrics) else set()
     return next(((m, s) for m, s in options if m in present), None)
 
 
-def arm_summary(metrics: pd.DataFrame, metric: str, scale: float = 1.0) -> pd.DataFrame:
-    """Per arm: mean of per-session means (scaled), 95% t interval half-width, sessions."""
-    ok = _ok(metrics, metrics["metric"] == metric) if len(metrics) else metrics
-    per = ok.groupby(["arm", "session"], observed=True)["value"].mean() / scale
-    rows = []
-    for arm, vals in per.groupby(level="arm", observed=True):
-        v = vals.to_numpy(dtype=float)
-        half = (
-            float(stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)))
-            if len(v) > 1
-            else math.nan
-        )
-        rows.append({"arm": arm, "mean": float(v.mean()), "half": half, "n": len(v)})
-    return pd.DataFrame(rows, columns=["arm", "mean", "half", "n"]).set_index("arm")
-
-
 def question_grades(metrics: pd.DataFrame, prefixes: tuple[str, ...]) -> pd.DataFrame:
     """(arm, session, question) → mean grade over the events where it was asked."""
     for p in prefixes:
-        q = _ok(metrics, metrics["metric"].str.startswith(p)) if len(metrics) else metrics
+        q = valued_rows(metrics, metrics["metric"].str.startswith(p)) if len(metrics) else metrics
         if len(q):
             return q.groupby(["arm", "session", "metric"], observed=True)["value"].mean().reset_index()
     return pd.DataFrame(columns=["arm", "session", "metric", "value"])
