@@ -153,19 +153,21 @@ DAMAGE = {
 }
 
 
-@pytest.mark.parametrize("damage", sorted(DAMAGE))
-@pytest.mark.parametrize(
-    "file,verbs",
-    [
-        ("config.json", ["report", "gate", "compare", "calibrate", "resume"]),
-        ("decision.json", ["report", "compare"]),
-        ("config-field", ["report", "gate", "compare", "calibrate"]),
-        ("verdicts-field", ["report", "compare"]),
-    ],
-)
-def test_wrong_shape_run_files_are_one_line_naming_the_file(tmp_path, base_run, file, verbs, damage):
-    if file.endswith("-field") and damage != "list":
-        pytest.skip("field damage has one shape")
+VERBS = {
+    "config.json": ["report", "gate", "compare", "calibrate", "resume"],
+    "decision.json": ["report", "compare"],
+    "config-field": ["report", "gate", "compare", "calibrate"],
+    "verdicts-field": ["report", "compare"],
+}
+SHAPE_CASES = [(f, d) for f in ("config.json", "decision.json") for d in sorted(DAMAGE)] + [
+    ("config-field", "list"),
+    ("verdicts-field", "list"),
+]
+
+
+@pytest.mark.parametrize("file,damage", SHAPE_CASES)
+def test_wrong_shape_run_files_are_one_line_naming_the_file(tmp_path, base_run, file, damage):
+    verbs = VERBS[file]
     run = copy_run(base_run, tmp_path)
     if file == "config-field":
         body = json.loads((run / "config.json").read_text())
