@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sqlite3
 import sys
 
@@ -14,6 +16,28 @@ from evalkit.models.backends import EndpointUnusable, StoreFailed
 from evalkit.models.client import CacheMiss
 
 __all__ = ["EXIT_GATE_FAILED", "EXIT_OK", "EXIT_USAGE", "entry", "main"]
+
+# Besides the exit codes of evalkit.contracts.exit_codes, a signal ends with the shell's 128 + its
+# number (130 Ctrl-C, 141 closed pipe, 143 SIGTERM).
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C: the same clean-up runs (partial files
+    removed, the run lock released, temporary folders deleted) instead of dying where it stood."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the reader is gone, and flushing at exit must not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,8 +63,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     args._argv = argv
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
-        return int(args._handler(args) or 0)
+        code = int(args._handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except KeyboardInterrupt as e:
+        # One line, no traceback; what finished stays (resume picks it up).
+        how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
+        hint = "; run it again with --resume to continue" if args.verb == "run" else ""
+        print(f"evalkit {args.verb}: {how}{hint}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+    except BrokenPipeError:
+        # `evalkit … | head`: the reader has what it wanted. Not 0: a gate's verdict was not read.
+        _quiet_stdout()
+        return 128 + signal.SIGPIPE
     except (
         ValueError,
         OSError,

@@ -29,7 +29,10 @@ def _calibrate_args(p):
     p.add_argument(
         "--simulate", action="store_true", help="the A/A simulation over synthetic shapes instead of a run"
     )
-    p.add_argument("--out", help="--simulate: write the Markdown table (and a .json beside it) here")
+    p.add_argument(
+        "--out",
+        help="write the Markdown table here (and a .json beside it) instead of RUN/calibration.md",
+    )
 
 
 @command(
@@ -38,12 +41,20 @@ def _calibrate_args(p):
 )
 @arguments(_calibrate_args)
 def cmd_calibrate(args) -> int:
+    from evalkit.common.progress import interactive
+
+    if args.out is not None and (not args.out.strip() or Path(args.out).is_dir()):
+        raise ValueError(f"calibrate: --out {args.out!r}: give a file name for the Markdown table")
     if args.simulate:
         from evalkit.decide import simulate as sim
 
         resamples, seed = args.resamples or 10_000, args.seed if args.seed is not None else 20261130
         cells = sim.simulate(
-            experiments=args.experiments or 2000, resamples=resamples, seed=seed, workers=args.workers
+            experiments=args.experiments or 2000,
+            resamples=resamples,
+            seed=seed,
+            workers=args.workers,
+            progress=interactive(),
         )
         text = sim.table(cells, resamples=resamples, seed=seed)
         print(text, end="")
@@ -54,7 +65,7 @@ def cmd_calibrate(args) -> int:
             out.with_suffix(".json").write_text(json.dumps(sim.as_json(cells), indent=1), encoding="utf-8")
             print(out, file=sys.stderr)
         return 0
-    if not args.run:
+    if args.run is None:
         raise ValueError("calibrate: give a RUN folder, or --simulate")
     from evalkit.decide.calibrate import calibrate_run
 
@@ -65,7 +76,10 @@ def cmd_calibrate(args) -> int:
         seed=args.seed,
         workers=args.workers,
         rules_file=args.rules,
+        progress=interactive(),
+        out=args.out,
     )
     print(result.markdown(), end="")
-    print(f"calibration: {Path(args.run) / 'calibration.json'}", file=sys.stderr)
+    where = Path(args.out).with_suffix(".json") if args.out else Path(args.run) / "calibration.json"
+    print(f"calibration: {where}", file=sys.stderr)
     return 0

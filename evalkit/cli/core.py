@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from evalkit.cli.commands import arguments, command, terminal_safe
+
+
+def writable_folder(path: str, setting: str) -> None:
+    """ValueError naming ``setting`` unless ``path`` is (or can be made) a folder this process
+    can write into; nothing is created."""
+    if not str(path).strip():
+        raise ValueError(f"{setting} '': empty path")
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{setting} {path}: not a folder")
+    existing = next(a for a in (p, *p.parents) if a.exists() or a == Path(a.anchor))
+    if not existing.is_dir():
+        raise ValueError(f"{setting} {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"{setting} {path}: {existing} is not writable")
 
 
 def _run_args(p):
@@ -46,6 +62,8 @@ def cmd_run(args) -> int:
 
     check_endpoints(exp.config, args.allow_remote)  # before any work, whichever way the run goes
     out = Path(args.report_out) / exp.name if args.report_out else None
+    if args.report_out is not None:
+        writable_folder(args.report_out, "--report-out")  # before any stage, not after them all
     from evalkit.cli.scale import scaled_run
 
     paths = scaled_run(exp, args, out)
@@ -113,17 +131,27 @@ def _validate_args(p):
 @command("validate", "check a canonical JSONL corpus; errors name file:line: field: reason")
 @arguments(_validate_args)
 def cmd_validate(args) -> int:
+    from evalkit.contracts.session import reused_call_ids
     from evalkit.corpus import CorpusError, ReadStats, read_sessions
 
     stats = ReadStats()
+    reused = []
     try:
-        for _ in read_sessions(args.path, "skip" if args.skip else "raise", stats):
-            pass
+        for s in read_sessions(args.path, "skip" if args.skip else "raise", stats):
+            if n := reused_call_ids(s.messages):
+                reused.append((s.id, n))
     except CorpusError as e:
         print(terminal_safe(str(e)), file=sys.stderr)
         return 2
     for e in stats.skipped:
         print(terminal_safe(str(e)), file=sys.stderr)
+    for sid, n in reused:
+        print(
+            terminal_safe(
+                f"warning: {args.path}: session {sid}: {n} tool calls reuse an id of an earlier turn (kept)"
+            ),
+            file=sys.stderr,
+        )
     from evalkit.pipeline.run import check_unique_ids
 
     src = Path(args.path)

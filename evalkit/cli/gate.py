@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
 
 from evalkit.cli.commands import arguments, command
 
@@ -46,9 +44,9 @@ def cmd_gate(args) -> int:
 
     fail_on = parse_fail_on(args.fail_on)
     require = parse_require(args.require)
-    run = Path(args.run)
-    if not run.is_dir():
-        raise FileNotFoundError(f"{run}: no such run folder")
+    from evalkit.contracts.runs import run_config, run_folder
+
+    run = run_folder(args.run, ("config.json", "metrics.parquet"))
     mpath = run / "metrics.parquet"
     stopped = None if args.allow_incomplete else incomplete(run)
     if stopped and not mpath.is_file():
@@ -57,9 +55,7 @@ def cmd_gate(args) -> int:
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
-    config = (
-        json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
-    )
+    config = run_config(run)["config"] if (run / "config.json").is_file() else {}
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 

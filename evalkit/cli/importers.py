@@ -15,7 +15,9 @@ def _import_args(p):
         "--out", required=True, help="corpus folder to write (sessions.jsonl, facts.jsonl, manifest.json)"
     )
     p.add_argument(
-        "--redact", action="store_true", help="replace API keys, tokens and private keys (evalkit.common.redact)"
+        "--redact",
+        action="store_true",
+        help="replace API keys, tokens, private keys, home-folder user names and e-mail addresses",
     )
     p.add_argument(
         "--option",
@@ -56,12 +58,13 @@ def cmd_import(args) -> int:
             raise ValueError(f"--option expects KEY=VALUE, got {kv!r}")
         options[key.strip()] = value
     manifest, report = import_to_corpus(args.paths, args.out, args.format, args.redact, options)
-    problems = [i for i in report.issues if i.kind == "problem"]
+    problems = [i for i in report.issues if i.kind in ("problem", "warning")]
     for issue in problems[: args.show_issues]:
         print(issue, file=sys.stderr)
     if len(problems) > args.show_issues:
         print(
-            f"… {sum(report.problems.values()) - args.show_issues} more problems (manifest.json lists up to 500)",
+            f"… {sum(report.problems.values()) + sum(report.warnings.values()) - args.show_issues} more "
+            "problems and warnings (manifest.json lists up to 500)",
             file=sys.stderr,
         )
     skipped = report.unrecognised()

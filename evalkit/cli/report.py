@@ -20,6 +20,8 @@ def cmd_compare(args) -> int:
     from evalkit.report.compare import render_compare
 
     text = render_compare(args.run_a, args.run_b)
+    if args.out is not None and not args.out.strip():
+        raise ValueError("compare: --out '': empty path")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(text, encoding="utf-8")

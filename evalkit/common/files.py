@@ -51,7 +51,10 @@ def index_jsonl(path: str | os.PathLike, field: str) -> dict[str, list[Span]]:
         for n, line in enumerate(fh, 1):
             if line.strip():
                 m = key.search(line, 0, 4096) or key.search(line)
-                value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                try:
+                    value = json.loads(b'"' + m.group(1) + b'"') if m else f"<unreadable line {n}>"
+                except ValueError:  # not UTF-8, a bad escape: the readers report the line itself
+                    value = f"<unreadable line {n}>"
                 out.setdefault(value, []).append((off, len(line), n))
             off += len(line)
     return out
@@ -90,3 +93,14 @@ def write_json(path: str | os.PathLike, obj) -> None:
     with AtomicWriter(path) as fh:
         json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
         fh.write("\n")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with lone surrogates (half an emoji cut in a transcript) as U+FFFD; pairs written
+    as two escapes become the one character they encode."""
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")

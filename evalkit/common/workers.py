@@ -53,16 +53,33 @@ def die_with_parent(parent: int) -> None:
 
 
 def init_worker(parent: int, setup: tuple[Callable[[], None], ...] = ()) -> None:
-    """Pool initializer: die with ``parent``; then what the application registered."""
+    """Pool initializer: die with ``parent``; leave Ctrl-C to it; then what the application registered.
+
+    Ctrl-C reaches every process of the terminal's group: a worker that took it printed its own
+    traceback beside the parent's. The parent stops the work and the workers end with it."""
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The CLI turns SIGTERM into an exception for its clean-up; a forked worker has nothing to
+    # clean and would print a traceback: it ends quietly, as by default.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for fn in setup:
         fn()
 
 
+class _Pool(ProcessPoolExecutor):
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+            # Interrupted: drop the queued jobs instead of waiting for them all.
+            self.shutdown(wait=False, cancel_futures=True)
+            return False
+        return super().__exit__(exc_type, exc, tb)
+
+
 def worker_pool(max_workers: int) -> ProcessPoolExecutor:
-    """A ProcessPoolExecutor whose workers die with this process (and run :func:`on_worker_start`'s
-    functions as they start)."""
-    return ProcessPoolExecutor(
+    """A ProcessPoolExecutor whose workers die with this process, leave Ctrl-C to it (and run
+    :func:`on_worker_start`'s functions as they start); leaving it on Ctrl-C or SIGTERM cancels
+    the jobs not started."""
+    return _Pool(
         max_workers=max_workers, initializer=init_worker, initargs=(os.getpid(), tuple(_WORKER_SETUP))
     )
 

@@ -318,6 +318,21 @@ def tool_pair_problems(messages: list[Message]) -> list[PairProblem]:
     return problems
 
 
+def reused_call_ids(messages: list[Message]) -> int:
+    """Tool calls whose id an earlier assistant turn already used (``call_1`` every turn).
+
+    Valid (results pair within their turn), but worth a warning: anything that matches ids
+    across the whole session would pair them wrongly."""
+    seen: set[str] = set()
+    reused = 0
+    for msg in messages:
+        if msg.role == "assistant":
+            ids = [c.id for c in msg.tool_calls()]
+            reused += sum(1 for i in ids if i in seen)
+            seen.update(ids)
+    return reused
+
+
 def tool_pairs_valid(messages: list[Message]) -> bool:
     """True when :func:`tool_pair_problems` finds nothing."""
     return not tool_pair_problems(messages)

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from evalkit.common.files import AtomicWriter, write_json
-from evalkit.contracts.session import Session, session_to_json
+from evalkit.common.progress import log
+from evalkit.contracts.session import Session, reused_call_ids, session_to_json
 from evalkit.corpus.io import ReadStats, read_sessions, session_hash
 
 
@@ -95,6 +96,38 @@ def corpus_stats(facts_rows: Iterable[dict], manifest_rows: list[dict], threshol
     }
 
 
+SHOW_SKIPPED = 20
+
+
+def _count_reused_ids(sessions: Iterable[Session], counts: Counter) -> Iterator[Session]:
+    for s in sessions:
+        n = reused_call_ids(s.messages)
+        if n:
+            counts["sessions"] += 1
+            counts["calls"] += n
+        yield s
+
+
+def _tell_skipped(read: ReadStats, source: Path | None) -> None:
+    """Skipped records on stderr, each named; no session at all is an error, not a 0-session run."""
+    for e in read.skipped[:SHOW_SKIPPED]:
+        log(f"corpus: skipped {e}")
+    if read.skipped:
+        more = (
+            f" ({read.skipped_count - SHOW_SKIPPED} more in manifest.json)"
+            if read.skipped_count > SHOW_SKIPPED
+            else ""
+        )
+        log(f"corpus: {read.summary()}{more}")
+    if read.sessions == 0:
+        why = (
+            f"all {read.records} records were skipped, first: {read.skipped[0]}"
+            if read.skipped
+            else "it holds no records"
+        )
+        raise ValueError(f"{source}: no session to run ({why})")
+
+
 def build_corpus(
     section: dict,
     seed: int,
@@ -119,6 +152,7 @@ def build_corpus(
     kind = section.get("kind", "synth")
     workers = workers or os.cpu_count() or 1
     read = ReadStats()
+    reused: Counter = Counter()
     with (
         AtomicWriter(out / "sessions.jsonl") as sfh,
         AtomicWriter(out / "facts.jsonl") as ffh,
@@ -137,7 +171,9 @@ def build_corpus(
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")
             # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
-            sessions = read_sessions(source_path, section.get("on_error", "skip"), read)
+            sessions = _count_reused_ids(
+                read_sessions(source_path, section.get("on_error", "skip"), read), reused
+            )
             if select is not None:
                 sessions = (s for i, s in enumerate(sessions) if select(i))
             encoded = map(_encoded, sessions)
@@ -145,14 +181,23 @@ def build_corpus(
         else:
             raise ValueError(f"corpus.kind must be 'synth' or 'path', not {kind!r}")
         rows, stats = _write_encoded(track(encoded, "corpus", total=n, unit="sessions"), sfh, ffh)
+        if kind == "path":
+            _tell_skipped(read, source_path)
+            if reused:
+                log(
+                    f"corpus: warning: {reused['sessions']} sessions reuse tool-call ids across turns "
+                    f"({reused['calls']} calls); kept, each result pairs with its own turn's call"
+                )
     manifest = {
         "kind": kind,
         "seed": seed if kind == "synth" else None,
         "source": str(source_path) if source_path else "evalkit.corpus.synth",
         "stats": stats,
-        "skipped": [str(e) for e in read.skipped],
+        "skipped": read.skipped_records(),
         "sessions": rows,
     }
+    if reused:  # only then: an unchanged corpus keeps the manifest it had
+        manifest["warnings"] = {"tool call id reused across turns": reused["calls"]}
     write_json(out / "manifest.json", manifest)
     _drop_derived(out)
     return manifest

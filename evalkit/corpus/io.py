@@ -8,18 +8,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from evalkit.common.files import AtomicWriter, jsonl_lines
+from evalkit.common.files import AtomicWriter, jsonl_lines, without_surrogates
+from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import RecordError, Session, session_from_dict, session_to_json
 
-# A single record above this is refused rather than parsed: a 10 MB message in a transcript is a
-# pasted binary or a runaway log, and parsing it would only blow up memory in every later stage.
-MAX_RECORD_BYTES = 8 * 1024 * 1024
+# A single record above this is refused (loudly: counted, named) rather than parsed. The largest
+# sessions are the ones compaction matters for, so the bound is far above real sessions (tens of
+# MB); it only stops a runaway file from taking the machine's memory in every later stage.
+MAX_RECORD_BYTES = 256 * 1024 * 1024
 
 OnError = Literal["raise", "skip"]
 
@@ -48,12 +51,30 @@ class ReadStats:
         """Skipped records counted by field, for one-line summaries."""
         return Counter(e.field for e in self.skipped)
 
+    def skipped_records(self) -> list[dict]:
+        """Each skipped record as ``{file, line, field, reason}`` (the corpus manifest's list)."""
+        return [{"file": e.path, "line": e.line, "field": e.field, "reason": e.reason} for e in self.skipped]
+
     def summary(self) -> str:
         line = f"{self.sessions} sessions read from {self.records} records"
         if self.skipped:
             why = ", ".join(f"{k}: {v}" for k, v in sorted(self.reasons().items()))
             line += f"; skipped {self.skipped_count} ({why})"
         return line
+
+
+# A JSON escape of a surrogate code point (most are halves of a proper pair; the check is cheap).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _clean(v):
+    if isinstance(v, str):
+        return without_surrogates(v)
+    if isinstance(v, dict):
+        return {_clean(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
 
 
 def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
@@ -67,10 +88,20 @@ def parse_line(raw: bytes, path: Path | str, line: int) -> Session:
     except json.JSONDecodeError as e:
         reason = "truncated JSON" if e.pos >= len(text.rstrip()) else f"invalid JSON at column {e.colno}"
         raise CorpusError(path, line, "(json)", f"{reason}: {e.msg}") from None
+    except RecursionError:
+        obj = raw  # stands for "too deep" below
+    if obj is raw or too_deep(obj, raw):
+        raise CorpusError(path, line, "(json)", f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    if _SURROGATE_ESCAPE.search(raw):
+        # A lone surrogate decodes from JSON but can be written by no later stage (UTF-8 refuses
+        # it): the canonical corpus holds U+FFFD in its place.
+        obj = _clean(obj)
     try:
         return session_from_dict(obj)
     except RecordError as e:
         raise CorpusError(path, line, e.field, e.reason) from None
+    except RecursionError:
+        raise CorpusError(path, line, "(json)", "JSON nested too deeply") from None
 
 
 def read_sessions(

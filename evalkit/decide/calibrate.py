@@ -19,7 +19,6 @@ run reports, a guardrail at "no change", beside the power the run reports.
 
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -213,17 +212,20 @@ def calibrate_run(
     workers: int | None = None,
     rules_file: str | None = None,
     progress: bool = True,
+    out: str | os.PathLike | None = None,
 ) -> Calibration:
-    """Calibrate the run's rules on its metrics table; writes ``calibration.json`` and ``calibration.md``."""
+    """Calibrate the run's rules on its metrics table; writes ``calibration.json`` and ``calibration.md``
+    into the run folder, or, with ``out``, the Markdown to ``out`` and the JSON beside it (the run
+    folder untouched)."""
     from tqdm import tqdm
 
-    run = Path(run_dir)
+    from evalkit.contracts.runs import run_config, run_folder
+
+    run = run_folder(run_dir)
     if not (run / "metrics.parquet").is_file():
         raise FileNotFoundError(f"{run / 'metrics.parquet'}: no metrics table (run the score stage first)")
     df = read_metrics(run / "metrics.parquet")
-    config = (
-        json.loads((run / "config.json").read_text())["config"] if (run / "config.json").is_file() else {}
-    )
+    config = run_config(run)["config"]
     rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
     decision = decide(df, rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))
@@ -297,8 +299,9 @@ def calibrate_run(
     )
     from evalkit.common.files import write_json
 
-    write_json(run / "calibration.json", cal.to_json())
-    (run / "calibration.md").write_text(cal.markdown(), encoding="utf-8")
+    md = Path(out) if out else run / "calibration.md"
+    write_json(md.with_suffix(".json"), cal.to_json())
+    md.write_text(cal.markdown(), encoding="utf-8")
     return cal
 
 

@@ -182,6 +182,7 @@ def iter_sessions(
     report = report if report is not None else ImportReport()
     options = options or {}
     seen: set[str] = set()
+    people: dict[str, str] = {}  # one placeholder per person across the whole import
     for imp, probe in _inputs(paths, fmt, report):
         report.files += 1
         try:
@@ -190,7 +191,7 @@ def iter_sessions(
                     _rename(s, f"{s.id}~{hashlib.sha1(s.source.path.encode()).hexdigest()[:8]}")
                 seen.add(s.id)
                 if redact:
-                    s = redact_session(s, report.redactions)
+                    s = redact_session(s, report.redactions, people)
                 report.count_session(s)
                 yield s
         except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as e:

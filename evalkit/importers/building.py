@@ -168,6 +168,7 @@ def repair_tool_pairs(
     out: list[Message] = []
     open_calls: dict[str, int] = {}  # call id -> source line
     answered: set[str] = set()
+    earlier: set[str] = set()  # call ids of earlier turns
 
     def close_open() -> None:
         for cid, line in open_calls.items():
@@ -187,6 +188,7 @@ def repair_tool_pairs(
     for msg, line in zip(messages, lines, strict=True):
         if msg.role == "assistant":
             close_open()
+            earlier |= answered
             answered = set()
         kept: list[Block] = []
         for b in msg.blocks:
@@ -210,6 +212,15 @@ def repair_tool_pairs(
                         path, line, f"tool call id {b.id} repeated; dropped", key="duplicate call id"
                     )
                     continue
+                if b.id in earlier:
+                    # Some agents number calls per turn (call_1 every time): results still pair
+                    # within the turn, but a reader matching ids across the session would not.
+                    report.warn(
+                        path,
+                        line,
+                        f"tool call id {b.id} already used in an earlier turn; kept (paired within its turn)",
+                        key="tool call id reused across turns",
+                    )
                 open_calls[b.id] = line
             kept.append(b)
         if kept:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.common.files import jsonl_lines
+from evalkit.common.jsondepth import MAX_JSON_DEPTH, too_deep
 from evalkit.contracts.session import (
     Compaction,
     Session,
@@ -34,7 +35,7 @@ class Issue:
     path: str
     line: int  # 0 when the issue concerns the whole file
     reason: str
-    kind: str = "problem"  # "problem" (bad input) | "skipped" (ignored by design)
+    kind: str = "problem"  # "problem" (bad input) | "skipped" (ignored by design) | "warning" (kept)
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
@@ -54,12 +55,13 @@ class ImportReport:
     formats: Counter = field(default_factory=Counter)
     problems: Counter = field(default_factory=Counter)  # bad input, by reason
     skipped: Counter = field(default_factory=Counter)  # records ignored by design, by reason
+    warnings: Counter = field(default_factory=Counter)  # odd but usable input, kept, by reason
     redactions: Counter = field(default_factory=Counter)
     issues: list[Issue] = field(default_factory=list)
     issue_count: int = 0
 
     def _add(self, issue: Issue, key: str) -> None:
-        (self.problems if issue.kind == "problem" else self.skipped)[key] += 1
+        {"problem": self.problems, "warning": self.warnings}.get(issue.kind, self.skipped)[key] += 1
         self.issue_count += 1
         if len(self.issues) < KEEP_ISSUES:
             self.issues.append(issue)
@@ -72,6 +74,10 @@ class ImportReport:
         """A record ignored by design (progress lines, snapshots, UI events): counted under ``key``
         (default: the reason), kept with file and line."""
         self._add(Issue(str(path), line, reason, "skipped"), key or reason)
+
+    def warn(self, path: Path | str, line: int, reason: str, key: str | None = None) -> None:
+        """Odd input kept as it is (nothing dropped or repaired): counted under ``key``."""
+        self._add(Issue(str(path), line, reason, "warning"), key or reason)
 
     def unrecognised(self) -> list[Issue]:
         """The input files no importer took, each with why (kept issues only)."""
@@ -108,6 +114,7 @@ class ImportReport:
             "formats": dict(self.formats),
             "problems": dict(self.problems),
             "skipped": dict(self.skipped),
+            "warnings": dict(self.warnings),
             "redactions": dict(self.redactions),
             "issues": [str(i) for i in self.issues if i.kind == "problem"],
         }
@@ -123,6 +130,9 @@ class ImportReport:
         if self.problems:
             out.append(f"  problems ({sum(self.problems.values())}, records dropped or repaired):")
             out += [f"    {n:6}  {k}" for k, n in self.problems.most_common()]
+        if self.warnings:
+            out.append(f"  warnings ({sum(self.warnings.values())}, kept as they are):")
+            out += [f"    {n:6}  {k}" for k, n in self.warnings.most_common()]
         if self.skipped:
             out.append(f"  skipped by design ({sum(self.skipped.values())}):")
             out += [f"    {n:6}  {k}" for k, n in self.skipped.most_common()]
@@ -176,7 +186,10 @@ class Probe:
             self._json_error = f"not UTF-8 at byte {e.start}"
             text = raw.decode("utf-8", errors="replace")
         try:
-            return json.loads(text)
+            value = json.loads(text)
+            if too_deep(value, raw):
+                raise RecursionError
+            return value
         except json.JSONDecodeError as e:
             truncated = e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string")
             self._json_error = (
@@ -292,7 +305,14 @@ def jsonl_records(path: Path, report: ImportReport) -> Iterator[tuple[int, dict]
             report.problem(path, n, f"{key}: {e.msg} at column {e.colno}", key=key)
             continue
         except RecursionError:
-            report.problem(path, n, "JSON nested too deeply", key="malformed JSON line")
+            obj = raw  # stands for "too deep" below
+        if obj is raw or too_deep(obj, raw):
+            report.problem(
+                path,
+                n,
+                f"JSON nested deeper than {MAX_JSON_DEPTH} levels; record dropped",
+                key="malformed JSON line",
+            )
             continue
         if not isinstance(obj, dict):
             report.problem(

@@ -138,7 +138,17 @@ class CallCache:
         row = self._conn().execute("SELECT response FROM calls WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        resp = ChatResponse.from_dict(json.loads(unpack(row[0])))
+        try:
+            body = json.loads(unpack(row[0]))
+            if not isinstance(body, dict):
+                raise TypeError(f"a JSON {type(body).__name__}, not an object")
+            resp = ChatResponse.from_dict(body)
+        except (ValueError, TypeError, RecursionError, zlib.error) as e:
+            # A hand-edited or foreign row: named, not a traceback, and not silently paid again.
+            raise ValueError(
+                f"{self.path}: cached response of call {key[:16]} is unreadable ({e}); "
+                "remove that row or the file to ask the model again"
+            ) from None
         if not resp.ok:
             return None  # a cut-off or failed answer (written by an older version) is never trusted
         resp.cached = True

@@ -50,6 +50,11 @@ def _busy(root: Path, path: Path) -> RunFolderBusy:
 def run_lock(root: str | os.PathLike, command: str = "evalkit run") -> Iterator[None]:
     """Hold ``root``'s run lock for the ``with`` block; RunFolderBusy if another run holds it."""
     root = Path(root)
+    if root.is_symlink() and not root.exists():
+        # mkdir said only "[Errno 17] File exists".
+        raise FileNotFoundError(f"{root}: a symlink to {os.readlink(root)}, which does not exist")
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: not a folder (a run folder is expected)")
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
     me = json.dumps(

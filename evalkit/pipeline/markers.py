@@ -104,8 +104,11 @@ def check(root: Path, stage: str, inputs: dict[str, Any], outputs: list[Path]) -
         return "no completion marker"
     try:
         m = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return "unreadable completion marker"
+    except (OSError, ValueError, RecursionError):
+        return f"unreadable completion marker {p}"
+    # A marker of the wrong shape (edited, or another tool's file) is no proof of anything.
+    if not (isinstance(m, dict) and isinstance(m.get("inputs"), dict) and isinstance(m.get("outputs"), dict)):
+        return f"completion marker {p} is not an object with 'inputs' and 'outputs'"
     now_in = json.loads(json.dumps(inputs))
     if m.get("inputs") != now_in:
         return f"inputs changed ({', '.join(_changed(m.get('inputs') or {}, now_in))})"

@@ -33,11 +33,18 @@ def check_shards(dirs: list[Path]) -> list[tuple[Path, dict]]:
     """The shards ordered by index, after checking they are finished shards of one config that
     together cover 1..n exactly once."""
     found: list[tuple[Path, dict]] = []
+    from evalkit.contracts.runs import run_folder
+
     for d in dirs:
+        run_folder(d)
         m = read_marker(d)
         if m is None:
-            why = "not a run folder" if not (d / "config.json").is_file() else "unfinished (no shard.json)"
-            raise MergeError(f"{d}: {why}; run `evalkit run --shard K/N --resume` there to finish it")
+            raise MergeError(
+                f"{d}: unfinished (no shard.json); run `evalkit run --shard K/N --resume` there to finish it"
+            )
+        for key in ("config_hash", "shards", "shard"):
+            if key not in m:
+                raise MergeError(f"{d / 'shard.json'}: field {key!r} missing")
         found.append((d, m))
     d0, m0 = found[0]
     for d, m in found[1:]:
@@ -159,7 +166,11 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     )
 
     t0 = time.perf_counter()
-    shards = check_shards([Path(d) for d in dirs])
+    if not str(out_dir).strip():
+        raise MergeError("merge: --out '': empty path")
+    from evalkit.contracts.runs import run_folder
+
+    shards = check_shards([run_folder(d) for d in dirs])
     count = shards[0][1]["shards"]
     sdirs = [d for d, _ in shards]
     out = Path(out_dir)

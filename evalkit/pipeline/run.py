@@ -307,12 +307,38 @@ def run_experiment(
         try:
             done = _run_in_folder(exp, paths, argv, resume, report_out, shard, endpoints)
         except BaseException:
+            # Stopped (an error, Ctrl-C, SIGTERM): a half-written file is never resumed from, and
+            # under the lock every *.tmp in the folder is this run's own.
+            remove_partial_files(paths.root)
             # Written on the way out too; on a full disk the error to report is the first one.
             with contextlib.suppress(OSError):
                 write_model_usage(paths)
             raise
         write_model_usage(paths)
         return done
+
+
+def _drop_damaged_jsonl(path: Path) -> None:
+    """Delete a JSONL file with a line that does not parse (a cut last line): the stage that
+    owns it writes it again, where reading it would fail."""
+    if not path.is_file():
+        return
+    with open(path, "rb") as fh:
+        for raw in fh:
+            try:
+                if raw.strip():
+                    json.loads(raw)
+            except ValueError:
+                log(f"resume: {path} is damaged; it is written again")
+                path.unlink()
+                return
+
+
+def remove_partial_files(root: Path) -> None:
+    """Delete the ``*.tmp`` files a stopped run left in its folder (atomic writes not renamed)."""
+    for p in root.rglob("*.tmp"):
+        if p.is_file() or p.is_symlink():
+            p.unlink(missing_ok=True)
 
 
 def write_model_usage(paths: RunPaths) -> dict | None:
@@ -452,7 +478,12 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         completion.mark(paths.root, "replay", replay_in, events_out, counts)
     # Continuation rows are merged into metrics.parquet, so scoring and continuation are one stage.
     cont_on = exp.section("continuation").get("enabled", True)
-    score_out = [paths.metrics] + ([paths.root / "continuation" / "manifest.json"] if cont_on else [])
+    # Every file the stage writes, so --resume notices damage to any of them (pinned judge
+    # questions, the continuation log and table too, not only the merged table).
+    cont_files = ("manifest.json", "log.jsonl", "metrics.parquet")
+    score_out = [paths.metrics, paths.corpus / "questions.jsonl"] + (
+        [paths.root / "continuation" / n for n in cont_files] if cont_on else []
+    )
     score_in = {
         **base,
         "corpus": completion.fingerprint(corpus_out[0]),
@@ -463,6 +494,11 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "code": completion.package_source("evalkit.score", "evalkit.continuation"),
     }
     if not skip("score", score_in, score_out):
+        if resume:
+            # The stage merges its rows into the table there: a damaged one failed every resume.
+            # It is rebuilt whole (continuation rows included, from the call cache).
+            paths.metrics.unlink(missing_ok=True)
+            _drop_damaged_jsonl(paths.corpus / "questions.jsonl")
         rows = timed("score", stage_score, exp, paths, shard)
         log(f"score: {rows} metric rows")
         if cont_on:

@@ -67,8 +67,10 @@ def write_marker(run_dir: Path, shard: Shard, config_hash: str, sessions: list[s
 
 
 def read_marker(run_dir: Path) -> dict | None:
+    from evalkit.contracts.runs import read_json_file
+
     p = Path(run_dir) / MARKER
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+    return read_json_file(p, "shard marker (an object)") if p.is_file() else None
 
 
 def interleave(per_shard: list[list], count: int) -> list:

@@ -35,7 +35,10 @@ def skipped_sessions(manifest: dict) -> list[RunWarning]:
     skipped = manifest.get("skipped") or []
     if not skipped:
         return []
-    first = str(skipped[0])[:200]
+    s0 = skipped[0]
+    if isinstance(s0, dict):  # {file, line, field, reason}: said as the corpus reader's errors are
+        s0 = f"{s0.get('file')}:{s0.get('line')}: {s0.get('field')}: {s0.get('reason')}"
+    first = str(s0)[:200]
     return [
         RunWarning(
             "skipped_sessions",

@@ -13,14 +13,17 @@ from evalkit.report.markdown import code, interval, num, table
 from evalkit.report.sections.common import verdict_mark
 
 
-def _load(run: Path) -> tuple[dict, dict]:
-    if not run.is_dir():
-        raise FileNotFoundError(f"{run}: no such run folder")
+def _load(run: str | os.PathLike) -> tuple[dict, dict]:
+    from evalkit.contracts.runs import read_json_file, run_config, run_folder
+
+    run = run_folder(run)
     p = run / "decision.json"
     if not p.exists():
         raise FileNotFoundError(f"{p}: missing (run the decide stage first)")
-    cfg = json.loads((run / "config.json").read_text()) if (run / "config.json").exists() else {}
-    return json.loads(p.read_text()), cfg
+    decision = read_json_file(p, "decision (an object)")
+    if not isinstance(decision.get("verdicts") or {}, dict):
+        raise ValueError(f"{p}: field 'verdicts': not an object")
+    return decision, run_config(run)
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -50,8 +53,8 @@ def _interval(decision: dict) -> str:
 
 def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
     """Markdown: config differences, verdict changes, and per-metric effects A → B."""
+    (da, ca), (db, cb) = _load(run_a), _load(run_b)
     a, b = Path(run_a), Path(run_b)
-    (da, ca), (db, cb) = _load(a), _load(b)
     out = [f"### evalkit compare: {code(a.name)} → {code(b.name)}", ""]
     fa, fb = _flat(ca.get("config", {})), _flat(cb.get("config", {}))
     changed = [k for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]

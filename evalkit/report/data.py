@@ -18,6 +18,7 @@ import pandas as pd
 from evalkit.contracts.event import events_path
 from evalkit.contracts.metrics_sessions import SESSION_COLUMNS, session_table
 from evalkit.report.drawing import FigureDrawer
+from evalkit.report.markdown import code
 
 # The per-event fields the report uses.
 EVENT_FIELDS = [
@@ -96,10 +97,34 @@ def _json(path: Path, missing: list[str], what: str) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         missing.append(f"`{path.name}` is unreadable ({type(e).__name__}: {e})")
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        missing.append(f"`{path.name}` is unreadable (a JSON {type(data).__name__}, not an object)")
+        return {}
+    return data
+
+
+def _decision(path: Path, missing: list[str]) -> dict[str, Any]:
+    """``decision.json``: absent is a run not decided yet (a caveat); present but unreadable or of
+    the wrong shape is a data error naming the file, not a report without its verdicts."""
+    from evalkit.contracts.runs import RunFolderError, read_json_file
+
+    if not path.exists():
+        return _json(path, missing, "estimates and verdicts")
+    d = read_json_file(path, "decision (an object)")
+    verdicts = d.get("verdicts") or {}
+    if not isinstance(verdicts, dict) or not all(isinstance(v, dict) for v in verdicts.values()):
+        raise RunFolderError(f"{path}: field 'verdicts': not an object of objects")
+    for arm, v in verdicts.items():
+        if not isinstance(v.get("metrics") or {}, dict) or not all(
+            isinstance(m, dict) for m in (v.get("metrics") or {}).values()
+        ):
+            raise RunFolderError(f"{path}: field 'verdicts.{arm}.metrics': not an object of objects")
+    if not isinstance(d.get("summary") or [], list):
+        raise RunFolderError(f"{path}: field 'summary': not a list")
+    return d
 
 
 def _event_row(raw: bytes) -> dict[str, Any]:
@@ -152,7 +177,7 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     missing: list[str] = []
     run_config = _json(run / "config.json", missing, "config, hash and reproduce command")
     manifest = _json(run / "corpus" / "manifest.json", missing, "corpus statistics")
-    decision = _json(run / "decision.json", missing, "estimates and verdicts")
+    decision = _decision(run / "decision.json", missing)
     timings = _json(run / "timings.json", missing, "wall time per stage")
     model_stats: dict[str, Any] = {}
     for name in MODEL_STATS_FILES:
@@ -161,6 +186,14 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
             break
     if not (run / "events").is_dir():
         missing.append("`events/` (compaction events)")
+    else:
+        # One arm's file gone: its counts and evidence would drop out of the report unremarked.
+        for arm in run_config.get("config", {}).get("replay", {}).get("arms", []):
+            if not events_path(run, arm).is_file():
+                missing.append(
+                    f"{code('events/' + events_path(run, arm).name)} (the {code(arm)} arm's compaction "
+                    "events: its event counts and evidence are left out)"
+                )
     events = read_event_table(run / "events")
     metrics = pd.DataFrame(columns=SESSION_COLUMNS)
     event_values = pd.DataFrame(columns=["arm", "session", "metric", "value"])

@@ -50,7 +50,8 @@ def test_raise_mode_stops_at_first_bad_record_with_location(bad_corpus):
 
 def test_skip_mode_counts_every_bad_record(bad_corpus):
     stats = ReadStats()
-    ids = [s.id for s in read_sessions(bad_corpus, "skip", stats)]
+    # The bound is set low here to see an oversized record refused (the default reads 10 MB).
+    ids = [s.id for s in read_sessions(bad_corpus, "skip", stats, max_record_bytes=8 * 1024 * 1024)]
     assert ids == ["s1", "s6"]
     assert stats.records == 7 and stats.sessions == 2 and stats.skipped_count == 5
     msgs = [str(e) for e in stats.skipped]
@@ -79,7 +80,7 @@ def test_validate_cli_reports_and_exits_2(bad_corpus, capsys):
 
     assert main(["validate", str(bad_corpus), "--skip"]) == 2
     out = capsys.readouterr()
-    assert "2 sessions read from 7 records; skipped 5" in out.out
+    assert "3 sessions read from 7 records; skipped 4" in out.out  # the 10 MB session is read
     assert f"{bad_corpus}:3: messages[0].role" in out.err
 
 

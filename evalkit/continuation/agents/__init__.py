@@ -110,4 +110,3 @@ def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
 def is_proxy(name: str) -> bool:
     """True for agents whose numbers measure information availability, not a model's behaviour."""
     return bool(AGENTS.entry(name).info.get("proxy"))
-

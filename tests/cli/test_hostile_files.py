@@ -1,0 +1,676 @@
+"""Hostile files and CLI misuse, as real processes (issue 41 items 2, 4, 5, 10, 11, 12, 13, 15, 16,
+19, 20, 21, 22, 24, 25; issue 39 item 6; issue 34 item 7).
+
+Each case runs ``python -m evalkit`` in a temporary folder. Whatever the input: no traceback, a
+refusal is one line naming the file or setting with exit 2, and nothing already computed is lost
+or created where it should not be."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.runs import evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
+
+# Every case starts evalkit processes, most on a whole (tiny) run: none belongs in a fast lane.
+pytestmark = pytest.mark.slow
+
+
+def refused(done: subprocess.CompletedProcess, *names: str) -> str:
+    """Assert a one-line refusal (exit 2, no traceback) naming every one of ``names``."""
+    err = done.stderr.strip()
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], err[-2000:])
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if not ln.startswith("[evalkit]")]
+    assert len(lines) == 1, err
+    for n in names:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory) -> Path:
+    """One finished tiny offline run (2 sessions, 2 arms, continuation on), copied by the tests
+    that damage it."""
+    root = tmp_path_factory.mktemp("hostile-base")
+    corpus = tiny_corpus(root / "src", n=2)
+    exp = write_experiment(root / "exp.toml", corpus, continuation={"enabled": True})
+    run = root / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
+    assert done.returncode == 0, done.stderr
+    return run
+
+
+def copy_run(base: Path, tmp_path: Path, name: str = "run") -> Path:
+    dst = tmp_path / name
+    shutil.copytree(base, dst, ignore=shutil.ignore_patterns("*.lock"))
+    return dst
+
+
+# --------------------------------------------------------------------------- verbs on a non-run folder
+# Issue 41 item 10 and issue 34 item 7: a missing, empty-named, empty or foreign folder.
+
+FOLDER_KINDS = ["missing", "empty-name", "empty", "foreign"]
+
+
+def make_folder(tmp_path: Path, kind: str) -> str:
+    if kind == "missing":
+        return str(tmp_path / "no-such-run")
+    if kind == "empty-name":
+        return ""
+    d = tmp_path / kind
+    d.mkdir()
+    if kind == "foreign":
+        (d / "notes.txt").write_text("not a run\n")
+        (d / "data.json").write_text('{"a": 1}\n')
+    return str(d)
+
+
+def verb_argv(verb: str, folder: str, tmp_path: Path, good: Path) -> list[str]:
+    out = str(tmp_path / "out-created")
+    return {
+        "report": ["report", folder, "--out", out],
+        "report-default-out": ["report", folder],
+        "gate": ["gate", folder, "--out", out],
+        "compare": ["compare", str(good), folder, "--out", out + ".md"],
+        "calibrate": ["calibrate", folder, "--experiments", "4", "--out", out + ".md"],
+        "merge": ["merge", folder, "--out", out],
+    }[verb]
+
+
+# Every kind for `report`, two kinds each for the other verbs (each case is a process: ~3 s).
+VERB_CASES = [("report", k) for k in FOLDER_KINDS] + [
+    ("report-default-out", "missing"),
+    ("report-default-out", "empty"),
+    ("gate", "empty-name"),
+    ("gate", "foreign"),
+    ("compare", "empty-name"),
+    ("compare", "foreign"),
+    ("calibrate", "empty-name"),
+    ("calibrate", "empty"),
+    ("merge", "empty-name"),
+    ("merge", "foreign"),
+]
+
+
+@pytest.mark.parametrize("verb,kind", VERB_CASES)
+def test_verbs_on_a_folder_no_run_wrote_exit_2_and_create_nothing(tmp_path, base_run, verb, kind):
+    folder = make_folder(tmp_path, kind)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    before = sorted(map(str, tmp_path.rglob("*")))
+    done = evalkit(*verb_argv(verb, folder, tmp_path, base_run), cwd=work, timeout=120)
+    line = refused(done)
+    assert (folder or "''") in line, line
+    assert sorted(map(str, tmp_path.rglob("*"))) == before  # nothing created, not even --out
+
+
+# --------------------------------------------------------------------------- report --out and figures
+
+
+def test_report_out_keeps_the_users_own_figures(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "fig-holiday.png").write_bytes(b"\x89PNG user photo")
+    done = evalkit("report", str(run), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "fig-holiday.png").read_bytes() == b"\x89PNG user photo"
+    drawn = {p.name for p in out.glob("fig-*.png")} - {"fig-holiday.png"}
+    assert drawn, "the report drew no figure: nothing exercised"
+    # A second report into the same folder replaces its own figures, not the user's.
+    done = evalkit("report", str(run), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "fig-holiday.png").exists() and drawn <= {p.name for p in out.glob("fig-*.png")}
+
+
+def test_report_calibrate_hint_quotes_the_run_path(tmp_path, base_run):
+    """Item 21: the hint is meant to be pasted into a shell."""
+    run = copy_run(base_run, tmp_path, "my run; rm -rf x")
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    assert f"evalkit calibrate '{run}'" in md
+
+
+# --------------------------------------------------------------------------- wrong-shape run files (item 12)
+
+DAMAGE = {
+    "list": b"[]\n",
+    "garbage": b"\x00\xff\xfe not json\n",
+    "deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+VERBS = {
+    "config.json": ["report", "gate", "compare", "calibrate", "resume"],
+    "decision.json": ["report", "compare"],
+    "config-field": ["report", "gate", "compare", "calibrate"],
+    "verdicts-field": ["report", "compare"],
+}
+SHAPE_CASES = [(f, d) for f in ("config.json", "decision.json") for d in sorted(DAMAGE)] + [
+    ("config-field", "list"),
+    ("verdicts-field", "list"),
+]
+
+
+@pytest.mark.parametrize("file,damage", SHAPE_CASES)
+def test_wrong_shape_run_files_are_one_line_naming_the_file(tmp_path, base_run, file, damage):
+    verbs = VERBS[file]
+    run = copy_run(base_run, tmp_path)
+    if file == "config-field":
+        body = json.loads((run / "config.json").read_text())
+        (run / "config.json").write_text(json.dumps({**body, "config": ["not", "a", "table"]}))
+        name = "config.json"
+    elif file == "verdicts-field":
+        body = json.loads((run / "decision.json").read_text())
+        (run / "decision.json").write_text(json.dumps({**body, "verdicts": [1, 2]}))
+        name = "decision.json"
+    else:
+        (run / file).write_bytes(DAMAGE[damage])
+        name = file
+    exp = base_run.parent / "exp.toml"
+    for verb in verbs:
+        argv = {
+            "report": ["report", str(run), "--out", str(tmp_path / "rep")],
+            "gate": ["gate", str(run), "--out", str(tmp_path / "gate")],
+            "compare": ["compare", str(base_run), str(run)],
+            "calibrate": ["calibrate", str(run), "--experiments", "4", "--workers", "1"],
+            "resume": ["run", "--config", str(exp), "--run-dir", str(run), "--resume"],
+        }[verb]
+        done = evalkit(*argv, cwd=tmp_path)
+        refused(done, str(run / name))
+        assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("damage", ["list", "garbage", "fields"])
+def test_a_damaged_completion_marker_reruns_its_stage(tmp_path, base_run, damage):
+    run = copy_run(base_run, tmp_path)
+    marker = run / ".done" / "score.json"
+    body = {"list": b"[]", "garbage": b"\x00\xff garbage", "fields": b'{"inputs": [], "outputs": 3}'}[damage]
+    marker.write_bytes(body)
+    exp = base_run.parent / "exp.toml"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    assert "resume: score runs again" in done.stderr and str(marker) in done.stderr
+    assert json.loads(marker.read_text())["stage"] == "score"
+
+
+# --------------------------------------------------------------------------- redaction (item 4, #39.6)
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+PLANTED = {
+    "aws_secret_ini": f"aws_secret_access_key = {AWS_SECRET}",
+    "aws_secret_env": f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET.replace('EXAMPLE', 'EXAMPLF')}",
+    "pem_cut": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAplantedPEMBODYqqqq\nZZ9plantedPEMline2",
+    "url_slash": "https://deploy:pl/anted@pw@git.example.com/repo.git",
+    "basic": "Authorization: Basic ZGVwbG95OnBsYW50ZWRiYXNpYw==",
+    "gitlab": "token glpat-plantedGITLAB0123456789ab",
+    "npm": "//registry.npmjs.org/:_authToken=npm_plantedNPM0123456789abcdefghijklmnopq",
+    "slack_hook": "https://hooks.slack.com/services/T0PLANTED/B0PLANTED/plantedSLACKhook0123",
+    "after_word": "KEY_sk-plantedUNDERSCORE0123456789abcd",
+    "after_ansi": "\x1b[31msk-plantedANSI0123456789abcdefgh\x1b[0m",
+}
+# What must not survive of each (the distinctive part of the secret).
+LEAK = {
+    "aws_secret_ini": AWS_SECRET,
+    "aws_secret_env": "EXAMPLFKEY",
+    "pem_cut": "plantedPEM",
+    "url_slash": "pl/anted@pw",
+    "basic": "ZGVwbG95OnBsYW50ZWRiYXNpYw",
+    "gitlab": "plantedGITLAB",
+    "npm": "plantedNPM",
+    "slack_hook": "plantedSLACKhook",
+    "after_word": "plantedUNDERSCORE",
+    "after_ansi": "plantedANSI",
+}
+DICT_KEY_SECRET = "sk-proj-plantedDICTKEY0123456789abcdef"
+ID_SECRET = "ghp_plantedSESSIONID0123456789abcdefghijkl"
+
+
+def _openai_session(path: Path, texts: list[str]) -> None:
+    msgs = [
+        {"role": "user", "content": "please deploy; mail ana.lopez@example.org about /Users/analopez/app"}
+    ]
+    msgs.append(
+        {
+            "role": "assistant",
+            "content": "running it",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": "bash",
+                        "arguments": json.dumps(
+                            {"env": {DICT_KEY_SECRET: "prod"}, "cmd": "ls /home/analopez/x"}
+                        ),
+                    },
+                }
+            ],
+        }
+    )
+    msgs.append({"role": "tool", "tool_call_id": "call_1", "content": "\n".join(texts)})
+    msgs.append({"role": "assistant", "content": "done, cc Ana.Lopez@Example.org and /Users/bo/y"})
+    path.write_text(
+        json.dumps({"messages": msgs, "owner": "ana.lopez@example.org", "token_note": PLANTED["gitlab"]})
+    )
+
+
+def test_import_redact_covers_secrets_and_people(tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    _openai_session(src / f"deploy-{ID_SECRET}.json", list(PLANTED.values()))
+    out = tmp_path / "corpus"
+    done = evalkit("import", "openai", str(src), "--out", str(out), "--redact")
+    assert done.returncode == 0, done.stderr
+    blob = (out / "sessions.jsonl").read_text() + (out / "manifest.json").read_text()
+    for kind, leak in LEAK.items():
+        assert leak not in blob, kind
+    for leak in (DICT_KEY_SECRET, "plantedSESSIONID", "analopez", "ana.lopez", "Ana.Lopez", "/Users/bo/"):
+        assert leak not in blob, leak
+    # Stable placeholders: the same person is the same placeholder everywhere.
+    s = json.loads((out / "sessions.jsonl").read_text().splitlines()[0])
+    text = json.dumps(s)
+    assert "/Users/user-1/app" in text and "/home/user-1/x" in text and "/Users/user-2/y" in text
+    assert text.count("email-1@redacted.invalid") == 2  # the case of an address does not make a new one
+    # Counts per kind, printed.
+    kinds = (
+        "home_user",
+        "email",
+        "aws_secret_key",
+        "basic_auth",
+        "gitlab_token",
+        "npm_token",
+        "url_credentials",
+    )
+    for kind in kinds:
+        assert kind in done.stdout, (kind, done.stdout)
+
+
+def test_report_excerpts_strip_controls_before_redacting(tmp_path, base_run):
+    """A key split by NUL/BEL, or glued to an ANSI colour code or a word, never shows in a quote."""
+    run = copy_run(base_run, tmp_path)
+    key = "sk-plantedSPLIT0123456789abcdefghij"
+    planted = [
+        "split key: " + key[:10] + "\x00" + key[10:20] + "\x07" + key[20:],
+        "coloured key: " + PLANTED["after_ansi"],
+        "glued key: " + PLANTED["after_word"],
+    ]
+    p = run / "events" / "head-tail.jsonl"
+    events = [json.loads(ln) for ln in p.read_text().splitlines()]
+    for e in events:  # the lines the evidence section quotes: kept by one arm, not the other
+        e["carried"] = ["\n".join(planted), *(e.get("carried") or [])]
+    p.write_text("".join(json.dumps(e) + "\n" for e in events))
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    for label in ("split key", "coloured key", "glued key: KEY\\_"):
+        assert f"{label}: \\[REDACTED" in md or f"{label}\\[REDACTED" in md, (label, "not quoted")
+    for leak in ("plantedSPLIT", "plantedANSI", "plantedUNDERSCORE"):
+        assert leak not in md, leak
+
+
+# --------------------------------------------------------------------------- lone surrogate (item 5)
+
+
+def test_a_lone_surrogate_does_not_kill_the_report(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    lines = corpus.read_text().splitlines()
+    s = json.loads(lines[0])
+    s["id"] = s["id"] + "-cut\ud83d"
+    for m in s["messages"]:
+        for b in m["blocks"]:
+            for f in ("text", "output"):
+                if f in b and isinstance(b[f], str):
+                    b[f] = "emoji cut here: \ud83d " + b[f]
+    corpus.write_text(json.dumps(s) + "\n" + "\n".join(lines[1:]) + "\n")  # ensure_ascii: "\ud83d"
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text(encoding="utf-8")
+    assert "\ufffd" in md
+    assert not list(run.rglob("*.tmp"))
+    again = evalkit("report", str(run))
+    assert again.returncode == 0, again.stderr
+
+
+# --------------------------------------------------------------------------- calibrate --out (item 20)
+
+
+def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    before = {p: p.read_bytes() for p in files_under(run)}
+    out = tmp_path / "cal" / "calibration.md"
+    out.parent.mkdir()
+    done = evalkit("calibrate", str(run), "--experiments", "8", "--workers", "1", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert out.is_file() and out.with_suffix(".json").is_file()
+    assert json.loads(out.with_suffix(".json").read_text())["experiments"] == 8
+    assert {p: p.read_bytes() for p in files_under(run)} == before
+    assert "\r" not in done.stderr and "it/s" not in done.stderr  # no progress bar on a pipe
+
+
+# --------------------------------------------------------------------------- signals (items 13, 16)
+
+
+def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path]:
+    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes."""
+    url, _ = fake_server_process("--latency", "1.5", "--no-bodies")
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
+    exp = write_experiment(tmp_path / "exp.toml", corpus, model=model, replay={"workers": 2})
+    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run"
+
+
+def _stop_in_replay(argv: list[str], sig: int, group: bool, env: dict) -> subprocess.CompletedProcess:
+    """Start ``evalkit ARGV``, send ``sig`` once replay is under way (to the whole process group,
+    as a terminal's Ctrl-C does, when ``group``), and wait for it."""
+    p = subprocess.Popen(
+        evalkit_cmd(*argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, **env},
+    )
+    err: list[str] = []
+    for line in p.stderr:
+        err.append(line)
+        if line.startswith("[evalkit] corpus: ") and "messages" in line:
+            break
+    time.sleep(4)  # into replay: summaries in flight in the workers
+    os.killpg(p.pid, sig) if group else p.send_signal(sig)
+    out, rest = p.communicate(timeout=120)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, "".join(err) + rest)
+
+
+def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
+    argv, run = _slow_run(tmp_path, fake_server_process)
+    done = _stop_in_replay(argv, signal.SIGINT, group=True, env={})
+    assert done.returncode == 130, done.stderr
+    no_traceback(done)
+    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")]
+    assert lines == ["evalkit run: interrupted; run it again with --resume to continue"], done.stderr
+    again = evalkit(*argv, "--resume")
+    assert again.returncode == 0, again.stderr
+    assert (run / "decision.json").is_file()
+
+
+def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):
+    argv, run = _slow_run(tmp_path, fake_server_process)
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    done = _stop_in_replay(argv, signal.SIGTERM, group=False, env={"TMPDIR": str(tmpdir)})
+    assert done.returncode == 143, done.stderr
+    no_traceback(done)
+    assert [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")] == [
+        "evalkit run: terminated (SIGTERM); run it again with --resume to continue"
+    ]
+    assert not list(run.rglob("*.tmp")) and not list(tmpdir.iterdir())
+    assert (run / ".lock").read_text() == ""  # the run lock released
+
+
+# --------------------------------------------------------------------------- closed pipe (item 22)
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path, base_run):
+    """`evalkit … | head`: no 'Broken pipe' error; the exit is 141 (SIGPIPE), never 0 for a gate."""
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first byte
+    p = subprocess.run(
+        evalkit_cmd("compare", str(base_run), str(base_run)),
+        stdout=w,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
+    os.close(w)
+    assert p.returncode == 141, p.stderr
+    assert p.stderr == "", p.stderr
+
+
+# --------------------------------------------------------------------------- large and bad records (item 2)
+
+
+def _with_big_session(corpus: Path, mib: int = 9) -> str:
+    """Grow the corpus's second session past ``mib`` MiB (one long tool output); its id."""
+    lines = corpus.read_text().splitlines()
+    s = json.loads(lines[1])
+    result = next(b for m in reversed(s["messages"]) for b in m["blocks"] if b["type"] == "tool_result")
+    result["output"] += "\n" + ("x" * 99 + "\n") * (mib * 1024 * 1024 // 100)
+    lines[1] = json.dumps(s)
+    assert len(lines[1]) > 8 * 1024 * 1024
+    corpus.write_text("\n".join(lines) + "\n")
+    return s["id"]
+
+
+def test_large_sessions_are_read_and_bad_ones_named(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    big = _with_big_session(corpus)
+    with open(corpus, "ab") as fh:
+        fh.write(b'{"id": "bad-\xff-bytes"}\n')
+        fh.write(b'{"id": "cut", "messages": [\n')
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    run = tmp_path / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((run / "corpus" / "manifest.json").read_text())
+    assert big in {r["id"] for r in manifest["sessions"]} and manifest["stats"]["sessions"] == 2
+    skipped = manifest["skipped"]
+    assert [(s["file"], s["line"]) for s in skipped] == [(str(corpus), 3), (str(corpus), 4)]
+    assert "UTF-8" in skipped[0]["reason"] and "JSON" in skipped[1]["reason"]
+    for s in skipped:  # named on stderr, with the line
+        assert f"{corpus}:{s['line']}:" in done.stderr
+    assert "skipped 2" in done.stderr
+
+
+def test_a_corpus_whose_every_session_is_skipped_is_exit_2(tmp_path):
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_bytes(b'{"id": "bad-\xff"}\n{"not": "a session"}\n')
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    line = refused(done, str(corpus), "no session")
+    assert "all 2 records were skipped" in line
+    assert not (tmp_path / "run" / "metrics.parquet").exists()
+
+
+# --------------------------------------------------------------------------- deep nesting (item 15)
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+def test_deeply_nested_json_is_a_file_line_error(tmp_path):
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    with open(corpus, "ab") as fh:
+        fh.write(b'{"id": "deep", "messages": ' + DEEP + b"}\n")
+    done = evalkit("validate", str(corpus))
+    refused(done, f"{corpus}:3:", "nested")
+    exp = write_experiment(tmp_path / "exp.toml", corpus)
+    exp.write_text(exp.read_text().replace("[corpus]\n", '[corpus]\non_error = "raise"\n'))
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    refused(done, f"{corpus}:3:", "nested")
+
+
+@pytest.mark.parametrize("depth", [600, 5000])
+def test_import_drops_only_the_deep_record(tmp_path, depth):
+    """Nested past the parser's limit, or parsed but too deep for every later walk (redaction)."""
+    sid = "deep-session"
+
+    def rec(i: int, role: str, content) -> str:
+        return json.dumps(
+            {
+                "type": role,
+                "sessionId": sid,
+                "uuid": f"{role[0]}{i}",
+                "parentUuid": None
+                if i == 0 and role == "user"
+                else (f"u{i}" if role == "assistant" else f"a{i - 1}"),
+                "timestamp": f"2026-01-01T00:00:{i:02d}Z",
+                "cwd": "/work",
+                "message": {
+                    "role": role,
+                    "content": content,
+                    **({"model": "m"} if role == "assistant" else {}),
+                },
+            }
+        )
+
+    lines = [rec(0, "user", "hello"), rec(0, "assistant", [{"type": "text", "text": "hi"}])]
+    deep = rec(1, "user", "PLACEHOLDER").replace('"PLACEHOLDER"', "[" * depth + "]" * depth)
+    lines += [deep, rec(2, "user", "still here"), rec(2, "assistant", [{"type": "text", "text": "ok"}])]
+    src = tmp_path / "in" / "s.jsonl"
+    src.parent.mkdir()
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "corpus"
+    done = evalkit("import", "claude-code", str(src), "--out", str(out), "--redact")
+    assert done.returncode == 0, done.stderr
+    no_traceback(done)
+    assert f"{src}:3:" in done.stderr and "nested" in done.stderr
+    s = json.loads((out / "sessions.jsonl").read_text())
+    texts = json.dumps(s)
+    assert "still here" in texts and "hello" in texts
+
+
+# --------------------------------------------------------------------------- resume after damage (item 11)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["metrics.parquet", "corpus/questions.jsonl", "continuation/log.jsonl", "continuation/metrics.parquet"],
+)
+def test_resume_rebuilds_a_damaged_stage_file(tmp_path, base_run, name):
+    import pandas as pd
+
+    run = copy_run(base_run, tmp_path)
+    target = run / name
+    original = target.read_bytes()
+    target.write_bytes(original[: len(original) // 2])  # a kill mid-write, a full disk
+    exp = base_run.parent / "exp.toml"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert done.returncode == 0, done.stderr
+    assert "resume: score runs again" in done.stderr, done.stderr
+    if name.endswith(".parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(target), pd.read_parquet(base_run / name))
+    else:
+        assert target.read_bytes() == original
+    again = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    assert "resume: score is complete, skipped" in again.stderr, again.stderr
+
+
+# --------------------------------------------------------------------------- missing events file (item 19)
+
+
+def test_a_missing_events_file_is_a_report_caveat(tmp_path, base_run):
+    run = copy_run(base_run, tmp_path)
+    (run / "events" / "head-tail.jsonl").unlink()
+    done = evalkit("report", str(run))
+    assert done.returncode == 0, done.stderr
+    md = (run / "report" / "report.md").read_text()
+    caveat = next(ln for ln in md.splitlines() if "**Missing from the run folder**" in ln)
+    assert "events/head-tail.jsonl" in caveat and "`head-tail` arm" in caveat
+
+
+# --------------------------------------------------------------------------- reused tool-call ids (item 25)
+
+
+def test_tool_call_ids_reused_across_turns_are_kept_with_a_warning(tmp_path):
+    msgs: list[dict] = [{"role": "user", "content": "go"}]
+    for i in range(70):
+        call = {
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "bash", "arguments": f'{{"cmd": "echo {i}"}}'},
+        }
+        msgs += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": f"out {i}"},
+        ]
+    msgs.append({"role": "assistant", "content": "done"})
+    src = tmp_path / "in" / "s.json"
+    src.parent.mkdir()
+    src.write_text(json.dumps({"messages": msgs}))
+    out = tmp_path / "corpus"
+    done = evalkit("import", "openai", str(src), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "69  tool call id reused across turns" in done.stdout, done.stdout
+    assert "tool calls 70" in done.stdout  # every call kept
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["import"]["warnings"] == {"tool call id reused across turns": 69}
+    checked = evalkit("validate", str(out))
+    assert checked.returncode == 0 and "69 tool calls reuse an id of an earlier turn" in checked.stderr
+    exp = write_experiment(tmp_path / "exp.toml", out / "sessions.jsonl")
+    ran = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    assert ran.returncode == 0, ran.stderr
+    assert "1 sessions reuse tool-call ids across turns (69 calls)" in ran.stderr
+    run_manifest = json.loads((tmp_path / "run" / "corpus" / "manifest.json").read_text())
+    assert run_manifest["warnings"] == {"tool call id reused across turns": 69}
+
+
+# --------------------------------------------------------------------------- messages (item 24)
+
+
+@pytest.mark.parametrize(
+    "case", ["dangling-run-dir", "report-out-under-a-file", "missing-warm-cache", "junk-warm-cache"]
+)
+def test_setting_errors_name_the_setting_before_any_stage(tmp_path, case):
+    exp = write_experiment(tmp_path / "exp.toml", None)
+    run = tmp_path / "run"
+    argv = ["run", "--config", str(exp), "--run-dir", str(run)]
+    if case == "dangling-run-dir":
+        run.symlink_to(tmp_path / "gone")
+        names = [str(run), "does not exist"]
+    elif case == "report-out-under-a-file":
+        (tmp_path / "afile").write_text("x")
+        argv += ["--report-out", str(tmp_path / "afile" / "reports")]
+        names = ["--report-out", str(tmp_path / "afile")]
+    else:
+        cache = tmp_path / "shared.sqlite"
+        if case == "junk-warm-cache":
+            cache.write_text("not a database")
+        argv += ["--warm-cache", str(cache)]
+        names = [str(cache)]
+    done = evalkit(*argv)
+    refused(done, *names)
+    assert "[evalkit] corpus" not in done.stderr  # found before any stage
+    assert not run.exists() or run.is_symlink()  # no run folder, no empty cache file in it
+
+
+def test_report_out_is_not_created_when_the_report_fails(tmp_path):
+    out = tmp_path / "D"
+    done = evalkit("report", str(tmp_path / "no-run"), "--out", str(out))
+    refused(done, str(tmp_path / "no-run"))
+    assert not out.exists()
+
+
+def test_a_cached_response_row_of_the_wrong_shape_names_the_cache(tmp_path, fake_server_process):
+    """Item 12: a hand-edited or foreign cache row is one line naming the cache, not a traceback."""
+    import sqlite3
+
+    url, _ = fake_server_process("--no-bodies")
+    corpus = tiny_corpus(tmp_path / "src", n=2)
+    model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
+    exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
+    run = tmp_path / "run"
+    argv = ["run", "--config", str(exp), "--run-dir", str(run)]
+    assert evalkit(*argv).returncode == 0
+    cache = run / "model-calls.sqlite"
+    for body in ("[1, 2]", "garbage"):
+        with sqlite3.connect(cache) as con:
+            con.execute("UPDATE calls SET response = ? WHERE purpose = 'summarize'", (body,))
+        shutil.rmtree(run / "events")  # replay asks the cache again
+        line = refused(evalkit(*argv, "--resume"), str(cache), "cached response")
+        assert "unreadable" in line
