@@ -71,7 +71,9 @@ SECTION_KEYS = {
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("fuzzbase")
-    corpus = tiny_corpus(root / "corpus", n=1, tokens=45_000)
+    # Large enough to compact at the test window: a run where nothing compacts exits 1 (nothing to
+    # judge), and a base with no events would leave the fuzzed folders' event files untried.
+    corpus = tiny_corpus(root / "corpus", n=1, tokens=80_000)
     exp = write_experiment(root / "exp.toml", corpus, replay={"arms": ["baseline", "head-tail"]})
     run = root / "run"
     assert main(["run", "--config", str(exp), "--run-dir", str(run)]) == 0

@@ -36,6 +36,10 @@ def test_run_end_to_end_is_deterministic(tmp_path, capsys):
         bool(json.loads(x)["constraints"]) for x in (tmp_path / "a/corpus/facts.jsonl").read_text().splitlines()
     )
     assert 1 <= with_rules <= 4
-    assert "offline stand-in" in report and f"| constraints_kept | baseline | {with_rules} |" in report
+    means = report.split("## Metric means")[1].split("\n## ")[0]
+    assert "**Offline stand-in.**" in report and "constraints_kept ↑" in means
+    summary = json.loads((tmp_path / "a/decision.json").read_text())["summary"]
+    n = next(d["sessions"] for d in summary if d["metric"] == "constraints_kept" and d["arm"] == "baseline")
+    assert n == with_rules
     cfg_json = json.loads((tmp_path / "a/config.json").read_text())
     assert cfg_json["config"]["corpus"]["sessions"] == 4 and len(cfg_json["config_hash"]) == 64

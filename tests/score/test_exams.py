@@ -496,8 +496,8 @@ def test_the_report_lists_each_bank_question_with_each_arms_grade_and_collapses_
     cfg.write_text(
         cfg.read_text().replace("[continuation]", '[score]\nbanks = ["*.probes.json"]\n[continuation]')
     )
-    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
-    md = (tmp_path / "r" / "report" / "report.md").read_text()
+    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r2")]) == 0
+    md = (tmp_path / "r2" / "report" / "report.md").read_text()
     sec = md.split("## Bank questions")[1].split("\n## ")[0]
     assert "graded by the lexical check (facts matched on word and number boundaries: not a model)" in sec
     assert "bank exam (`exam_offline`, lexical check)" in md  # the scorecard labels it too
