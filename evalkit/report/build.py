@@ -17,11 +17,15 @@ def render_report(run_dir: str | os.PathLike, out_dir: str | os.PathLike) -> str
     data = load_report_data(run_dir)
     out = Path(out_dir)
     sections = [as_section(s) for s in SECTIONS]
-    parts = preamble(data, [s.title for s in sections])
     # The figures of every section are drawn on the other cores while the sections go on.
     with data.figures.background(os.cpu_count() or 1):
-        for s in sections:
-            parts += [f"## {s.title}", "", *folded(s.render(data, out), s.folded), ""]
+        bodies = [(s, s.render(data, out)) for s in sections]
+    # A section with nothing to say for this run (an empty list: no bank configured) is left out;
+    # one whose input is missing says so in its body instead.
+    shown = [(s, body) for s, body in bodies if body]
+    parts = preamble(data, [s.title for s, _ in shown])
+    for s, body in shown:
+        parts += [f"## {s.title}", "", *folded(body, s.folded), ""]
     return "\n".join(parts).rstrip() + "\n"
 
 

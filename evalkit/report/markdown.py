@@ -21,6 +21,20 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def merge_same_rows(rows: list[list[str]], sep: str = " = ") -> list[list[str]]:
+    """Rows that differ only in their first cell (arms with the same numbers) as one row whose first
+    cell names them all (``a = b``), in the order they first appear: a per-arm table then shows each
+    distinct result once."""
+    merged: dict[tuple[str, ...], list[str]] = {}
+    for r in rows:
+        key = tuple(r[1:])
+        if key in merged:
+            merged[key][0] += f"{sep}{r[0]}"
+        else:
+            merged[key] = list(r)
+    return list(merged.values())
+
+
 def code(text: Any) -> str:
     """An inline code span that survives back-ticks and table pipes in ``text``."""
     s = str(text).replace("\n", " ").replace("|", "\\|")

@@ -64,7 +64,7 @@ def section_bank_questions(data: ReportData, out: Path) -> list[str]:
     """Each bank question with each arm's grade; long banks collapse after the first screen."""
     header, rows = question_table(data)
     if not rows:
-        return ["No probe bank in this run (`[score] banks` in the experiment adds one)."]
+        return []  # no bank in this run: the section is left out (`[score] banks` adds one)
     m = data.metrics
     offline = bool(len(m)) and m["metric"].str.startswith("exam_offline_q:").any()
     grader = (

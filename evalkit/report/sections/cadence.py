@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from evalkit.decide.stage import REFERENCE_ARMS
 from evalkit.report.data import ReportData
-from evalkit.report.markdown import code, table
+from evalkit.report.markdown import code, merge_same_rows, table
 
 LOOP_SHARE = 0.5  # an arm whose compactions mostly loop is flagged
 
@@ -88,6 +89,8 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
     costs = summarizer_costs(_cache_path(data), data.events, prices) if len(data.events) else {}
     rows, looping = [], []
     for arm in data.arms:
+        if arm in REFERENCE_ARMS:  # the exams' ceiling and floor never compact: nothing to pace
+            continue
         n = int(m[(m["arm"] == arm) & (m["metric"] == "loop")]["n"].sum())
         if not n:
             continue
@@ -138,5 +141,5 @@ def section_cadence(data: ReportData, out: Path) -> list[str]:
         "or frees little of the context (the `cadence` probe's `min_turns` / `min_freed`).",
         "",
         *(["**Looping:** " + "; ".join(looping) + ".", ""] if looping else []),
-        table(header, rows),
+        table(header, merge_same_rows(rows)),
     ]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalkit.decide.stage import REFERENCE_ARMS
 from evalkit.report.data import ReportData
 from evalkit.report.figures import compounding_plot
 from evalkit.report.markdown import (
     code,
+    merge_same_rows,
     rel_link,
     table,
 )
@@ -18,7 +20,9 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
     if ev.empty:
         return ["No compaction events in this run folder (`events/*.jsonl`), so there is nothing to plot."]
     have = set(ev["arm"].unique())
-    arms = [a for a in data.arms if a in have]
+    # The exam reference arms never compact (the ceiling keeps everything, the floor nothing):
+    # they belong to the scorecard, not to a table of how compaction grows.
+    arms = [a for a in data.arms if a in have and a not in REFERENCE_ARMS]
     replay = data.config.get("replay", {})
     window, reserve = replay.get("window"), replay.get("reserve")
     trigger = (
@@ -70,7 +74,7 @@ def section_compounding(data: ReportData, out: Path) -> list[str]:
                 "failed summaries",
                 "dead sessions",
             ],
-            rows,
+            merge_same_rows(rows),
         ),
     ]
     return lines

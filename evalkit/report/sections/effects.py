@@ -9,6 +9,7 @@ from evalkit.report.data import ReportData
 from evalkit.report.markdown import (
     code,
     interval,
+    merge_same_rows,
     name,
     num,
     table,
@@ -158,7 +159,7 @@ def section_means(data: ReportData, out: Path) -> list[str]:
         lines.append(
             table(
                 ["arm", *[name(m) + arrow(m) for m in shown]],
-                [[name(a), *[cell.get((m, a), "–") for m in shown]] for a in arms],
+                merge_same_rows([[name(a), *[cell.get((m, a), "–") for m in shown]] for a in arms]),
             )
         )
     return lines

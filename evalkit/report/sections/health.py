@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
-from evalkit.report.markdown import code, table
+from evalkit.report.markdown import code, merge_same_rows, table
 
 
 def _health(data: ReportData) -> dict | None:
@@ -37,7 +37,7 @@ def section_health(data: ReportData, out: Path) -> list[str]:
         lines.append(
             table(
                 ["metric", "why it cannot support a verdict"],
-                [[code(k), escape_inline("; ".join(r))] for k, r in bad],
+                merge_same_rows([[code(k), escape_inline("; ".join(r))] for k, r in bad], sep=", "),
             )
         )
     else:

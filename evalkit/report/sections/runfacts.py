@@ -9,7 +9,6 @@ from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import (
     code,
-    fenced,
     table,
 )
 from evalkit.report.sections.common import is_standin
@@ -115,14 +114,8 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
         *_model_stat_rows(data, standin),
         ["wall time", wall],
         ["config hash", code(rc["config_hash"]) if rc.get("config_hash") else "n/a"],
+        # the command that reproduces it: same config, same seed, same numbers
+        ["reproduce", code(rc["command"]) if rc.get("command") else "n/a (no `config.json`)"],
     ]
-    lines = [table(["fact", "value"], rows), ""]
-    if rc.get("command"):
-        lines += [
-            "Reproduce this run (same config, same seed, same numbers):",
-            "",
-            *fenced("sh", rc["command"]),
-        ]
-    else:
-        lines.append("Reproduce command: n/a (no `config.json`).")
+    lines = [table(["fact", "value"], rows)]
     return lines

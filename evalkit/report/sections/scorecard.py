@@ -22,7 +22,7 @@ import pandas as pd
 from evalkit.contracts.metrics_sessions import arm_summary, valued_rows
 from evalkit.report.data import ReportData
 from evalkit.report.figures import Dot, Panel, dot_grid
-from evalkit.report.markdown import code, rel_link, table
+from evalkit.report.markdown import code, merge_same_rows, rel_link, table
 
 CEILING = "uncompacted"
 FLOOR = "no-history"
@@ -247,7 +247,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
         "the other never reached) are counted apart as *unpaired*. Exam noise: " + "; ".join(noise) + ".",
         "",
         *(_budget_note(cal) if cal else []),
-        table(header, rows),
+        table(header, merge_same_rows(rows)),
         "",
         *_exam_checks(data, scores),
     ]
