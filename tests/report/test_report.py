@@ -28,7 +28,8 @@ NASTY = [
     "| secret | table | [click](http://evil.example) |",
     "Keep &amp; as typed; <img src=x onerror=alert(1)> is not markup",
 ]
-SECTION_TITLES = [s.title for s in SECTIONS]
+# Every section but the bank questions', which a run without a bank leaves out.
+SECTION_TITLES = [s.title for s in SECTIONS if s.title != "Bank questions"]
 
 
 def _is_nasty(line: str) -> bool:
@@ -235,7 +236,8 @@ def test_every_section_in_order_with_its_content(run_dir, report):
     row = next(ln for ln in c.splitlines() if ln.startswith("| `compound` |"))
     growth = float(re.search(r"×([\d.]+)", row).group(1))
     assert growth >= 1.9 and row.endswith("| **1** |")  # re-embedded summaries, one dead session
-    assert next(ln for ln in c.splitlines() if ln.startswith("| `lean` |")).endswith("| 0 |")
+    # arms with the same numbers share a row (`baseline` = `lean`): find lean's, wherever it is
+    assert next(ln for ln in c.splitlines() if ln.startswith("| ") and "`lean`" in ln).endswith("| 0 |")
     ev = sec["Evidence per candidate"]
     assert "| `compound` | ❌ drop | `tally_present` | " in ev and "0.667 → 0.467 worse" in ev
     assert "evalkit view " in ev  # no viewer yet: the sessions are not links
