@@ -177,3 +177,36 @@ def test_a_real_session_run_in_chromium(transcripts, tmp_path):
     assert events >= 2 and dom.count('class="pane baseline"') == events
     assert 'class="mark kept"' in dom or 'class="mark lost"' in dom
     assert "&lt;command-name&gt;" in dom and "<command-name>" not in dom
+
+
+def test_the_default_experiment_in_chromium(tmp_path):
+    """The default experiment (pyproject.toml's [tool.evalkit]: every arm, the exams' ceiling and
+    floor, continuation), cut to 2 sessions to stay quick: every kind of page loads without a
+    console message, and a candidate's session page has its side-by-side panes and marks."""
+    import sys
+
+    _browser()  # skip before the run where there is no browser
+    root = Path(__file__).resolve().parents[2]
+    run = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "evalkit", "run", "--sessions", "2", "--run-dir", str(run)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr
+    assert main(["view", str(run), "--workers", "1"]) == 0
+    index = run / "view" / "index.html"
+    overview = json.loads(
+        (run / "view" / "data" / "overview.js").read_text().split(",", 1)[1].rsplit(");", 1)[0]
+    )
+    session = max(overview["sessions"], key=lambda s: s["events"].get("baseline", 0))["session"]
+    for fragment, page in (({}, "overview"), ({"cand": "head-tail"}, "candidate")):
+        dom, console = load_page(index, tmp_path, fragment)
+        assert console == [] and f'data-page="{page}"' in dom and 'data-ready="1"' in dom
+    dom, console = load_page(index, tmp_path, {"cand": "head-tail", "s": session})
+    assert console == [] and 'data-page="session"' in dom and 'data-ready="1"' in dom
+    events = dom.count('class="event"')
+    assert events >= 1 and dom.count('class="pane candidate"') == events
+    assert 'class="mark kept"' in dom or 'class="mark lost"' in dom
