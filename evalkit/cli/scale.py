@@ -38,8 +38,9 @@ def scaled_run(exp, args, report_out):
     if (kind == "local" and int(args.shards or settings["shards"] or 0) <= 1) or shard:
         if args.warm_cache:  # into the run's (or shard's) own cache, before it starts
             from evalkit.models.backends import cache_path
-            from evalkit.models.cache_merge import merge_caches
+            from evalkit.models.cache_merge import check_sources, merge_caches
 
+            check_sources(args.warm_cache)  # a missing or junk cache leaves no run folder behind
             root = Path(args.run_dir) if args.run_dir else default_run_dir(exp)
             if shard and not args.run_dir:
                 root = root.with_name(f"{root.name}-{shard.name}")

@@ -39,6 +39,13 @@ def _open(path: Path) -> sqlite3.Connection:
     raise ValueError(f"{path}: cannot read the call cache ({err})")
 
 
+def check_sources(sources: list[str | os.PathLike]) -> None:
+    """Raise ValueError naming the first source that is missing or not a readable call cache,
+    before anything (a run folder, its lock, the joined cache) is created."""
+    for src in map(Path, sources):
+        _open(src).close()
+
+
 def _exclusive(dest: CallCache) -> sqlite3.Connection:
     """``dest``'s connection, switched to a rollback journal, or ValueError if another process
     has the file open (a running run): leaving WAL mode needs every other connection gone, so

@@ -381,7 +381,7 @@ def check_folder(exp: Experiment, paths: RunPaths) -> None:
     try:
         held = json.loads(paths.config.read_text(encoding="utf-8"))
         old_hash, old_cfg = str(held["config_hash"]), held.get("config") or {}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         raise ValueError(f"{paths.config}: unreadable run config; use another --run-dir") from None
     if old_hash == exp.hash:
         return

@@ -310,17 +310,18 @@ def test_report_excerpts_strip_controls_before_redacting(tmp_path, base_run):
         "glued key: " + PLANTED["after_word"],
     ]
     p = run / "events" / "head-tail.jsonl"
-    events = [json.loads(ln) for ln in p.read_text().splitlines()]
-    for e in events:  # the lines the evidence section quotes: kept by one arm, not the other
-        e["carried"] = ["\n".join(planted), *(e.get("carried") or [])]
-    p.write_text("".join(json.dumps(e) + "\n" for e in events))
-    done = evalkit("report", str(run))
-    assert done.returncode == 0, done.stderr
-    md = (run / "report" / "report.md").read_text()
-    for label in ("split key", "coloured key", "glued key: KEY\\_"):
+    original = [json.loads(ln) for ln in p.read_text().splitlines()]
+    # The evidence section quotes one line a session: the first carried text one arm kept and the
+    # other did not. Each planted line is quoted in a report of its own.
+    for line, label in zip(planted, ("split key", "coloured key", "glued key: KEY\\_"), strict=True):
+        events = [{**e, "carried": [line, *(e.get("carried") or [])]} for e in original]
+        p.write_text("".join(json.dumps(e) + "\n" for e in events))
+        done = evalkit("report", str(run))
+        assert done.returncode == 0, done.stderr
+        md = (run / "report" / "report.md").read_text()
         assert f"{label}: \\[REDACTED" in md or f"{label}\\[REDACTED" in md, (label, "not quoted")
-    for leak in ("plantedSPLIT", "plantedANSI", "plantedUNDERSCORE"):
-        assert leak not in md, leak
+        for leak in ("plantedSPLIT", "plantedANSI", "plantedUNDERSCORE"):
+            assert leak not in md, leak
 
 
 # --------------------------------------------------------------------------- lone surrogate (item 5)
@@ -614,7 +615,8 @@ def test_tool_call_ids_reused_across_turns_are_kept_with_a_warning(tmp_path):
     assert checked.returncode == 0 and "69 tool calls reuse an id of an earlier turn" in checked.stderr
     exp = write_experiment(tmp_path / "exp.toml", out / "sessions.jsonl")
     ran = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
-    assert ran.returncode == 0, ran.stderr
+    # the session is too short to compact at the test window: the run ends with nothing to judge
+    assert ran.returncode == 1 and "nothing to judge" in ran.stderr, ran.stderr
     assert "1 sessions reuse tool-call ids across turns (69 calls)" in ran.stderr
     run_manifest = json.loads((tmp_path / "run" / "corpus" / "manifest.json").read_text())
     assert run_manifest["warnings"] == {"tool call id reused across turns": 69}

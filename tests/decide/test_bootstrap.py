@@ -163,6 +163,7 @@ def test_compare_names_both_runs_intervals(tmp_path):
             "verdicts": {"c": {"verdict": "ship", "reason": "r", "metrics": {"m": m}}},
         }
         (run / "decision.json").write_text(json.dumps(decision))
+        (run / "config.json").write_text(json.dumps({"config_hash": name * 64, "config": {}}))
     text = render_compare(tmp_path / "a", tmp_path / "b")
     assert f"intervals: A clustered t (an older run), B {label}" in text
 
