@@ -6,8 +6,6 @@ fact carries."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -18,6 +16,7 @@ from evalkit.facts.constraints import constraint_sentences
 from evalkit.facts.extract import SOURCES
 from evalkit.importers import import_paths
 from tests.conftest import FIXTURES
+from tests.support.runs import facts_check
 
 LABELS = FIXTURES / "labels"
 
@@ -443,21 +442,7 @@ def test_a_no_result_placeholder_is_not_a_failure():
 
 
 def test_facts_check_prints_scores_per_source_class(transcripts):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evalkit",
-            "facts",
-            "--check",
-            str(LABELS / "dev37.json"),
-            "--transcripts",
-            str(transcripts),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = facts_check(LABELS / "dev37.json", transcripts)
     assert "| labels | fact | source class | precision |" in out
     assert "| dev37.json | failures | lint |" in out
     assert "| dev37.json | constraints | rejection reason |" in out

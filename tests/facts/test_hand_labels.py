@@ -4,9 +4,6 @@ rules not paragraphs, files only from successful calls, identifiers."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
@@ -17,6 +14,7 @@ from evalkit.facts.constraints import constraint_sentences
 from evalkit.facts.failures import attempt_key, call_failed
 from evalkit.facts.identifiers import error_string, in_command, in_text, symbols
 from tests.conftest import FIXTURES
+from tests.support.runs import facts_check
 
 LABELS = FIXTURES / "labels"
 
@@ -77,21 +75,7 @@ def test_labels_cover_15_sessions_in_6_formats(transcripts):
 
 
 def test_facts_check_cli_prints_a_table(transcripts):
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evalkit",
-            "facts",
-            "--check",
-            str(LABELS / "tune.json"),
-            "--transcripts",
-            str(transcripts),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = facts_check(LABELS / "tune.json", transcripts)
     assert "| tune.json | 10 | constraints |" in out
     assert "identifiers" in out
 

@@ -128,3 +128,13 @@ def cache_keys(path: Path, purpose: str | None = None) -> set[str]:
             conn.close()
     except sqlite3.OperationalError:
         return set()
+
+
+def facts_check(labels: Path, transcripts: Path) -> str:
+    """What ``evalkit facts --check LABELS --transcripts DIR`` prints, run as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "evalkit", "facts", "--check", str(labels), "--transcripts", str(transcripts)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
