@@ -111,9 +111,6 @@ def read_warnings(run_dir: str | os.PathLike) -> dict | None:
     """``warnings.json`` of a run (written by :mod:`evalkit.pipeline.warnings`), None when the run
     has none (written before warnings existed)."""
     p = Path(run_dir) / WARNINGS_FILE
-    if not p.is_file():
-        return None
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # unreadable: shown as no warnings recorded, never as a crash of the report
+    # An unreadable file is an error naming it, never "no warnings" (that would print "endpoint:
+    # none, offline" for a run that sent its sessions somewhere).
+    return read_json_file(p, "run warnings (an object)") if p.is_file() else None

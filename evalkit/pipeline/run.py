@@ -378,11 +378,12 @@ def check_folder(exp: Experiment, paths: RunPaths) -> None:
     same config (the folder is re-decided)."""
     if not paths.config.exists():
         return
-    try:
-        held = json.loads(paths.config.read_text(encoding="utf-8"))
-        old_hash, old_cfg = str(held["config_hash"]), held.get("config") or {}
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        raise ValueError(f"{paths.config}: unreadable run config; use another --run-dir") from None
+    from evalkit.contracts.runs import RunFolderError, read_json_file
+
+    held = read_json_file(paths.config, "run config (an object with 'config_hash')")
+    old_hash, old_cfg = held.get("config_hash"), held.get("config") or {}
+    if not isinstance(old_hash, str):
+        raise RunFolderError(f"{paths.config}: field 'config_hash': missing or not a string")
     if old_hash == exp.hash:
         return
     from evalkit.contracts.config import config_hash

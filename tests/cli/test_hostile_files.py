@@ -158,8 +158,10 @@ VERBS = {
     "decision.json": ["report", "compare"],
     "config-field": ["report", "gate", "compare", "calibrate"],
     "verdicts-field": ["report", "compare"],
+    # read for the report's first screen: unreadable must not read as "no warnings, offline"
+    "warnings.json": ["report"],
 }
-SHAPE_CASES = [(f, d) for f in ("config.json", "decision.json") for d in sorted(DAMAGE)] + [
+SHAPE_CASES = [(f, d) for f in ("config.json", "decision.json", "warnings.json") for d in sorted(DAMAGE)] + [
     ("config-field", "list"),
     ("verdicts-field", "list"),
 ]
