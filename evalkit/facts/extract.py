@@ -14,7 +14,14 @@ from evalkit.contracts.session import Compaction, Session, Text, ToolCall
 from evalkit.facts import identifiers
 from evalkit.facts.commands import _path_arg, command_of, files_of, normalize_command
 from evalkit.facts.constraints import constraint_lines, constraint_sentences, is_template, rejection_reason
-from evalkit.facts.failures import attempt_key, edit_lint_error, failure_source, lint_report_error
+from evalkit.facts.failures import (
+    attempt_key,
+    edit_lint_error,
+    failure_source,
+    lint_report_error,
+    own_output,
+    result_body,
+)
 from evalkit.facts.tallies import find_tally
 
 __all__ = ["compute_facts", "constraint_lines", "error_line", "is_test_command"]
@@ -247,7 +254,8 @@ class _Builder:
                 cmd or key,
                 normalize_command(cmd) if cmd else key,
                 res.exit_code,
-                error_line(res.output),
+                # The tool's own words: not a harness's header, trailer or prompt ("bash-$").
+                error_line(own_output(result_body(res.output))) or error_line(res.output),
                 None,
                 call.name,
                 source,

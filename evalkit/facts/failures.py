@@ -10,6 +10,7 @@ traceback. A search that found nothing (``grep`` exit 1 with no output) did not 
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 
@@ -26,7 +27,10 @@ _REFUSAL_START = re.compile(
     r"^\s*(?:ERROR:|Error:|<tool_use_error>|error: |Failed to (?:apply|edit|find|write|read|replace)|"
     r"No replacement was performed|Your proposed edit has introduced new syntax error|"
     r"The user doesn'?t want to (?:proceed|take this action)|User rejected|"
-    r"exec command rejected|Permission denied|Invalid `?path`? parameter)",
+    r"exec command rejected|Permission denied|Invalid `?path`? parameter|"
+    # A permission layer that names itself ("Browser Use rejected this action due to browser
+    # security policy. Reason: …"), and a CTF harness refusing a submitted answer.
+    r"[\w ]{1,40} rejected this (?:action|request|command|call)\b|Wrong flag!)",
     re.I,
 )
 # Said anywhere in the result's head (lower-cased substrings: most results are long and fine).
@@ -41,9 +45,37 @@ _REFUSAL_ANYWHERE = (
 )
 
 
+# Codex frames a tool's output with its own header ("Chunk ID: …", "Wall time: … seconds",
+# "Process exited with code N", "Output:"), and a JS/browser tool's output is a JSON list of
+# content parts: the tool's own words are what is under the header, as text.
+_HARNESS_HEADER = re.compile(
+    r"^(?:Exit code:? -?\d+|Chunk ID: \S+|Wall time: .*|Process (?:exited with code -?\d+|running with session ID \d+)|"
+    r"Original token count: \d+|Output:|Total output lines: \d+)\s*$"
+)
+
+
+def result_body(output: str) -> str:
+    """A tool result's own text: without a harness's header lines, and a JSON list of content
+    parts (``[{"type": "text", "text": …}]``) read as its text."""
+    lines = output.splitlines()
+    k = 0
+    while k < len(lines) and (not lines[k].strip() or _HARNESS_HEADER.match(lines[k].strip())):
+        k += 1
+    body = "\n".join(lines[k:]).strip() if k else output
+    if body.startswith('[{"type"'):
+        try:
+            parts = json.loads(body)
+        except ValueError:
+            return body
+        if isinstance(parts, list) and all(isinstance(p, dict) for p in parts):
+            return "\n".join(str(p["text"]) for p in parts if isinstance(p.get("text"), str))
+    return body
+
+
 def refusal_line(output: str) -> str | None:
     """The line in which a tool or harness refused the call, when the output opens with one
     (after an "ERROR:" header line, the message under it)."""
+    output = result_body(output)
     if not _REFUSAL_START.match(output):
         return None
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
@@ -75,7 +107,8 @@ def own_output(output: str) -> str:
 
 
 _REJECTED = re.compile(
-    r"^\s*(?:The user doesn'?t want to|User rejected|The user denied this operation|exec command rejected)"
+    r"^\s*(?:The user doesn'?t want to|User rejected|The user denied this operation|exec command rejected|"
+    r"[\w ]{1,40} rejected this (?:action|request|command|call) due to [\w ]{0,40}polic(?:y|ies))"
     r"|rejected by user|declined by user",
     re.I,
 )
@@ -85,13 +118,15 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
     """How the result ``res`` says its call failed (one of ``extract.SOURCES["failures"]``), or
     None when it did not fail (see the module docstring)."""
     cmd = command_of(call) if call else None
-    out = res.output
+    out = result_body(res.output)
     if res.exit_code not in (None, 0):
         no_match = res.exit_code == 1 and cmd and _first_word(cmd) in _NO_MATCH_TOOLS
         return None if (no_match and not own_output(out)) else "exit code"
     head = out[:2000]
     low = head.lower()
-    if ("reject" in low or "denied" in low or "want to" in low or "declined" in low) and _REJECTED.search(head):
+    if ("reject" in low or "denied" in low or "want to" in low or "declined" in low) and _REJECTED.search(
+        head
+    ):
         return "rejection"
     if res.is_error:
         return "error flag"

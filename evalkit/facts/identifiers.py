@@ -123,15 +123,11 @@ _GENERIC_MESSAGE = re.compile(
     r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
     r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
     r"\[no result recorded\b|\[aborted\b|File does not exist\.?$|InputValidationError:|"
-    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$)",
+    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$|Wrong flag!)",
     re.I,
 )
 # Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
 # exec_command chunk header), and a build tool's wrapper around the error it reports.
-_HARNESS_HEADER = re.compile(
-    r"^(?:Exit code:? -?\d+|Chunk ID: \S+|Wall time: .*|Process (?:exited with code -?\d+|running with session ID \d+)|"
-    r"Original token count: \d+|Output:|Total output lines: \d+)\s*$"
-)
 _WRAPPER = re.compile(
     r"^(?:make(?:\[\d+\])?: \*\*\*|npm ERR!|npm error\b|ERR_PNPM_|error Command failed with exit code|"
     r"Command failed with exit code|error: Recipe `|\s*ELIFECYCLE\b)"
@@ -148,13 +144,9 @@ def error_string(output: str, refused: bool = False) -> str:
     refusal whatever its wording. A generic harness message (``_GENERIC_MESSAGE``) is no anchor:
     the specific error under it, or "" when there is none; a build tool's wrapper line gives way
     to the error it wraps."""
-    from evalkit.facts.failures import refusal_line
+    from evalkit.facts.failures import refusal_line, result_body
 
-    text = _TOOL_ERROR_TAG.sub("", output).strip()
-    lines = text.splitlines()
-    while lines and (not lines[0].strip() or _HARNESS_HEADER.match(lines[0].strip())):
-        lines = lines[1:]
-    text = "\n".join(lines).strip()
+    text = result_body(_TOOL_ERROR_TAG.sub("", output).strip())
     m = _LINT_ERRORS.search(text)
     if m:
         return m.group(1).strip()[:300]

@@ -335,6 +335,78 @@ def test_openhands_editor_error_invalid_is_a_failure():
     )
 
 
+def _codex_rollout(tmp_path, output: str):
+    """A Codex rollout with one browser-tool call (the shape of codemie-code's rollouts)."""
+    recs = [
+        {"type": "session_meta", "payload": {"id": "cx1", "cwd": "/repo", "cli_version": "0.128.0"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "open the local UI and check the tabs"}],
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "function_call",
+                "name": "js",
+                "arguments": json.dumps({"code": "await tab.goto('http://localhost:5173');"}),
+                "call_id": "call_1",
+            },
+        },
+        {
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "call_1", "output": output},
+        },
+    ]
+    p = tmp_path / "rollout-2026-05-11T13-28-45-cx1.jsonl"
+    p.write_text("\n".join(json.dumps({"timestamp": "2026-05-11T11:46:37Z", **r}) for r in recs) + "\n")
+    (s,), _ = import_paths([p])
+    return s
+
+
+def test_codex_browser_policy_rejection_is_a_failure(tmp_path):
+    # The rejection sits inside a JSON content-part list under Codex's "Wall time … Output:" header.
+    reason = (
+        "Browser Use rejected this action due to browser security policy. Reason: The user has "
+        "requested that http://localhost:5173 should not be used. The agent must not attempt to "
+        "achieve the same outcome via workaround."
+    )
+    out = "Wall time: 1017.0997 seconds\nOutput:\n" + json.dumps([{"type": "text", "text": reason}])
+    f = compute_facts(_codex_rollout(tmp_path, out))
+    assert [x.source for x in f.failures] == ["rejection"]
+    (err,) = _ids(f, "error")
+    assert err.startswith("Browser Use rejected this action due to browser security policy. Reason: The user")
+    # Negative: the same tool's ordinary answer in the same envelope.
+    ok = "Wall time: 2.4 seconds\nOutput:\n" + json.dumps([{"type": "text", "text": '{"title": "Codemie"}'}])
+    assert compute_facts(_codex_rollout(tmp_path, ok)).failures == []
+
+
+def _swe_submit(*answers: str) -> Session:
+    msgs = [Message("s:m0", "user", [Text("We're currently solving the following CTF challenge.")])]
+    for n, (flag, out) in enumerate(zip(("flag{a}", "flag{a}", "'flag{a}'"), answers, strict=False)):
+        msgs.append(
+            Message(
+                f"s:m{2 * n + 1}", "assistant", [ToolCall(f"c{n}", "bash", {"command": f"submit {flag}"})]
+            )
+        )
+        msgs.append(Message(f"s:m{2 * n + 2}", "tool", [ToolResult(f"c{n}", out)]))
+    return _session(*msgs)
+
+
+def test_ctf_wrong_flag_is_a_failing_submit_without_an_anchor():
+    trailer = "\n(Open file: n/a)\n(Current directory: /ctf)\nbash-$"
+    f = compute_facts(_swe_submit("Wrong flag!" + trailer, "Wrong flag!" + trailer, "\nflag{a}\n"))
+    assert [(x.message_index, x.source) for x in f.failures] == [(2, "refusal"), (4, "refusal")]
+    assert all(x.fixed_at == 6 for x in f.failures)  # the same flag submitted again was accepted
+    assert _ids(f, "error") == set()  # generic: nothing of the call in it
+    # Negative: a flag that was accepted, and output that merely mentions a wrong flag.
+    later = "The checker said: Wrong flag! earlier" + trailer
+    assert compute_facts(_swe_submit("\nflag{a}\n", later)).failures == []
+
+
 # --------------------------------------------------------------------------- identifiers
 
 
