@@ -79,12 +79,21 @@ _MODAL_RE = re.compile(_MODAL, re.I)
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
 _CLAUSE_START = re.compile(
-    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$", re.I
+    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|really|strictly)|"
+    # "remember to / want you to / make sure to never …"; "rig up the UI to use X instead of Y"
+    # gives the code's behaviour, not a rule on the agent.
+    r"\b(?:you|me|us|need|needs|have|has|had|want|wants|remember|sure|going|important|careful|able|try|"
+    r"trying|got|supposed|required|allowed|asked|ask|like|prefer|is|are|be)\s+to)\s*$",
+    re.I,
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
+    # Tools to study with before the task: "use app tools to go to … to understand its capabilities"
+    # ("Use the web browser tool to navigate to X" alone is the task).
+    r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
+    r"(?:understand|learn|explore|study|get familiar|familiari[sz]e)|"
     # The form of the answer: sources to cite ("Provide a clear answer with sources.").
     r"(?:provide|give|answer|reply|respond|return)\b[^.;]*?\bwith\s+(?:\w+\s+)?(?:sources|citations|references)|"
     r"(?:cite|include|list|add)\s+(?:\w+\s+)?(?:sources|citations|references))\b",
@@ -97,6 +106,10 @@ _IMPERATIVE = re.compile(
 # markers above.
 _PROCESS_VERB = (
     r"(?:re-?)?(?:run|execute|test|verify|confirm|check|review|read|finish|stop|end|exit|quit|wait|"
+    # Which tools to work with, past the opening request: "use the browser tools to check …".
+    r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)(?=\s+(?:to|for|when|instead)\b)|"
+    # Studying the code before changing it ("Analyze the current command patterns").
+    r"analy[sz]e|examine|inspect|explore|study|investigate|"
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
@@ -105,7 +118,9 @@ _PROCESS_VERB = (
     r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
 _DIRECTIVE_LEAD = (
-    r"^(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
+    # A file named before the imperative that acts on it: '"LM Studio configuration.md" read this'.
+    r"^(?:(?:\"[^\"]{1,120}\"|`[^`]{1,120}`)\s*[,:—–-]?\s*(?=\w+\s+(?:this|it|that|them)\b))?"
+    r"(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
     r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
 )
 _DIRECTIVE = re.compile(
@@ -132,11 +147,14 @@ _INVESTIGATION = re.compile(
 # An investigation asks only to find out: "Investigate X and make it deterministic" is a change.
 _CHANGE_TOO = re.compile(
     r"\b(?:and|then)\s+(?:\w+\s+)?(?:fix|make|change|update|implement|add|remove|refactor|rewrite|patch|"
-    r"resolve|correct)\b",
+    # "Analyze the CLI and create a specification": the document to write is the task, and the
+    # reading and analysing before it are how the agent works.
+    r"resolve|correct|create|write|draft|produce|prepare|generate|document|design|propose)\b",
     re.I,
 )
 _CHECK_VERB = re.compile(
     rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?(?:re-?)?(?:check|verify|review|read|confirm|look|examine|inspect|search|"
+    r"analy[sz]e|explore|study|investigate|"
     r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b"
     # "check with me before …" asks the user, it is not an item of the investigation.
     r"(?!\s+(?:with|in with)\s+(?:me|us|the user)\b)",
@@ -274,10 +292,21 @@ _CODE_USE = re.compile(
 )
 
 
+# "Make sure they are equivalent", "ensure that sync logic will work": a requirement on the code;
+# "make sure to run …", "make sure you …", "make sure the tests pass" bind the agent's work.
+_ENSURE = re.compile(r"(?:make sure|ensure that)$", re.I)
+_ENSURE_AGENT = re.compile(
+    r"\s+(?:that\s+)?(?:to|you|we|i|not|never|nothing|(?:all\s+)?(?:the\s+)?(?:tests?|linters?|build|ci)\b)",
+    re.I,
+)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
+        if _ENSURE.match(m.group(0)) and not _ENSURE_AGENT.match(text[m.end() :]):
+            continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
             continue
         if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
@@ -372,7 +401,9 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
         line = _LIST_MARK.sub("", line).strip()
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
-            opening, first = first, first and not s
+            # A heading ("## My request for Codex:") names the request below it, it is not one.
+            opening = first and not heading
+            first = first and (heading or not s)
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
             if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):

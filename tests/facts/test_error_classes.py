@@ -137,6 +137,83 @@ def test_template_tips_hedged_advice_is_not_a_rule_but_environment_limits_are():
     ]
 
 
+def test_a_sub_agent_task_that_writes_a_document_reads_its_study_steps_as_process():
+    # The shape of a codemie-code sub-agent's prompt: analyse, then write the spec.
+    task = (
+        "Analyze the existing CLI structure and create a detailed specification for the new command.\n\n"
+        "Your task:\n"
+        "1. Review existing CLI commands in `src/cli/commands/` and `bin/` directories\n"
+        "2. Analyze the current command patterns and architecture (Commander.js patterns)\n"
+        "3. Write the specification to `docs/spec.md`\n"
+    )
+    assert _rules(task) == [
+        "Review existing CLI commands in `src/cli/commands/` and `bin/` directories",
+        "Analyze the current command patterns and architecture (Commander.js patterns)",
+    ]
+    # Negative: an investigation only (the coderabbit helper's shape): its steps are the task.
+    probe = (
+        "Examine the extract-coderabbit-feedback.py file to understand:\n"
+        "1. Where HTML cleaning currently happens\n\n"
+        "Look specifically at:\n- clean_html_artifacts function\n\n"
+        "Analyze how inline comments are processed.\n"
+    )
+    assert _rules(probe) == []
+
+
+def test_make_sure_binds_the_agent_not_the_code():
+    # A requirement on the code's behaviour (cline exports, codemie sessions) is the task.
+    for text in (
+        "Compare the two files. Make sure they are equivalent.",
+        "Sync the routes. Make sure the Python version does exactly the same as the Typescript version.",
+        "Fix sync. also there is a need to make sure that conversation sync will also be tracked properly.",
+    ):
+        assert _rules(text) == [], text
+    # Negative: "make sure" with the agent or its checks as subject stays a rule.
+    assert _rules("Fix it. Make sure to run the linter before you commit.") == [
+        "Make sure to run the linter before you commit."
+    ]
+    assert _rules("Fix it. Make sure the tests pass before you push.") == [
+        "Make sure the tests pass before you push."
+    ]
+
+
+def test_use_x_instead_of_y_as_the_codes_behaviour_is_the_task():
+    text = "finish up the work by rigging up the chatbot-ui to use lmstudio instead of ollama."
+    assert _rules(text) == []
+    # Negative: the same wording addressed to the agent is a tool rule.
+    assert _rules("Add the route. I want you to use pnpm instead of npm.") == [
+        "I want you to use pnpm instead of npm."
+    ]
+
+
+def test_tools_to_study_with_and_a_file_named_before_its_imperative():
+    # Codex sessions: a later turn opening with the tools to learn with, and a fronted file name.
+    turn = (
+        "use app tools to go to Analytics tabs in the platform opened in google chrome to understand "
+        "capabilities. there is a need to prepare a focused demo scenario"
+    )
+    assert _rules(turn) == [
+        "use app tools to go to Analytics tabs in the platform opened in google chrome to understand capabilities."
+    ]
+    req = 'wire the UI to the new endpoint. "LM Studio configuration.md" read this to help you'
+    assert _rules(req) == ['"LM Studio configuration.md" read this to help you']
+    # Negative: a tool named as the whole request is the task; a quoted name that is not the
+    # imperative's object stays a statement.
+    assert _rules("Use the web browser tool to navigate to https://www.aisi.gov.uk/.") == []
+    assert _rules('wire the UI. "config.md" has the endpoints') == []
+
+
+def test_a_heading_before_the_request_is_not_the_request():
+    # Codex Desktop wraps the request: "# Files mentioned by the user:" … "## My request for Codex:".
+    text = (
+        "# Files mentioned by the user:\n\n## bench.toml: /Users/u/bench.toml\n\n"
+        "## My request for Codex:\nrun the benchmark suite and report the numbers\n"
+    )
+    assert _rules(text) == []  # the request itself, not a rule on how to work
+    # Negative: a process step after the request still counts.
+    assert _rules(text + "Run it twice.\n") == ["Run it twice."]
+
+
 def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
     reason = (
         "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
