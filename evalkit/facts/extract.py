@@ -19,6 +19,7 @@ from evalkit.facts.failures import (
     edit_lint_error,
     failure_source,
     lint_report_error,
+    never_returned,
     own_output,
     result_body,
 )
@@ -304,7 +305,7 @@ class _Builder:
             for kind, value, source in _call_identifiers(call):
                 self.identifier(i, kind, value, source)
         for res in msg.tool_results():
-            if msg.meta.get("missing_result"):
+            if msg.meta.get("missing_result") or never_returned(res):
                 continue  # no result was recorded: nothing is known of what the call did
             self.result(i, res)
 

@@ -114,6 +114,17 @@ _REJECTED = re.compile(
 )
 
 
+# A harness's notice that the task stopped before the call returned (Cline: "Task was interrupted
+# before this tool call could be completed."): like a missing result, nothing is known of what the
+# call did, so it is neither a failure nor a change.
+_INTERRUPTED = re.compile(r"^\s*Task was interrupted before this tool call could be completed\b")
+
+
+def never_returned(res: ToolResult) -> bool:
+    """Whether the result only says the call never returned (see ``_INTERRUPTED``)."""
+    return bool(_INTERRUPTED.match(res.output))
+
+
 def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> str | None:
     """How the result ``res`` says its call failed (one of ``extract.SOURCES["failures"]``), or
     None when it did not fail (see the module docstring)."""
