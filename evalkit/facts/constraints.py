@@ -113,7 +113,7 @@ _PROCESS_VERB = (
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
-    r"search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
+    r"(?<!re)(?<!re-)search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
     # Version control on a branch is process ("Merge master into your branch"); merging code is not.
     r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
@@ -139,8 +139,12 @@ _CHECK_PURPOSE = re.compile(
 # Opening requests that make checking the deliverable itself: a sub-agent sent to investigate
 # is given a list of things to check, and those steps are its task, not rules on how it works.
 _INVESTIGATION = re.compile(
+    # The requester's need to know ("I need to understand the project structure … Please: 1. Check …").
+    r"^(?:(?:i|we)\s+(?:need|want|would like|'d like)\s+to\s+(?:understand|know|learn|find out|figure out)\b|"
+    r"help me\s+(?:understand|find out|figure out)\b)|"
     r"^(?:please\s+)?(?:investigate|research|review|audit|analy[sz]e|examine|explore|inspect|"
-    r"check|look into|look up|find out|diagnose|survey|assess|search|"
+    r"check|look into|look up|look at|look for|look through|find out|find where|find which|identify|determine|"
+    r"figure out|understand|trace|diagnose|survey|assess|search|"
     r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b",
     re.I,
 )

@@ -160,6 +160,32 @@ def test_a_sub_agent_task_that_writes_a_document_reads_its_study_steps_as_proces
     assert _rules(probe) == []
 
 
+def test_an_investigation_stated_as_a_need_to_know_keeps_its_steps_as_the_task():
+    # A coderabbit-review-helper sub-agent's prompt: the need to know, numbered checks, a summary.
+    probe = (
+        "I need to understand the current project structure to help make it installable. Please:\n\n"
+        "1. Check if there's already a pyproject.toml file and examine its contents\n"
+        "2. Look at the main Python script to understand the entry points\n\n"
+        "Return a summary of:\n- Current project structure\n"
+    )
+    assert _rules(probe) == []
+    # Negative: the same checks after a request to change something are process steps.
+    change = probe.replace("I need to understand", "Package").replace(" to help make it installable", "")
+    assert _rules(change) == ["Check if there's already a pyproject.toml file and examine its contents"]
+
+
+def test_research_is_not_re_search():
+    # The ef958aa1 sub-agents' task line: "Research X — …" names the task, it is no process step.
+    assert _rules("You are carol, a teammate. Research Steve Yegge's Beads — his proposal. Do not push.") == [
+        "Do not push."
+    ]
+    # Negative: re-running and searching first are process steps.
+    assert _rules("Fix it. Re-run the tests. Search the docs first.") == [
+        "Re-run the tests.",
+        "Search the docs first.",
+    ]
+
+
 def test_make_sure_binds_the_agent_not_the_code():
     # A requirement on the code's behaviour (cline exports, codemie sessions) is the task.
     for text in (
