@@ -173,7 +173,15 @@ _LIST_HEADER = re.compile(
 )
 # A time or condition on the agent's own progress before a directive ("When you think you have
 # fixed it, run …", "Once you are done, please …"): the directive is what follows the comma.
-_FRAME = re.compile(r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*", re.I)
+_FRAME = re.compile(
+    r"^(?:when|once|after|before|as soon as|if|whenever|while)\b[^,]{3,160},\s*|"
+    # Without the comma: "before providing the proposal check the existing implementation".
+    r"^(?:before|after)\s+\w+ing\b(?:[^,.;:]|(?<=\d)\.(?=\d)){0,120}?\s+(?=(?:re-?)?(?:check|run|read|review|verify|test|look|ask|wait)\b)",
+    re.I,
+)
+# A step ordered before or after the deliverable names the deliverable in its frame, so even as a
+# message's opening it is a rule on how to work, not the request.
+_ORDER_FRAME = re.compile(r"^(?:before|after)\s+(?:\w+ing|you|we)\b", re.I)
 # A bare order to stop is never the deliverable, even when it is the whole message ("Finish
 # please"); "Finish the parser" names the task.
 _BARE_STOP = re.compile(
@@ -415,7 +423,11 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
-                if not advice and (not opening or _BARE_STOP.match(s)) and _directive(s, investigation):
+                if (
+                    not advice
+                    and (not opening or _BARE_STOP.match(s) or _ORDER_FRAME.match(s))
+                    and _directive(s, investigation)
+                ):
                     yield s, "directive"
                 elif reason and _IMPERATIVE_START.match(s):
                     yield s, "rejection"

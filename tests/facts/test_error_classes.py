@@ -186,6 +186,21 @@ def test_research_is_not_re_search():
     ]
 
 
+def test_a_step_ordered_before_the_deliverable_counts_even_as_the_opening():
+    # A codemie-code turn: the frame names the deliverable, the step before it is process.
+    turn = (
+        "before providing proposal for phase 4.1 check existing implementation for metrics. "
+        "errors handling is already present in metrics."
+    )
+    assert _rules(turn) == [
+        "before providing proposal for phase 4.1 check existing implementation for metrics."
+    ]
+    # Negative: an opening request with no order frame is the task; a frame with no process verb
+    # states nothing about how to work.
+    assert _rules("check existing implementation for metrics.") == []
+    assert _rules("After reading the docs write the summary.") == []
+
+
 def test_make_sure_binds_the_agent_not_the_code():
     # A requirement on the code's behaviour (cline exports, codemie sessions) is the task.
     for text in (
