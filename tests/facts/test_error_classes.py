@@ -657,10 +657,10 @@ def test_facts_check_prints_scores_per_source_class(transcripts):
 
 
 def test_label_files_pin_the_sessions_they_label(transcripts, tmp_path):
-    # dev37 and heldout37 name each session by path and sha256 (nothing of it is copied here).
-    for name in ("dev37.json", "heldout37.json"):
+    # dev37, heldout37 and dev38 name each session by path and sha256 (nothing of it is copied here).
+    for name, n in (("dev37.json", 9), ("heldout37.json", 9), ("dev38.json", 5)):
         entries = json.loads((LABELS / name).read_text())
-        assert len(entries) == 9 and all(len(e["sha256"]) == 64 for e in entries)
+        assert len(entries) == n and all(len(e["sha256"]) == 64 for e in entries)
     wrong = json.loads((LABELS / "dev37.json").read_text())[:1]
     wrong[0]["sha256"] = "0" * 64
     p = tmp_path / "wrong.json"
@@ -669,10 +669,12 @@ def test_label_files_pin_the_sessions_they_label(transcripts, tmp_path):
         check_labels(p, transcripts)
 
 
-def test_dev_labels_meet_the_targets(transcripts):
-    """dev37 is what the issue #37 rule changes were measured on (heldout37 is measured once, by
-    hand, and reported; it is not asserted here so that no test run tunes against it)."""
-    result = check_labels(LABELS / "dev37.json", transcripts)
+@pytest.mark.parametrize("name", ["dev37.json", "dev38.json"])
+def test_dev_labels_meet_the_targets(transcripts, name):
+    """dev37 and dev38 are what the issue #37 rule changes were measured on (each held-out set
+    is measured once, by hand, and reported; none is asserted here so that no test run tunes
+    against it)."""
+    result = check_labels(LABELS / name, transcripts)
     t = result.totals()
     assert t["failures"].precision >= 0.95 and t["failures"].recall >= 0.95
     assert t["constraints"].precision >= 0.85 and t["constraints"].recall >= 0.85
