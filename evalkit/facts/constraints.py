@@ -79,11 +79,7 @@ _MODAL_RE = re.compile(_MODAL, re.I)
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
 _CLAUSE_START = re.compile(
-    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|really|strictly)|"
-    # "remember to / want you to / make sure to never …"; "rig up the UI to use X instead of Y"
-    # gives the code's behaviour, not a rule on the agent.
-    r"\b(?:you|me|us|need|needs|have|has|had|want|wants|remember|sure|going|important|careful|able|try|"
-    r"trying|got|supposed|required|allowed|asked|ask|like|prefer|is|are|be)\s+to)\s*$",
+    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
     re.I,
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
@@ -313,11 +309,34 @@ _ENSURE_AGENT = re.compile(
 )
 
 
+# "execute them to make sure the patch covers …": a check's purpose, so the sentence is a step.
+_PURPOSE_TO = re.compile(
+    r"\b(?!(?:need|needs|have|has|had|want|wants|is|are|be|going|got|please|important|remember|you)\b)\w+\s+to\s*$",
+    re.I,
+)
+
+
+# "rig up the chatbot-ui to use X instead of Y" gives the code's behaviour: a tool choice binds
+# the agent only when "to" follows the agent or a word of obligation ("I want you to use …").
+_USE_INSTEAD = re.compile(r"use\b", re.I)
+_AGENT_TO = re.compile(
+    r"\b(?:you|me|us|need|needs|have|has|had|want|wants|remember|sure|going|important|careful|able|try|"
+    r"trying|got|supposed|required|allowed|asked|ask|like|prefer|is|are|be)\s+to\s*$|^\s*to\s*$",
+    re.I,
+)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
-        if _ENSURE.match(m.group(0)) and not _ENSURE_AGENT.match(text[m.end() :]):
+        if _USE_INSTEAD.match(m.group(0)) and re.search(r"\bto\s*$", before) and not _AGENT_TO.search(before):
+            continue
+        if (
+            _ENSURE.match(m.group(0))
+            and not _ENSURE_AGENT.match(text[m.end() :])
+            and not _PURPOSE_TO.search(before)
+        ):
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
             continue
