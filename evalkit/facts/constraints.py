@@ -309,6 +309,9 @@ _ENSURE_AGENT = re.compile(
 )
 
 
+# "make sure the export keeps working for the v1 callers": a standing property of all the work
+# (the rules' "keep it backwards compatible"), not a one-off requirement on the deliverable.
+_STANDING_AFTER = re.compile(r"\b(?:keeps?|stays?|remains?|continues? to|still)\b", re.I)
 # "execute them to make sure the patch covers …": a check's purpose, so the sentence is a step.
 _PURPOSE_TO = re.compile(
     r"\b(?!(?:need|needs|have|has|had|want|wants|is|are|be|going|got|please|important|remember|you)\b)\w+\s+to\s*$",
@@ -336,6 +339,7 @@ def _rule_in(text: str) -> re.Match | None:
             _ENSURE.match(m.group(0))
             and not _ENSURE_AGENT.match(text[m.end() :])
             and not _PURPOSE_TO.search(before)
+            and not _STANDING_AFTER.search(text[m.end() :])
         ):
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):

@@ -216,6 +216,11 @@ def test_make_sure_binds_the_agent_not_the_code():
     assert _rules("Fix it. Make sure the tests pass before you push.") == [
         "Make sure the tests pass before you push."
     ]
+    # Negative: a standing property of all the work ("keep it backwards compatible") stays a rule.
+    compat = (
+        "Please make sure the batch export keeps working for the customers who still call the v1 endpoint."
+    )
+    assert _rules("Fix it. " + compat) == [compat]
 
 
 def test_use_x_instead_of_y_as_the_codes_behaviour_is_the_task():
