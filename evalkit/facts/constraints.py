@@ -311,7 +311,9 @@ _ENSURE_AGENT = re.compile(
 
 # "make sure the export keeps working for the v1 callers": a standing property of all the work
 # (the rules' "keep it backwards compatible"), not a one-off requirement on the deliverable.
-_STANDING_AFTER = re.compile(r"\b(?:keeps?|stays?|remains?|continues? to|still)\b", re.I)
+# The agent named later in the sentence ("… has a test file next to it before you move on") makes
+# it a rule on the agent's work too.
+_STANDING_AFTER = re.compile(r"\b(?:keeps?|stays?|remains?|continues? to|still|you|your)\b", re.I)
 # "execute them to make sure the patch covers …": a check's purpose, so the sentence is a step.
 _PURPOSE_TO = re.compile(
     r"\b(?!(?:need|needs|have|has|had|want|wants|is|are|be|going|got|please|important|remember|you)\b)\w+\s+to\s*$",

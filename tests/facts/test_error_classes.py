@@ -221,6 +221,8 @@ def test_make_sure_binds_the_agent_not_the_code():
         "Please make sure the batch export keeps working for the customers who still call the v1 endpoint."
     )
     assert _rules("Fix it. " + compat) == [compat]
+    step = "Make sure every new module in queue has a test file next to it before you move on."
+    assert _rules("Fix it. " + step) == [step]
 
 
 def test_use_x_instead_of_y_as_the_codes_behaviour_is_the_task():
