@@ -373,3 +373,15 @@ def test_uncompacted_keeps_everything_and_is_asked_along_the_session():
     for e in evs:
         recount = sum(message_tokens(m, SMALL.tokenizer) for m in resolve_context(e, by_id))
         assert e.tokens_before == recount
+
+
+def test_the_banner_counts_the_context_it_compacted():
+    """The splice's "Compacted from N tokens" reads the engine's running count (not a recount of
+    the context): N is the recount of what the first compaction saw, and the event's tokens_before."""
+    s = _long_session(60)
+    first = run(s, "baseline")[0]
+    seen = sum(message_tokens(m, SMALL.tokenizer) for m in s.messages[: first.at_message + 1])
+    made = [e["message"] for e in first.new_context if "message" in e]
+    banner = next(b["text"] for m in made for b in m["blocks"] if "Compacted from" in b.get("text", ""))
+    assert first.tokens_before == seen
+    assert f"Compacted from {seen} tokens" in banner
