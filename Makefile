@@ -10,7 +10,7 @@ help:
 	@echo "make eval   - run the default experiment (offline) and write reports/default/report.md"
 	@echo "make test   - install dev extras, run ruff, the import contracts and every test"
 	@echo "make test-fast - ruff, import contracts, unit and contract tests (no whole runs, no servers)"
-	@echo "make bench  - run the benchmarks and print one table"
+	@echo "make bench  - run the benchmarks and print one table (REF=<commit>: side by side with it)"
 	@echo "make lint   - ruff check only; make format - ruff format + fix"
 	@echo "make clean  - remove runs, caches and the virtualenv"
 
@@ -56,8 +56,10 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format evalkit tests
 	$(BIN)/ruff check --fix .
 
+# REF=<commit>: the default run side by side with that commit (benchmarks/reference.py);
+# BENCH_ARGS e.g. "--sessions 4 --reps 1", "--tests", "--only stages".
 bench: $(VENV)/.installed
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks $(if $(REF),--ref $(REF)) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) runs/*/ .pytest_cache .ruff_cache .hypothesis

@@ -1,8 +1,9 @@
 """Benchmarks: each registered function returns rows of (figure, value, unit).
 
 ``make bench`` (``python -m benchmarks [--only NAME] [--out FILE]`` from the repository root) runs
-them all and prints one table. Benchmarks are never timed assertions in the
-test suite; numbers quoted in issue notes come from here.
+them all and prints one table; ``make bench REF=COMMIT`` (``--ref``) compares this checkout's
+default run with a reference commit's instead (benchmarks.reference). Benchmarks are never timed
+assertions in the test suite; numbers quoted in issue notes come from here.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ MODULES = [
     "replay",
     "continuation",
     "scale",
+    "stages",  # peak RSS per stage, each in its own process
 ]
 
 

@@ -399,7 +399,7 @@ def keep_everything(job, policy: Policy) -> Outcome | None:
     grown by what the trigger's arms keep after a compaction, so the exam is asked along the
     session against the full history, whatever the window."""
     s = job.settings
-    size = len(job.context) if s.trigger == "messages" else sum(job.tokens(m) for m in job.context)
+    size = len(job.context) if s.trigger == "messages" else job.tokens_in_context()
     step = s.kept_messages if s.trigger == "messages" else s.keep_recent
     last = job.state.get("uncompacted_size")
     if last is not None and size - last < step:

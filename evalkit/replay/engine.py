@@ -159,6 +159,7 @@ def replay_session(
             cache.memo,
             cache.order,
             state,
+            context_tokens=tokens,
         )
         try:
             outcome = compact(job, policy)

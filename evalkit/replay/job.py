@@ -48,6 +48,16 @@ class Job:
     memo: dict[str, ChatResponse] = field(default_factory=dict)  # equal requests are one call
     order: dict[str, int] = field(default_factory=dict)  # session index of each recorded message
     state: dict[str, Any] = field(default_factory=dict)  # per (session, arm), kept across rounds
+    # The engine's running ``sum(tokens(m) for m in context)``; None: a step counts it itself.
+    context_tokens: int | None = None
+
+    def tokens_in_context(self) -> int:
+        """The context's size in tokens, without a pass over it when the engine kept the count
+        (the ceiling arm asks at every turn boundary: summing a 3,000-message context each time
+        was half of the default run's replay CPU)."""
+        if self.context_tokens is None:
+            return sum(self.tokens(m) for m in self.context)
+        return self.context_tokens
 
 
 @dataclass

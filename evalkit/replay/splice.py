@@ -55,7 +55,7 @@ def files_block(files: dict[str, list[str]]) -> str:
 def splice_and_carry(p: Pass, request: ChatRequest, prompt: PromptBuilder) -> Outcome:
     """The new context: system, the summary message (plugin carry first), the user carry, the tail."""
     job, pol = p.job, p.policy
-    tokens_before = sum(job.tokens(m) for m in job.context)
+    tokens_before = job.tokens_in_context()
     files = carry_files(p)
     banner, provenance = pol.splice(p, p.summary, tokens_before)
     plugin = pol.carry_hook(p) if pol.carry_hook else []

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from evalkit.common.plaintext import context_plain_text
+from evalkit.common.tokens import message_tokens
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.models import make_client
 from evalkit.replay import ARMS, ReplaySettings, policy_for, replay_session, resolve_request
@@ -366,3 +367,21 @@ def test_uncompacted_keeps_everything_and_is_asked_along_the_session():
     assert all(e.tokens_after == e.tokens_before and e.meta == {"uncompacted": True} for e in evs)
     assert all(b.tokens_after - a.tokens_after >= SMALL.keep_recent for a, b in itertools.pairwise(evs))
     assert len(resolve_context(evs[-1], {m.id: m for m in s.messages})) == evs[-1].at_message + 1
+    # The arm reads the engine's running count (Job.context_tokens) instead of recounting the
+    # whole context at every turn: the two agree at every event.
+    by_id = {m.id: m for m in s.messages}
+    for e in evs:
+        recount = sum(message_tokens(m, SMALL.tokenizer) for m in resolve_context(e, by_id))
+        assert e.tokens_before == recount
+
+
+def test_the_banner_counts_the_context_it_compacted():
+    """The splice's "Compacted from N tokens" reads the engine's running count (not a recount of
+    the context): N is the recount of what the first compaction saw, and the event's tokens_before."""
+    s = _long_session(60)
+    first = run(s, "baseline")[0]
+    seen = sum(message_tokens(m, SMALL.tokenizer) for m in s.messages[: first.at_message + 1])
+    made = [e["message"] for e in first.new_context if "message" in e]
+    banner = next(b["text"] for m in made for b in m["blocks"] if "Compacted from" in b.get("text", ""))
+    assert first.tokens_before == seen
+    assert f"Compacted from {seen} tokens" in banner
