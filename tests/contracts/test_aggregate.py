@@ -94,6 +94,13 @@ def test_a_file_is_aggregated_a_row_group_at_a_time_and_a_stale_aggregate_is_reb
     assert_same_aggregate(built, aggregate.of_frame(df))
     aggregate.write(tmp_path)
     assert aggregate.load(tmp_path).equals(built)
+    # one value changed in place (same rows, same shape): the aggregate is rebuilt, not read stale
+    changed = df.copy()
+    changed.loc[changed["error"].isna() & (changed["metric"] == "x"), "value"] = 1e6
+    pq.write_table(
+        pa.Table.from_pandas(changed, preserve_index=False), tmp_path / "metrics.parquet", row_group_size=9
+    )
+    assert max(aggregate.load(tmp_path).column("max").to_pylist(), key=lambda v: v or 0) == 1e6
     # the table rewritten with fewer rows (a re-score): the old aggregate no longer describes it
     fewer = df[df["arm"] != "b"]
     pq.write_table(pa.Table.from_pandas(fewer, preserve_index=False), tmp_path / "metrics.parquet")
