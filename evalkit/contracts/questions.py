@@ -149,9 +149,18 @@ def path_of(run_dir: str | os.PathLike) -> Path:
 
 
 def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """The run's question table (only ``exams``, when given); empty when the run has none."""
+    """The run's question table (only ``exams``, when given). A run folder written before the
+    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
     p = path_of(run_dir)
-    if not p.is_file():
+    if p.is_file():
+        filters = [("exam", "in", list(exams))] if exams else None
+        return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+    metrics = Path(run_dir) / "metrics.parquet"
+    if not metrics.is_file():
         return SCHEMA.empty_table().to_pandas()
-    filters = [("exam", "in", list(exams))] if exams else None
-    return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+    pf = pq.ParquetFile(metrics)
+    parts = [split(pf.read_row_group(i))[1] for i in range(pf.num_row_groups)]
+    t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
+    if exams:
+        t = t.filter(pc.is_in(t.column("exam"), pa.array(list(exams))))
+    return t.to_pandas()

@@ -52,3 +52,14 @@ def test_question_rows_leave_the_metrics_and_keep_every_field(tmp_path):
 def test_a_run_without_a_question_table_reads_as_empty(tmp_path):
     t = questions.read(tmp_path)
     assert list(t.columns) == questions.COLUMNS and t.empty
+
+
+def test_a_run_folder_from_before_the_question_table_reads_its_questions_from_the_metrics(tmp_path):
+    from evalkit.contracts.metrics_stream import write_table
+
+    write_table(rows_to_arrow([r.as_tuple() for r in _rows()]), tmp_path / "metrics.parquet")
+    t = questions.read(tmp_path)
+    assert sorted(t["question"]) == sorted(
+        ["symbol:0092b45bb4", "error:aa11", "bank/7@12", "bank/7@40", "q3"]
+    )
+    assert questions.read(tmp_path, ("identifier",))["exam"].tolist() == ["identifier", "identifier"]
