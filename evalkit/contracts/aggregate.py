@@ -152,7 +152,10 @@ def of_frame(df: pd.DataFrame) -> pa.Table:
 
 def build(metrics: str | os.PathLike) -> pa.Table:
     """The aggregate of a metrics file, read a row group at a time (the rows are never held whole)."""
-    pf = pq.ParquetFile(metrics)
+    try:
+        pf = pq.ParquetFile(metrics)
+    except Exception as e:  # pyarrow raises several types for a file that is not parquet
+        raise ValueError(f"{metrics}: cannot read the metrics table: {type(e).__name__}: {e}") from None
     # The partial aggregates of each row group are merged a few at a time: a session's rows lie in
     # at most a few consecutive row groups of an arm, so the merged table stays one row per key.
     held: list[pa.Table] = []
@@ -202,7 +205,10 @@ def load(path: str | os.PathLike) -> pa.Table:
     metrics = p if p.suffix == ".parquet" else p / "metrics.parquet"
     p = path_of(metrics.parent)
     if p.is_file() and metrics.is_file():
-        t = pq.read_table(p)
+        try:
+            t = pq.read_table(p)
+        except Exception:  # a damaged aggregate is rebuilt from the table, as a stale one is
+            t = empty()
         if (t.schema.metadata or {}).get(_STAMP) == _stamp(metrics):
             return t.replace_schema_metadata(None).cast(SCHEMA)
     return build(metrics) if metrics.is_file() else empty()

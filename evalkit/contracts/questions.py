@@ -148,17 +148,26 @@ def path_of(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / QUESTIONS_FILE
 
 
+def empty_frame() -> pd.DataFrame:
+    """A question table without rows (its columns and types)."""
+    return SCHEMA.empty_table().to_pandas()
+
+
 def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd.DataFrame:
     """The run's question table (only ``exams``, when given). A run folder written before the
     table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
     p = path_of(run_dir)
-    if p.is_file():
-        filters = [("exam", "in", list(exams))] if exams else None
-        return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
     metrics = Path(run_dir) / "metrics.parquet"
-    if not metrics.is_file():
-        return SCHEMA.empty_table().to_pandas()
-    pf = pq.ParquetFile(metrics)
+    try:
+        if p.is_file():
+            filters = [("exam", "in", list(exams))] if exams else None
+            return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+        if not metrics.is_file():
+            return empty_frame()
+        pf = pq.ParquetFile(metrics)
+    except Exception as e:  # pyarrow raises several types for a file that is not parquet
+        bad = p if p.is_file() else metrics
+        raise ValueError(f"{bad}: cannot read the exam questions: {type(e).__name__}: {e}") from None
     parts = [split(pf.read_row_group(i))[1] for i in range(pf.num_row_groups)]
     t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
     if exams:

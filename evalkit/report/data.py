@@ -218,6 +218,11 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
         missing.append("`metrics.parquet` (the metrics table)")
     from evalkit.contracts import questions
 
+    try:
+        asked = questions.read(run)
+    except (OSError, ValueError) as e:
+        asked = questions.empty_frame()
+        missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")
     return ReportData(
         run,
         run_config,
@@ -229,5 +234,5 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
         metrics,
         missing,
         event_values,
-        questions.read(run),
+        asked,
     )
