@@ -36,7 +36,7 @@ def cmd_gate(args) -> int:
     import pandas as pd
 
     from evalkit.contracts.metrics import load_metrics
-    from evalkit.decide import decide, summarize_metrics
+    from evalkit.decide import decide
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
@@ -70,10 +70,7 @@ def cmd_gate(args) -> int:
     if stopped:
         partial.append(f"the run is incomplete ({stopped['reason']}): {stopped['detail']}")
     backend = config.get("model", {}).get("backend")
-    decision = {
-        "summary": summarize_metrics(df) if len(df) else [],
-        **decide(pd.DataFrame(df), rules, arms, prompt_only_arms(backend)),
-    }
+    decision = decide(pd.DataFrame(df), rules, arms, prompt_only_arms(backend))
     res = evaluate(decision, str(run), fail_on, require, partial)
     paths = write_gate(decision, res, args.out or run / "gate")
     print((paths["markdown"]).read_text(encoding="utf-8"))

@@ -179,16 +179,6 @@ def _runs(t: pa.Table, columns: tuple[str, ...]) -> list[tuple[int, int]]:
 CHUNK_ROWS = 50_000
 
 
-def file_pairs(path: str | os.PathLike) -> set[tuple[str, str]]:
-    """The (arm, metric) pairs with rows in a metrics file (two columns read a row group at a time)."""
-    pf = pq.ParquetFile(path)
-    out: set[tuple[str, str]] = set()
-    for i in range(pf.num_row_groups):
-        t = pf.read_row_group(i, columns=["arm", "metric"]).group_by(["arm", "metric"]).aggregate([])
-        out.update(zip(t["arm"].to_pylist(), t["metric"].to_pylist(), strict=True))
-    return out
-
-
 def file_sessions(path: str | os.PathLike) -> dict[str, int]:
     """Session id → its row count in a metrics file, in id order (ids read a row group at a time)."""
     pf = pq.ParquetFile(path)

@@ -2,8 +2,7 @@
 (:mod:`.verdicts`) and the CI gate (:mod:`.gate`). ``decide_run`` is the pipeline's entry point."""
 
 from evalkit.decide.rules import Rules, RulesError, parse_rules, read_rules_file, resolve_rules
-from evalkit.decide.scan import summarize_metrics
-from evalkit.decide.stage import decide, decide_run
+from evalkit.decide.stage import decide, decide_run, summarize_metrics
 
 __all__ = [
     "Rules",

@@ -1,7 +1,7 @@
 """Metric health: before deciding, check that each metric can measure something in this run.
 
-A verdict built on a metric that cannot move is not evidence. Per run, from the metrics table
-and the config, this stage flags:
+A verdict built on a metric that cannot move is not evidence. Per run, from the run's aggregate
+(:mod:`evalkit.contracts.aggregate`) and the config, this stage flags:
 
 - **constant**: one value across every arm and session (nothing to compare);
 - **constant by construction**: the backend, agent or settings fix it whatever the arms do
@@ -10,9 +10,9 @@ and the config, this stage flags:
   session (the arm did not change what this metric sees; noted for its success metrics);
 - **can invert under a proxy agent**: more information can score worse (:data:`INVERTS`).
 
-An exam's per-question metrics are checked as one family (``identifier_q:*``): each question is
-asked in one session, so one by one they are "constant", and listed one by one they made the
-check's output grow with the corpus.
+An exam's per-question grades are not metrics (they are in ``questions.parquet``): each exam is
+checked as a whole, its ceiling against its floor (:mod:`evalkit.score.examcheck`). A table written
+before they moved out folds them as one family per exam (``identifier_q:*``).
 
 It also lists the arms whose code imports the ground truth or the probes (``shares_code``), and,
 for every candidate, the metrics its verdict rests on (its success metrics and guardrails) that
@@ -26,16 +26,16 @@ import ast
 import importlib
 import inspect
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from evalkit.common.files import write_json
-from evalkit.contracts.metrics import question_key
+from evalkit.contracts import aggregate, questions
 
 HEALTH_FILE = "health.json"
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
@@ -68,72 +68,31 @@ BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
 INVERTS: dict[str, str] = {}
 
 
-def _session_means(m: pd.DataFrame) -> pd.DataFrame:
-    ok = m[m["value"].notna()]
-    return ok.groupby(["metric", "arm", "session"], sort=False, observed=True)["value"].mean().reset_index()
-
-
-def _same_as_baseline(sm: pd.DataFrame, baseline: str) -> pd.Series:
-    """Per (arm, metric) of the non-baseline arms: whether every session mean equals the
-    baseline's in the sessions both have (pairs with no shared session are absent)."""
-    base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"].rename("base")
-    cand = sm[sm["arm"] != baseline].join(base, on=["metric", "session"], how="inner")
-    same = (cand["value"] - cand["base"]).abs().le(1e-12)
-    return same.groupby([cand["arm"].astype(str), cand["metric"].astype(str).map(question_key)]).all()
-
-
-@dataclass
-class _Values:
-    """Per metric, its distinct values (rounded) and value count; per (arm, metric), whether every
-    session mean equals the baseline's."""
-
-    distinct: dict[str, np.ndarray]
-    rows: dict[str, int]
-    same: pd.Series
-
-
-def _scan(chunks: Iterable[pd.DataFrame], baseline: str) -> _Values:
-    """One pass over frames of whole sessions (each session in one frame): what the checks need,
-    without holding the rows or the session means."""
-    parts: dict[str, list[np.ndarray]] = {}
-    rows: dict[str, int] = {}
-    same = []
-    for m in chunks:
-        ok = m[m["value"].notna()]
-        for name, g in ok.groupby("metric", sort=False, observed=True):
-            key = question_key(str(name))
-            parts.setdefault(key, []).append(g["value"].round(12).unique())
-            rows[key] = rows.get(key, 0) + len(g)
-        same.append(_same_as_baseline(_session_means(m), baseline))
-    distinct = {k: pd.unique(np.concatenate(v)) for k, v in sorted(parts.items())}
-    same = [s for s in same if len(s)]
-    joined = pd.concat(same).groupby(level=[0, 1]).all() if same else pd.Series(dtype=bool)
-    return _Values(distinct, rows, joined)
-
-
 def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
-    """Per metric: its distinct value count and the reasons it is unhealthy (empty when healthy)."""
-    return _flags(_scan([m], "baseline"), cfg)
+    """Per metric of a metrics frame: its value count, least and greatest value, and the reasons
+    it is unhealthy (empty when healthy)."""
+    return _flags(aggregate.of_frame(m), cfg)
 
 
-def _flags(v: _Values, cfg: dict) -> dict[str, dict[str, Any]]:
+def _flags(agg: pa.Table, cfg: dict) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for name, values in v.distinct.items():
+    for name, r in aggregate.per_metric(agg).iterrows():
         reasons = []
-        if len(values) == 1:
-            reasons.append(f"constant: {values[0]:g} for every arm and session")
+        # Rounded as values were compared before: sums of shares differ in the last bits.
+        if round(float(r["lo"]), 12) == round(float(r["hi"]), 12):
+            reasons.append(f"constant: {r['lo']:g} for every arm and session")
         cond = BY_CONSTRUCTION.get(name)
         if cond and cond[0](cfg):
             reasons.append("constant by construction: " + cond[1])
         if name in INVERTS:
             reasons.append("can invert under a proxy agent: " + INVERTS[name])
-        out[name] = {"distinct_values": len(values), "rows": v.rows[name], "unhealthy": reasons}
+        out[name] = {"rows": int(r["n"]), "range": [float(r["lo"]), float(r["hi"])], "unhealthy": reasons}
     return out
 
 
 def identical_to_baseline(m: pd.DataFrame, baseline: str = "baseline") -> dict[str, list[str]]:
     """Per arm: the metrics whose per-session mean equals the baseline's in every shared session."""
-    return _identical(_same_as_baseline(_session_means(m), baseline))
+    return _identical(aggregate.same_as_baseline(aggregate.of_frame(m), baseline))
 
 
 def _identical(same: pd.Series) -> dict[str, list[str]]:
@@ -238,22 +197,18 @@ def verdict_notes(
 
 def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     """Compute the run's metric health and write ``health.json``; returns what was written."""
-    from evalkit.contracts.metrics_stream import session_chunks
-
-    run_dir = Path(run_dir)
-    # A run of sessions at a time (all it reads): per-session means, not rows, are kept.
-    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
-    arms = list(cfg.get("replay", {}).get("arms", []))
-    baseline = cfg.get("rules", {}).get("baseline", "baseline")
-    scanned = _scan((t.to_pandas() for t in chunks), baseline)
-    flags = _flags(scanned, cfg)
-    identical = _identical(scanned.same)
     from evalkit.score.examcheck import check_exams
 
-    # Each exam's ceiling against its floor, paired by question: a second pass over the sessions.
-    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
+    run_dir = Path(run_dir)
+    # Per-session sums (the run's aggregate), not rows: what the metric checks need.
+    agg = aggregate.load(run_dir)
+    arms = list(cfg.get("replay", {}).get("arms", []))
+    baseline = cfg.get("rules", {}).get("baseline", "baseline")
+    flags = _flags(agg, cfg)
+    identical = _identical(aggregate.same_as_baseline(agg, baseline))
+    # Each exam's ceiling against its floor, paired by question (the question table).
     alpha = float(cfg.get("rules", {}).get("alpha", 0.025))
-    exams = {k: v.as_dict() for k, v in check_exams((t.to_pandas() for t in chunks), alpha).items()}
+    exams = {k: v.as_dict() for k, v in check_exams(questions.read(run_dir), alpha).items()}
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),

@@ -1,7 +1,6 @@
 """Decide stage: paired statistics per candidate and metric, then ship rules into verdicts.
 
-Writes ``decision.json`` (contract in ``docs/contracts.md``): the ``summary`` table (per arm and
-metric, the mean of session means), ``stats`` (method, resamples, seed, α, estimand, unit),
+Writes ``decision.json`` (contract in ``docs/contracts.md``): ``stats`` (method, resamples, seed, α, estimand, unit),
 ``noise_floor`` (the A/A arm against the baseline) and ``verdicts`` per candidate, each with the
 rule and numbers that decided it in words.
 """
@@ -17,13 +16,13 @@ import numpy as np
 import pandas as pd
 
 from evalkit.common.files import write_json
+from evalkit.contracts import aggregate
 from evalkit.contracts.config import Experiment
-from evalkit.contracts.metrics_stream import file_pairs, session_chunks
+from evalkit.contracts.metrics_stream import session_chunks
 from evalkit.decide import bootstrap, design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine
 from evalkit.decide.rules import Rules, resolve_rules
-from evalkit.decide.scan import TableScan, pairs_of
 from evalkit.decide.verdicts import MetricResult, Verdict, judge, untested_reason
 from evalkit.decide.words import num
 
@@ -52,7 +51,8 @@ def decide(
     ``prompt_only(arm)`` says whether an arm changes only text a model reads while the run's backend
     is an offline stand-in: such an arm identical to the baseline is untested for that reason.
     """
-    return decide_chunks([df], pairs_of(df), rules, arms, prompt_only)[0]
+    agg = aggregate.of_frame(df)
+    return decide_chunks([df], aggregate.pairs(agg), rules, arms, prompt_only, aggregate.zero_one(agg))
 
 
 def decide_chunks(
@@ -61,10 +61,12 @@ def decide_chunks(
     rules: Rules,
     arms: list[str] | None = None,
     prompt_only: Callable[[str], bool] | None = None,
-) -> tuple[dict, TableScan]:
+    zero_one: set[str] | None = None,
+) -> dict:
     """:func:`decide` over a table given as frames of whole sessions, in one pass holding one
     frame at a time; ``present`` is the table's (arm, metric) pairs (they choose the columns
-    before the pass). Returns the decision and the scan (its summary)."""
+    before the pass) and ``zero_one`` its metrics whose every value is 0 or 1 (both from the run's
+    aggregate, :mod:`evalkit.contracts.aggregate`)."""
     metrics_in_table = sorted({m for _, m in present})
     arms_in_table = {a for a, _ in present}
     cands = candidate_arms(arms_in_table, rules, arms)
@@ -79,9 +81,8 @@ def decide_chunks(
         columns += [(c, m) for m in (*rule.success, *rule.guardrails)]
     aa_cols = [(rules.aa, m) for m in metrics_in_table] if rules.aa in arms_in_table else []
 
-    scan, parts, noise_cells = TableScan(), [], NoiseCells(aa_cols, rules)
+    parts, noise_cells = [], NoiseCells(aa_cols, rules)
     for df in frames:
-        scan.add(df)
         parts.append(stats.paired_differences(df, columns, rules.baseline).without_events())
         noise_cells.add(df)
     paired = combine(parts)
@@ -142,7 +143,7 @@ def decide_chunks(
     crit = bootstrap.critical(oriented.draws, rules.alpha) if rules.interval == "bootstrap-t" else None
     mde = sign * design.mde(se, n, rules.alpha, rules.power, thr_o, crit)
     # A 0/1 metric's mean cannot leave [0, 1]: the largest possible improvement bounds the MDE.
-    zero_one = scan.zero_one
+    zero_one = zero_one or set()
     headroom = np.array([np.nan] * K)
     for k, (_c, m) in enumerate(columns):
         if m in zero_one and np.isfinite(base_mean[k]):
@@ -254,7 +255,12 @@ def decide_chunks(
         "noise_note": noise_note(noise, rules.aa),
         "verdicts": {c: verdicts[c].to_json() for c in cands},
     }
-    return finite(decision), scan
+    return finite(decision)
+
+
+def summarize_metrics(df: pd.DataFrame) -> list[dict]:
+    """Per (arm, metric) of a metrics frame: sessions, values, errors, and the mean of per-session means."""
+    return aggregate.summary(aggregate.of_frame(df))
 
 
 def finite(obj):
@@ -292,7 +298,8 @@ def prompt_only_arms(backend: str | None) -> Callable[[str], bool] | None:
 
 
 def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None = None) -> dict:
-    """The decide stage: read ``metrics.parquet``, write ``decision.json``."""
+    """The decide stage: read ``metrics.parquet`` (paired event by event) and the run's aggregate
+    (which arms and metrics it has), write ``decision.json``."""
     run = Path(run_dir)
     path = run / "metrics.parquet"
     # Replicates are averaged and the run id and round are not read. The table is read a run of
@@ -303,7 +310,8 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     arms = list(exp.section("replay").get("arms", []))
     frames = (t.to_pandas() for t in session_chunks(path, columns))
     prompt_only = prompt_only_arms(exp.section("model").get("backend"))
-    decided, scan = decide_chunks(frames, file_pairs(path), rules, arms, prompt_only)
-    decision = {"summary": scan.summary(), **decided}
+    agg = aggregate.load(run)
+    # Per-candidate results only: the per-(arm, metric) means are the aggregate's (aggregate.summary).
+    decision = decide_chunks(frames, aggregate.pairs(agg), rules, arms, prompt_only, aggregate.zero_one(agg))
     write_json(run / "decision.json", decision)
     return decision

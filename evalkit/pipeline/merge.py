@@ -2,7 +2,8 @@
 
 The merge is deterministic: sessions, facts, events, continuation logs and judgements are dealt
 back into corpus order (:func:`evalkit.pipeline.shard.interleave`), metric rows go through the metrics
-table's canonical order, counts are summed, and each shard's call cache is joined into the run's
+table's canonical order, the shards' aggregates (:mod:`evalkit.contracts.aggregate`) are merged,
+exam question rows are put in the order a local run writes them, counts are summed, and each shard's call cache is joined into the run's
 own. The result is byte-identical to a local run's ``metrics.parquet`` and ``decision.json``.
 It refuses shards of different configs, a shard listed twice, an unfinished or missing shard,
 and says which (:class:`MergeError`, exit code 2).
@@ -189,6 +190,14 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     if any(nothing):
         write_json(out / "events" / "recorded_nothing_to_summarize.json", _sum_counts(nothing))
     _merge_tables([d / "metrics.parquet" for d in sdirs], out / "metrics.parquet")
+    from evalkit.contracts import aggregate, questions
+
+    if (out / "metrics.parquet").is_file():
+        # Each shard's aggregate describes its own rows: added up, they are the run's (no pass over the rows).
+        aggregate.write(out, aggregate.merge(*(aggregate.load(d) for d in sdirs)))
+    asked = [questions.path_of(d) for d in sdirs if questions.path_of(d).is_file()]
+    if asked:
+        questions.merge_files(asked, questions.path_of(out))
     for name in SESSION_FILES:
         _write_in_order(out / name, [d / name for d in sdirs], order)
     conts = [_read_json(d / "continuation" / "manifest.json") for d in sdirs]

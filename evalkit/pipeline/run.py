@@ -482,9 +482,14 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     # Every file the stage writes, so --resume notices damage to any of them (pinned judge
     # questions, the continuation log and table too, not only the merged table).
     cont_files = ("manifest.json", "log.jsonl", "metrics.parquet")
-    score_out = [paths.metrics, paths.corpus / "questions.jsonl"] + (
-        [paths.root / "continuation" / n for n in cont_files] if cont_on else []
-    )
+    from evalkit.contracts import aggregate, questions
+
+    score_out = [
+        paths.metrics,
+        paths.corpus / "questions.jsonl",
+        questions.path_of(paths.root),
+        aggregate.path_of(paths.root),
+    ] + ([paths.root / "continuation" / n for n in cont_files] if cont_on else [])
     score_in = {
         **base,
         "corpus": completion.fingerprint(corpus_out[0]),
@@ -507,6 +512,8 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
             log(
                 f"continuation: {cont['counts']['continuations']} continuations ({cont['label']}), {cont['rows']} rows"
             )
+        # Once the table is whole (probe and continuation rows): what health, decide and report read.
+        timed("aggregate", aggregate.write, paths.root)
         completion.mark(paths.root, "score", score_in, score_out, {"rows": rows})
     write_model_call_stats(exp, paths)
     write_model_usage(paths)

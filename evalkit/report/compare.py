@@ -42,6 +42,15 @@ def _f(x: Any) -> float:
         return math.nan
 
 
+def _summary(run: str | os.PathLike, decision: dict) -> list[dict]:
+    """Per (arm, metric) means from the run's aggregate (an older run's ``decision.json`` has them)."""
+    from evalkit.contracts import aggregate
+
+    if (Path(run) / "metrics.parquet").is_file():
+        return aggregate.summary(aggregate.load(run))
+    return list(decision.get("summary") or [])
+
+
 def _interval(decision: dict) -> str:
     """The decision interval's name as decision.json gives it ("95% session bootstrap-t, B resamples,
     seed S"); runs before the session bootstrap named only its kind."""
@@ -118,8 +127,8 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
                 table(["candidate", "metric", "A", "B", "B − A", "n sessions"], rows),
                 "",
             ]
-    sa = {(d.get("arm"), d.get("metric")): d for d in da.get("summary") or []}
-    sb = {(d.get("arm"), d.get("metric")): d for d in db.get("summary") or []}
+    sa = {(d.get("arm"), d.get("metric")): d for d in _summary(run_a, da)}
+    sb = {(d.get("arm"), d.get("metric")): d for d in _summary(run_b, db)}
     keys = sorted(set(sa) | set(sb), key=lambda k: (str(k[1]), str(k[0])))
     if keys:
         rows = [

@@ -63,6 +63,8 @@ class ReportData:
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # The exams' per-question grades (evalkit.contracts.questions): questions.parquet.
+    questions: pd.DataFrame = field(default_factory=pd.DataFrame)
     # Draws the sections' figures; the report makes it draw them in the background.
     figures: FigureDrawer = field(default_factory=FigureDrawer)
 
@@ -81,6 +83,16 @@ class ReportData:
             if a not in arms:
                 arms.append(a)
         return arms
+
+    @property
+    def summary(self) -> list[dict[str, Any]]:
+        """Per (arm, metric): sessions, mean of session means, values and errors (from the run's
+        aggregate; ``decision.json`` of a run decided before it moved there has its own)."""
+        if len(self.metrics):
+            from evalkit.contracts.aggregate import summary_of
+
+            return summary_of(self.metrics)
+        return list(self.decision.get("summary") or [])
 
     @property
     def verdicts(self) -> dict[str, Any]:
@@ -204,6 +216,23 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
             missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
     else:
         missing.append("`metrics.parquet` (the metrics table)")
+    from evalkit.contracts import questions
+
+    try:
+        asked = questions.read(run)
+    except (OSError, ValueError) as e:
+        asked = questions.empty_frame()
+        missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")
     return ReportData(
-        run, run_config, manifest, decision, timings, model_stats, events, metrics, missing, event_values
+        run,
+        run_config,
+        manifest,
+        decision,
+        timings,
+        model_stats,
+        events,
+        metrics,
+        missing,
+        event_values,
+        asked,
     )

@@ -15,9 +15,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from evalkit.common.redact import redact_text
 from evalkit.contracts.event import arm_filename, events_path, read_events
 from evalkit.contracts.metrics import question_family, read_metrics
+from evalkit.contracts.questions import metric_rows as question_rows
 from evalkit.report.data import load_report_data
 from evalkit.report.sections.common import is_standin
 
@@ -65,13 +68,16 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     data = load_report_data(run)
     out = Path(out_dir) if out_dir else run / "inspect"
     out.mkdir(parents=True, exist_ok=True)
-    metrics = read_metrics(run / "metrics.parquet")
+    # The exams' question grades go with each sample's scores, under their ``<exam>_q:<id>`` names.
+    metrics = pd.concat(
+        [read_metrics(run / "metrics.parquet"), question_rows(data.questions)], ignore_index=True
+    )
     model_cfg = data.config.get("model", {})
     model = f"{model_cfg.get('backend', 'unknown')}/{model_cfg.get('model', 'unknown')}"
     standin = is_standin(data)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     means: dict[str, dict[str, float]] = {}
-    for d in data.decision.get("summary") or []:
+    for d in data.summary:
         mean = d.get("mean")
         if (
             isinstance(mean, int | float)

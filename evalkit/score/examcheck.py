@@ -16,18 +16,17 @@ The same check calibrates a model judge: run it on a few sessions with the judge
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 from scipy import stats
 
 CEILING, FLOOR = "uncompacted", "no-history"
-# exam -> (its per-question metric prefixes, the prefixes of the metrics that report it)
+# exam -> (its exams in the question table, evalkit.contracts.questions; the prefixes of the metrics that report it)
 EXAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "generated exam": (("judge_q:", "judge_offline_q:"), ("judge_",)),
-    "bank exam": (("exam_q:", "exam_offline_q:"), ("exam",)),
-    "identifier exam": (("identifier_q:",), ("identifier_exam",)),
+    "generated exam": (("judge", "judge_offline"), ("judge_",)),
+    "bank exam": (("exam", "exam_offline"), ("exam",)),
+    "identifier exam": (("identifier",), ("identifier_exam",)),
 }
 
 
@@ -50,22 +49,25 @@ class ExamCheck:
         return asdict(self)
 
 
-def _scale(prefix: str) -> float:
-    return 5.0 if prefix.startswith("judge") else 1.0
+def scale(exam: str) -> float:
+    """What a grade of the question table's ``exam`` is out of (the generated exam's are 0..5)."""
+    return 5.0 if exam.startswith("judge") else 1.0
 
 
-def question_means(rows: Iterable[pd.DataFrame], arms: tuple[str, ...] = (CEILING, FLOOR)) -> pd.DataFrame:
-    """(exam, arm, session, metric) -> mean grade over the events it was asked, for ``arms``."""
-    parts = []
-    for m in rows:
-        m = m[m["arm"].isin(arms) & m["value"].notna()]
-        for exam, (prefixes, _) in EXAMS.items():
-            for p in prefixes:
-                q = m[m["metric"].str.startswith(p)]
-                if len(q):
-                    g = q.groupby(["arm", "session", "metric"], observed=True)["value"].mean() / _scale(p)
-                    parts.append(g.reset_index().assign(exam=exam))
+def question_means(questions: pd.DataFrame, arms: tuple[str, ...] = (CEILING, FLOOR)) -> pd.DataFrame:
+    """(exam, arm, session, metric) -> mean grade (as a share) over the events where the question
+    was asked, for ``arms``; ``metric`` names the question (``<exam>_q:<question>``)."""
     cols = ["exam", "arm", "session", "metric", "value"]
+    q = questions[questions["arm"].isin(arms) & questions["grade"].notna()] if len(questions) else questions
+    parts = []
+    for exam, (names, _) in EXAMS.items():
+        for name in names:
+            g = q[q["exam"] == name]
+            if len(g):
+                per = g.groupby(["arm", "session", "question"], observed=True)["grade"].mean() / scale(name)
+                per = per.reset_index().rename(columns={"grade": "value"})
+                per["metric"] = name + "_q:" + per["question"].astype(str)
+                parts.append(per.assign(exam=exam))
     return pd.concat(parts)[cols] if parts else pd.DataFrame(columns=cols)
 
 
@@ -118,16 +120,16 @@ def check_exam(grades: pd.DataFrame, exam: str, alpha: float) -> ExamCheck:
     return out
 
 
-def check_exams(rows: Iterable[pd.DataFrame], alpha: float = 0.025) -> dict[str, ExamCheck]:
-    """Every exam's check from metric rows (frames with arm, session, metric, value)."""
-    grades = question_means(rows)
+def check_exams(questions: pd.DataFrame, alpha: float = 0.025) -> dict[str, ExamCheck]:
+    """Every exam's check from the run's question table (:mod:`evalkit.contracts.questions`)."""
+    grades = question_means(questions)
     return {exam: check_exam(grades, exam, alpha) for exam in EXAMS}
 
 
 def exam_of(metric: str) -> str | None:
-    """The exam a metric reports (its score, per-kind means or a question's grade), or None."""
-    for exam, (prefixes, reports) in EXAMS.items():
-        if metric.startswith(prefixes) or metric.startswith(reports):
+    """The exam a metric reports (its score or per-kind means), or None."""
+    for exam, (_, reports) in EXAMS.items():
+        if metric.startswith(reports):
             if metric.endswith("_search_tokens"):
                 return None  # the recovery arm's cost, not a grade
             return exam

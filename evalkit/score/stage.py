@@ -1,7 +1,8 @@
 """Scoring stage: run a suite's probes over every stored event and write the metrics table.
 
 Scoring never replays and never calls the summarizer: it reads ``corpus/`` and
-``events/<arm>.jsonl`` and writes ``metrics.parquet``. Each session is parsed once and scored
+``events/<arm>.jsonl`` and writes ``metrics.parquet`` and the exams' per-question grades,
+``questions.parquet`` (:mod:`evalkit.contracts.questions`). Each session is parsed once and scored
 for all arms together (kept messages are shared across arms, so their text views are computed
 once); sessions are scored in a process pool. The main process only indexes the files (session
 id → byte offsets), so memory stays at one session's events per worker; each worker sends its
@@ -22,6 +23,7 @@ import pyarrow as pa
 from evalkit.common.files import Span, index_jsonl, read_span
 from evalkit.common.progress import log, track
 from evalkit.common.workers import worker_pool
+from evalkit.contracts import questions as question_table
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
@@ -44,6 +46,7 @@ class ScoreContext:
 @dataclass
 class ScoreStats:
     rows: int = 0
+    questions: int = 0  # rows of questions.parquet
     events: int = 0
     sessions: int = 0
     skipped: list[str] = field(default_factory=list)
@@ -198,6 +201,7 @@ def score_run(
             (str(corpus), locs[0], f_loc, ev_locs, the_suite, ctx, run_id, (questions is not None, q_loc))
         )
     rows = ArmSpill(run / "metrics.spill")  # on disk as they come: the stage holds one session's rows
+    asked = ArmSpill(run / "questions.spill")  # the exams' per-question grades, for questions.parquet
     new_questions = _Spill(q_path.with_name(QUESTIONS + ".new"))  # session → its line, spilled to disk
     judgements = _Spill(run / "judgements.jsonl.tmp")
     # With a real model too: each worker's client shares the run's call cache (an identical call in
@@ -208,7 +212,9 @@ def score_run(
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
         for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
-            rows.add(r)
+            metric_rows, question_rows = question_table.split(r)
+            rows.add(metric_rows)
+            asked.add(question_rows)
             stats.skipped.extend(skipped)
             stats.events += n_ev
             stats.sessions += 1
@@ -234,6 +240,10 @@ def score_run(
 
     replace_rows(run / "metrics.parquet", rows.tables(), lambda m: not is_continuation_metric(m))
     rows.remove()
+    stats.questions = question_table.write(
+        question_table.path_of(run), (question_table.from_metric_rows(t) for t in asked.tables())
+    )
+    asked.remove()
     stats.rows = rows.num_rows
     return rows.num_rows
 

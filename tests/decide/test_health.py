@@ -90,9 +90,7 @@ def test_check_run_writes_health_json_and_the_report_shows_it(tmp_path):
 def test_shared_code_names_the_module_that_imports_the_ground_truth():
     got = shared_code(["head-tail", "validate", "short"])
     assert "validate" not in got and "short" not in got
-    assert all(
-        "imports evalkit.facts" in n or "imports evalkit.score" in n for n in got.get("head-tail", [])
-    )
+    assert all("imports evalkit.facts" in n or "imports evalkit.score" in n for n in got.get("head-tail", []))
 
 
 def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_path):
@@ -112,8 +110,8 @@ def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_p
     assert "success metric lost_chars: identical to the baseline in every session" in b["health_notes"]
 
 
-def test_an_exams_questions_are_checked_as_one_family():
-    # Each question is asked in one session and graded 1 there under every arm: one by one,
+def test_an_exams_questions_in_an_older_table_are_checked_as_one_family():
+    # Before questions.parquet, the grades were metrics. Each question is asked in one session and graded 1 there under every arm: one by one,
     # every question is "constant", yet the family's grades vary (s1's question is missed).
     rows = []
     for s in range(3):
@@ -124,7 +122,7 @@ def test_an_exams_questions_are_checked_as_one_family():
         rows.append(_row("b", f"s{s}", f"judge_offline_q:{s}", 3.0))
     flags = metric_flags(pd.DataFrame(rows), CFG)
     assert not any(k.startswith("identifier_q:symbol") for k in flags)
-    assert flags["identifier_q:*"] == {"distinct_values": 2, "rows": 9, "unhealthy": []}
+    assert flags["identifier_q:*"] == {"rows": 9, "range": [0.0, 1.0], "unhealthy": []}
     # a family whose every grade is the same is as constant as any metric
     assert flags["judge_offline_q:*"]["unhealthy"] == ["constant: 3 for every arm and session"]
     ident = identical_to_baseline(pd.DataFrame(rows))

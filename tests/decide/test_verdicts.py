@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from evalkit.contracts.metrics import COLUMNS, normalize
-from evalkit.decide import decide, stats
+from evalkit.decide import decide, stats, summarize_metrics
 from evalkit.decide.rules import RulesError, parse_rules, read_rules_file, resolve_rules
 
 RULES = {
@@ -247,8 +247,8 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     statistics and verdicts are the same bits as deciding the whole table at once."""
     import json
 
-    from evalkit.contracts.metrics_stream import file_pairs, session_chunks, write_metrics
-    from evalkit.decide.scan import scan_table
+    from evalkit.contracts import aggregate
+    from evalkit.contracts.metrics_stream import session_chunks, write_metrics
     from evalkit.decide.stage import decide_chunks, finite
 
     df = table(arms=ARMS)
@@ -261,17 +261,18 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     frames = [c.to_pandas() for c in chunks]
     assert all(not set(a["session"]) & set(b["session"]) for a, b in itertools.pairwise(frames))
     whole = decide(df, rules, list(ARMS))
-    parts, scan = decide_chunks(frames, file_pairs(tmp_path / "m.parquet"), rules, list(ARMS))
+    agg = aggregate.build(tmp_path / "m.parquet")
+    parts = decide_chunks(frames, aggregate.pairs(agg), rules, list(ARMS), None, aggregate.zero_one(agg))
     assert json.dumps(finite(parts), sort_keys=True) == json.dumps(finite(whole), sort_keys=True)
-    assert scan_table(frames).summary() == scan.summary()
-    chunked, one = scan.summary(), scan_table([df]).summary()
+    # the aggregate of the file (row group by row group) summarizes as the frame does at once
+    chunked, one = aggregate.summary(agg), summarize_metrics(df)
     assert [{**r, "mean": None} for r in chunked] == [{**r, "mean": None} for r in one]
     assert np.allclose([r["mean"] for r in chunked], [r["mean"] for r in one], rtol=1e-12)
     assert any(r["errors"] for r in one)
 
 
 def test_the_summary_counts_values_and_errors_per_arm_and_metric_across_frames():
-    from evalkit.decide.scan import scan_table
+    from evalkit.contracts import aggregate
 
     def rows(arm, metric, sessions, values, errors=()):
         out = [(arm, metric, s, v, None) for s, v in zip(sessions, values, strict=True)]
@@ -285,7 +286,8 @@ def test_the_summary_counts_values_and_errors_per_arm_and_metric_across_frames()
         + rows("b", "k", [], [], ["s3"]),
         columns=cols,
     )
-    got = {(d["arm"], d["metric"]): d for d in scan_table([f1, f2]).summary()}
+    merged = aggregate.merge(aggregate.of_frame(f1), aggregate.of_frame(f2))
+    got = {(d["arm"], d["metric"]): d for d in aggregate.summary(merged)}
     # a/m: s1's mean 0.5 and s2's 1.0; five rows, of which one error and one NaN count as errors
     assert got["a", "m"] == {"arm": "a", "metric": "m", "sessions": 2, "mean": 0.75, "values": 5, "errors": 2}
     assert got["b", "m"] == {"arm": "b", "metric": "m", "sessions": 1, "mean": 0.5, "values": 1, "errors": 0}

@@ -38,7 +38,9 @@ def test_run_end_to_end_is_deterministic(tmp_path, capsys):
     assert 1 <= with_rules <= 4
     means = report.split("## Metric means")[1].split("\n## ")[0]
     assert "**Offline stand-in.**" in report and "constraints_kept ↑" in means
-    summary = json.loads((tmp_path / "a/decision.json").read_text())["summary"]
+    from evalkit.contracts import aggregate
+
+    summary = aggregate.summary(aggregate.load(tmp_path / "a"))
     n = next(d["sessions"] for d in summary if d["metric"] == "constraints_kept" and d["arm"] == "baseline")
     assert n == with_rules
     cfg_json = json.loads((tmp_path / "a/config.json").read_text())

@@ -29,6 +29,7 @@ ARMS = '["baseline", "aa", "head-tail"]'
 # Outputs that must not depend on how the run was split (timings and commands may).
 SAME = (
     "metrics.parquet",
+    "questions.parquet",
     "decision.json",
     "health.json",
     "corpus/sessions.jsonl",
@@ -91,6 +92,35 @@ def test_three_shards_merged_equal_the_local_run(sharded):
     assert_same_outputs(d / "local", d / "merged")
     dec = json.loads((d / "merged/decision.json").read_text())
     assert dec["verdicts"] and (d / "merged/report/report.md").is_file()
+
+
+@pytest.mark.slow
+def test_the_shards_aggregates_merge_into_the_local_runs_and_questions_are_not_metrics(sharded):
+    """Merging the aggregates of the shards gives the unsharded run's (counts exactly, sums to
+    float rounding); exam questions are in their own table, never metric names."""
+    import pyarrow.parquet as pq
+
+    from evalkit.contracts import aggregate, questions
+    from evalkit.contracts.metrics import question_family
+
+    d, _ = sharded
+    local = aggregate.load(d / "local")
+    assert (d / "local" / aggregate.AGGREGATE_FILE).is_file()
+    assert local.num_rows and local.equals(aggregate.build(d / "local" / "metrics.parquet"))
+    merged = aggregate.merge(*(aggregate.load(d / f"s{k}") for k in (1, 2, 3))).to_pandas()
+    want = local.to_pandas()
+    assert merged[aggregate.KEYS].equals(want[aggregate.KEYS])
+    for c in ("rows", "errors", "n", "not01"):
+        assert merged[c].tolist() == want[c].tolist(), c
+    for c in ("sum", "sumsq", "min", "max"):
+        assert merged[c].to_numpy() == pytest.approx(want[c].to_numpy(), rel=1e-12, nan_ok=True), c
+    names = set(
+        pq.read_table(d / "local" / "metrics.parquet", columns=["metric"]).column("metric").to_pylist()
+    )
+    assert not [m for m in names if question_family(m) is not None]
+    asked = questions.read(d / "local")
+    assert len(asked) and set(asked["exam"]) >= {"identifier", "judge_offline"}
+    assert (asked["grade"].isna() == asked["error"].notna()).all()  # an error has no grade, never a 0
 
 
 @pytest.mark.slow

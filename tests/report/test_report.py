@@ -16,7 +16,7 @@ from matplotlib.image import imread
 from evalkit.cli import main
 from evalkit.contracts.metrics import question_family, read_metrics
 from evalkit.contracts.metrics_stream import write_metrics
-from evalkit.decide import decide, parse_rules, summarize_metrics
+from evalkit.decide import decide, parse_rules
 from evalkit.report import write_report
 from evalkit.report.escape import escape_inline, excerpt, redact
 from evalkit.report.sections import SECTIONS
@@ -153,7 +153,7 @@ def run_dir(tmp_path_factory) -> Path:
     table = read_metrics(run / "metrics.parquet")
     judged = table[table["arm"].isin(["baseline", "aa", "compound", "lean"])]
     rules = parse_rules(REPORT_RULES, "test_report rules")
-    decision = {"summary": summarize_metrics(table), **decide(judged, rules, ["compound", "lean", "ghost"])}
+    decision = decide(judged, rules, ["compound", "lean", "ghost"])
     (run / "decision.json").write_text(json.dumps(decision, indent=1))
     (run / "model-calls.json").write_text(
         json.dumps(
@@ -294,28 +294,21 @@ def test_the_p_beside_each_verdict_is_the_deciding_tests(run_dir, report):
     assert all(r in head for r in rows) and "## Read these first" in head and "**Dead sessions**" in head
 
 
-def test_per_question_metrics_are_listed_as_their_exams_not_one_by_one(run_dir, report):
+def test_exam_questions_are_in_their_own_table_and_no_section_lists_them_as_metrics(run_dir, report):
+    from evalkit.contracts import questions as question_table
+
     md = report.read_text()
     sec = dict(zip(SECTION_TITLES, re.split(r"^## .*$", md, flags=re.M)[1:], strict=True))
     names = set(read_metrics(run_dir / "metrics.parquet")["metric"])
-    questions = {f: {m for m in names if m.startswith(f + ":")} for f in ("identifier_q", "judge_offline_q")}
-    assert all(questions.values())  # the default probes ask both exams on this corpus
+    assert not [m for m in names if question_family(m) is not None]  # no metric name holds a question id
+    asked = question_table.read(run_dir)
+    assert {"identifier", "judge_offline"} <= set(asked["exam"])  # the default probes ask both exams
+    ids = set(asked["question"])
     for title in ("Metric health", "Effects per metric", "Metric means", "Noise floor"):
-        assert not any(q in sec[title] for qs in questions.values() for q in qs), title
-    listed = ", ".join(f"`{f}:*` ({len(qs):,})" for f, qs in sorted(questions.items()))
-    assert f"Per-question metrics are not listed here: {listed}." in sec["Metric means"]
-    assert "Per-question metrics are not listed in the noise floor: `identifier_q:*` (" in sec["Noise floor"]
-    # the scorecard still pairs them question by question
+        assert not any(q in sec[title] for q in ids), title
+        assert "_q:" not in sec[title], title
+    # the scorecard pairs them question by question, from the question table
     assert "identifier exam: W / L / T" in sec["Scorecard: exam score vs tokens kept"]
-    # the caveats count an exam's errors together
-    from evalkit.report.data import load_report_data
-    from evalkit.report.sections.common import metric_errors
-
-    table = read_metrics(run_dir / "metrics.parquet")
-    folded = metric_errors(load_report_data(run_dir), fold_questions=True)
-    ids = table[(table["arm"] == "baseline") & table["metric"].isin(questions["identifier_q"])]
-    assert folded[("baseline", "identifier_q:*")] == (int(ids["error"].notna().sum()), len(ids))
-    assert all(m.endswith(":*") for _, m in folded if question_family(m))
 
 
 def test_figures_open_at_github_width_and_are_not_blank(report):
@@ -380,8 +373,7 @@ def test_report_degrades_on_a_partial_run(run_dir, tmp_path):
         partial,
         ignore=shutil.ignore_patterns("events", "report", "timings.json", "model-calls.json"),
     )
-    d = json.loads((partial / "decision.json").read_text())
-    (partial / "decision.json").write_text(json.dumps({"summary": d["summary"], "verdicts": {}}))
+    (partial / "decision.json").write_text(json.dumps({"verdicts": {}}))
     path = write_report(partial, tmp_path / "out")
     md = path.read_text()
     assert [ln[3:] for ln in md.splitlines() if ln.startswith("## ")] == SECTION_TITLES

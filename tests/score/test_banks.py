@@ -89,9 +89,12 @@ def test_a_real_session_bank_scores_per_question_rows_and_the_ceiling_is_highest
         f'[score]\nbanks = ["{HERMES_BANK}"]\n[continuation]\nenabled = false\n'
     )
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
+    from evalkit.contracts import questions
+
     m = load_run(tmp_path / "r").metrics
-    q = m[m["metric"].str.startswith(f"exam_offline_q:{SID}/")]
-    assert q["error"].isna().all()
+    asked = questions.read(tmp_path / "r")
+    q = asked[(asked["exam"] == "exam_offline") & asked["question"].str.startswith(f"{SID}/")]
+    assert q["error"].isna().all() and q["kind"].eq(SID).all()
     events = load_run(tmp_path / "r").events().groupby("arm").size()
     assert (q.groupby("arm").size() == events * 8).all()  # every question is current at every event
     ex = m[m["metric"] == "exam_offline"]

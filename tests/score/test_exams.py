@@ -208,14 +208,15 @@ def test_paired_counts_pair_the_same_question_at_the_same_point_and_count_the_re
 # -- 3. every exam checks itself ----------------------------------------------------------------
 
 
-def grades_frame(ceiling, floor, metric="exam_offline_q:b/{}@5"):
-    rows = [("uncompacted", "s", metric.format(i), v) for i, v in enumerate(ceiling)]
-    rows += [("no-history", "s", metric.format(i), v) for i, v in enumerate(floor)]
-    return pd.DataFrame(rows, columns=["arm", "session", "metric", "value"])
+def grades_frame(ceiling, floor, question="b/{}@5"):
+    """Question-table rows (evalkit.contracts.questions) of the bank exam graded offline."""
+    rows = [("exam_offline", question.format(i), "uncompacted", "s", v) for i, v in enumerate(ceiling)]
+    rows += [("exam_offline", question.format(i), "no-history", "s", v) for i, v in enumerate(floor)]
+    return pd.DataFrame(rows, columns=["exam", "question", "arm", "session", "grade"])
 
 
 def test_an_exam_whose_ceiling_beats_its_floor_significantly_is_usable():
-    c = check_exam(question_means([grades_frame([1.0] * 8, [0.0] * 8)]), "bank exam", 0.025)
+    c = check_exam(question_means(grades_frame([1.0] * 8, [0.0] * 8)), "bank exam", 0.025)
     assert c.usable and (c.ceiling_wins, c.floor_wins, c.ties) == (8, 0, 0)
     assert c.p_value == pytest.approx(0.5**8)
 
@@ -226,14 +227,14 @@ def test_an_exam_whose_ceiling_beats_its_floor_significantly_is_usable():
     ids=["too-few", "all-ties", "floor-higher"],
 )
 def test_an_exam_that_cannot_tell_ceiling_from_floor_is_unusable_with_its_numbers(ceiling, floor):
-    c = check_exam(question_means([grades_frame(ceiling, floor)]), "bank exam", 0.025)
+    c = check_exam(question_means(grades_frame(ceiling, floor)), "bank exam", 0.025)
     assert not c.usable
     assert re.search(r"unusable: .*W / \d+ L / \d+ T, sign test p = ", c.reason)
 
 
 def test_an_exam_without_its_floor_is_unusable_and_says_which_arm_is_missing():
     g = grades_frame([1.0] * 8, [])
-    c = check_exam(question_means([g]), "bank exam", 0.025)
+    c = check_exam(question_means(g), "bank exam", 0.025)
     assert not c.usable and "no-history" in c.reason
 
 
@@ -549,7 +550,10 @@ def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
     assert exam["recover"] == exam["baseline"] == pytest.approx(0.6)  # the scripted judge: 3 / 5
     purposes = [e.get("purpose") for e in settled_log(srv.log_path) if e.get("key")]
     # one query per question the recovery arm was asked: the 8 of the bank and the generated exam's
-    judged = int(((m["arm"] == "recover") & m["metric"].str.startswith("judge_q:")).sum())
+    from evalkit.contracts import questions
+
+    q = questions.read(tmp_path / "r")
+    judged = int(((q["arm"] == "recover") & (q["exam"] == "judge")).sum())
     assert judged > 0 and purposes.count("search") == 8 + judged
     assert purposes.count("summarize") >= 1
 

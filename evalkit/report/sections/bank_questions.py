@@ -17,7 +17,7 @@ from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, table
 
 FIRST_SCREEN = 20  # rows shown before the rest of a long bank collapses
-PREFIXES = ("exam_q:", "exam_offline_q:")
+EXAMS = ("exam", "exam_offline")  # the bank exam in the question table (evalkit.contracts.questions)
 
 
 def _facts(expected: list) -> str:
@@ -28,13 +28,15 @@ def question_table(data: ReportData) -> tuple[list[str], list[list[str]]]:
     """The header and one row per pinned bank question (grades in % per arm)."""
     p = Path(data.run_dir) / "corpus" / "banks.json"
     pinned = json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
-    m = data.metrics
-    q = m[m["metric"].str.startswith(PREFIXES) & m["error"].isna()] if len(m) else m
+    m = data.questions
+    q = m[m["exam"].isin(EXAMS) & m["grade"].notna()] if len(m) else m
     grades: dict[tuple[str, str, str], float] = {}
     if len(q):
-        # a question's metric is <prefix><bank>/<id>@<point>: its grade is the mean over points
-        qid = q["metric"].str.split(":", n=1).str[1].str.rsplit("@", n=1).str[0]
-        per = q.assign(qid=qid).groupby(["arm", "session", "qid"], observed=True)["value"].mean()
+        # a bank question is <bank>/<id>@<point>: its grade is the mean over points of the mean
+        # over the events where it was asked at that point
+        at = q.groupby(["arm", "session", "question"], observed=True)["grade"].mean().reset_index()
+        qid = at["question"].str.rsplit("@", n=1).str[0]
+        per = at.assign(qid=qid).groupby(["arm", "session", "qid"], observed=True)["grade"].mean()
         grades = {k: float(v) for k, v in per.items()}
     arms = data.arms
     header = ["question", "kind", "asked", "expected facts", *[code(a) for a in arms]]
@@ -65,8 +67,8 @@ def section_bank_questions(data: ReportData, out: Path) -> list[str]:
     header, rows = question_table(data)
     if not rows:
         return []  # no bank in this run: the section is left out (`[score] banks` adds one)
-    m = data.metrics
-    offline = bool(len(m)) and m["metric"].str.startswith("exam_offline_q:").any()
+    m = data.questions
+    offline = bool(len(m)) and (m["exam"] == "exam_offline").any()
     grader = (
         "graded by the lexical check (facts matched on word and number boundaries: not a model)"
         if offline

@@ -95,7 +95,7 @@ def caveats(data: ReportData) -> list[str]:
         out.append("**Untested candidates** (no usable data): " + ", ".join(code(c) for c in untested) + ".")
     if data.missing:
         out.append("**Missing from the run folder**: " + "; ".join(data.missing) + ".")
-    for key in ("summary", "stats", "noise_floor", "verdicts"):
+    for key in ("stats", "noise_floor", "verdicts"):
         if data.decision and key not in data.decision:
             out.append(f"**`decision.json` has no `{key}`** (written by an older or partial decide stage).")
     return out

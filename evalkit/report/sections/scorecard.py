@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit.contracts.metrics_sessions import arm_summary, valued_rows
+from evalkit.contracts.metrics_sessions import arm_summary
 from evalkit.report.data import ReportData
 from evalkit.report.figures import Dot, Panel, dot_grid
 from evalkit.report.markdown import code, merge_same_rows, rel_link, table
@@ -35,11 +35,11 @@ SCORES = [
     ("identifier recall", [("identifier_recall", 1.0)]),
     ("identifier exam", [("identifier_exam", 1.0)]),
 ]
-# Per-question metrics (one row per question per event): the paired win/loss/tie count.
-QUESTION_PREFIXES = [
-    ("generated exam", ("judge_q:", "judge_offline_q:")),
-    ("bank exam", ("exam_q:", "exam_offline_q:")),
-    ("identifier exam", ("identifier_q:",)),
+# Exams of the question table (one row per question per event): the paired win/loss/tie count.
+QUESTION_EXAMS = [
+    ("generated exam", ("judge", "judge_offline")),
+    ("bank exam", ("exam", "exam_offline")),
+    ("identifier exam", ("identifier",)),
 ]
 
 
@@ -48,12 +48,19 @@ def _pick(metrics: pd.DataFrame, options: list[tuple[str, float]]) -> tuple[str,
     return next(((m, s) for m, s in options if m in present), None)
 
 
-def question_grades(metrics: pd.DataFrame, prefixes: tuple[str, ...]) -> pd.DataFrame:
-    """(arm, session, question) → mean grade over the events where it was asked."""
-    for p in prefixes:
-        q = valued_rows(metrics, metrics["metric"].str.startswith(p)) if len(metrics) else metrics
+def question_grades(questions: pd.DataFrame, exams: tuple[str, ...]) -> pd.DataFrame:
+    """(arm, session, question) → mean grade over the events where it was asked, of the first of
+    ``exams`` with grades (the question table, :mod:`evalkit.contracts.questions`); the question
+    is in column ``metric``."""
+    for exam in exams:
+        q = (
+            questions[(questions["exam"] == exam) & questions["grade"].notna()]
+            if len(questions)
+            else questions
+        )
         if len(q):
-            return q.groupby(["arm", "session", "metric"], observed=True)["value"].mean().reset_index()
+            g = q.groupby(["arm", "session", "question"], observed=True)["grade"].mean().reset_index()
+            return g.rename(columns={"question": "metric", "grade": "value"})
     return pd.DataFrame(columns=["arm", "session", "metric", "value"])
 
 
@@ -160,11 +167,13 @@ def _exam_checks(data: ReportData, scores: list[tuple[str, str, pd.DataFrame]]) 
 GENERATED = "judge_"  # the generated exam's metrics (judge_offline_*, judge_*): what a judge budget reads
 
 
-def held_out(metrics: pd.DataFrame, calibration: list[str]) -> pd.DataFrame:
-    """``metrics`` without the generated exam's rows of the sessions its judge budget was chosen on."""
+def held_out(metrics: pd.DataFrame, calibration: list[str], column: str = "metric") -> pd.DataFrame:
+    """``metrics`` (or the question table, ``column="exam"``) without the generated exam's rows of
+    the sessions its judge budget was chosen on."""
     if not len(metrics) or not calibration:
         return metrics
-    drop = metrics["metric"].str.startswith(GENERATED) & metrics["session"].isin(set(calibration))
+    prefix = GENERATED if column == "metric" else "judge"  # the question table's exams: judge, judge_offline
+    drop = metrics[column].str.startswith(prefix) & metrics["session"].isin(set(calibration))
     return metrics[~drop]
 
 
@@ -195,6 +204,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
 
     cal = load(data.run_dir)
     m = held_out(data.metrics, cal.calibration) if cal else data.metrics
+    asked = held_out(data.questions, cal.calibration, "exam") if cal else data.questions
     if not len(m):
         return ["No metrics."]
     base = data.baseline
@@ -212,7 +222,7 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
             scores.append((label, picked[0], arm_summary(m, *picked)))
     if not scores:
         return ["No exam in this run (no `judge`, `bank` or `identifiers` probe rows)."]
-    paired_cols, paired, noise = _paired(m, arms, base, scores)
+    paired_cols, paired, noise = _paired(asked, arms, base, scores)
     header = [
         "arm",
         "tokens kept",
@@ -274,15 +284,15 @@ def section_scorecard(data: ReportData, out: Path) -> list[str]:
     return lines
 
 
-def _paired(m: pd.DataFrame, arms: list[str], base: str, scores):
+def _paired(questions: pd.DataFrame, arms: list[str], base: str, scores):
     """Per exam with per-question grades: a column header, per arm its paired win/loss/tie cell
     against the baseline, and the exam's noise in words (binomial error of its k questions, the
     A/A arm's spread)."""
     cols: list[str] = []
     cells: dict[str, list[str]] = {a: [] for a in arms}
     noise: list[str] = []
-    for label, prefixes in QUESTION_PREFIXES:
-        grades = question_grades(m, prefixes)
+    for label, exams in QUESTION_EXAMS:
+        grades = question_grades(questions, exams)
         graded = set(grades["arm"].unique()) if len(grades) else set()
         if base not in graded:
             continue

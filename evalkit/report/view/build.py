@@ -20,6 +20,7 @@ import pandas as pd
 from evalkit.common.files import index_jsonl
 from evalkit.contracts.event import arm_filename, events_path
 from evalkit.contracts.metrics import question_family
+from evalkit.contracts.questions import metric_name
 from evalkit.report.data import ReportData, load_report_data
 from evalkit.report.sections.common import is_standin, session_means
 from evalkit.report.sections.effects import glossary
@@ -112,7 +113,7 @@ def _overview(data: ReportData, sessions: list[dict[str, Any]]) -> dict[str, Any
             "n": d.get("sessions"),
             "errors": d.get("errors"),
         }
-        for d in data.decision.get("summary") or []
+        for d in data.summary
         if question_family(str(d.get("metric"))) is None
     ]
     tokens = {}
@@ -136,14 +137,16 @@ def _overview(data: ReportData, sessions: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def _grades(metrics: pd.DataFrame) -> dict[str, dict[tuple[str, int], list]]:
-    """session -> (arm, event) -> [(question metric, grade or None, error)] for the exam questions."""
-    if metrics.empty:
+def _grades(questions: pd.DataFrame) -> dict[str, dict[tuple[str, int], list]]:
+    """session -> (arm, event) -> [(``<exam>_q:<question>``, grade or None, error)] for the exam
+    questions (the question table, :mod:`evalkit.contracts.questions`)."""
+    if questions.empty:
         return {}
-    q = metrics[metrics["metric"].map(lambda m: question_family(str(m)) is not None)]
+    q = questions
+    names = [metric_name(x, y) for x, y in zip(q["exam"], q["question"], strict=True)]
     out: dict[str, dict[tuple[str, int], list]] = {}
     for arm, sess, ev, m, v, e in zip(
-        q["arm"], q["session"], q["event"], q["metric"], q["value"], q["error"], strict=True
+        q["arm"], q["session"], q["event"], names, q["grade"], q["error"], strict=True
     ):
         err = None if e is None or (isinstance(e, float) and math.isnan(e)) or e is pd.NA else str(e)
         out.setdefault(str(sess), {}).setdefault((str(arm), int(ev)), []).append((str(m), _num(v), err))
@@ -165,7 +168,6 @@ def _questions(run: Path) -> dict[str, dict[str, str]]:
 def write_view(run_dir: str | os.PathLike, workers: int | None = None) -> Path:
     """Write the viewer into ``RUN/view/``; returns its ``index.html``."""
     from evalkit.common.workers import worker_pool
-    from evalkit.contracts.metrics import read_metrics
 
     run = Path(run_dir)
     data = load_report_data(run)
@@ -180,8 +182,7 @@ def write_view(run_dir: str | os.PathLike, workers: int | None = None) -> Path:
     facts = {s: v[-1] for s, v in index_jsonl(facts_path, "session").items()} if facts_path.is_file() else {}
     arms = data.arms
     ev_index = {a: index_jsonl(events_path(run, a), "session") for a in arms if events_path(run, a).is_file()}
-    metrics = read_metrics(run / "metrics.parquet") if (run / "metrics.parquet").is_file() else pd.DataFrame()
-    grades = _grades(metrics)
+    grades = _grades(data.questions)
     questions = _questions(run)
     ids = sorted({s for idx in ev_index.values() for s in idx} & sessions.keys())
     jobs = [

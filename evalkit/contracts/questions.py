@@ -1,0 +1,175 @@
+"""The exam question table: one row per question asked, per (arm, session, event, replicate).
+
+An exam grades each question it asks; those grades are not metrics (a question is asked in one
+session, so a metric per question grows with the corpus), so they live in ``questions.parquet``,
+apart from ``metrics.parquet``. A row holds the exam (``identifier``, ``exam_offline``, ``exam``,
+``judge_offline``, ``judge``), the question id, its kind, where it was asked and its grade; a
+question that could not be graded has ``grade`` null and the reason in ``error``, never a 0.
+
+``question`` is the id as the exam names it: ``<kind>:<hash>`` (identifier exam),
+``<bank>/<id>@<message>`` (a bank question and the message it was asked at), ``<id>`` (the
+generated exam). ``kind`` is the identifier's kind or the bank's name (null for the generated
+exam, whose kinds are in ``corpus/questions.jsonl``). What a question asks is in its source:
+``corpus/banks.json`` and ``corpus/questions.jsonl`` by (session, id).
+
+Probes hand their per-question grades to the score stage as rows named ``<exam>_q:<question>``
+(:func:`evalkit.contracts.metrics.question_family`); the stage moves them here
+(:func:`split`) before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS
+
+QUESTIONS_FILE = "questions.parquet"
+SCHEMA = pa.schema(
+    [
+        ("run", pa.string()),
+        ("exam", pa.string()),
+        ("question", pa.string()),
+        ("kind", pa.string()),
+        ("arm", pa.string()),
+        ("session", pa.string()),
+        ("event", pa.int64()),
+        ("round", pa.int64()),
+        ("replicate", pa.int64()),
+        ("grade", pa.float64()),
+        ("error", pa.string()),
+    ]
+)
+COLUMNS = SCHEMA.names
+
+
+def is_question(metric: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """Per row: whether a metric name is an exam question's (``<exam>_q:<question>``)."""
+    head = pc.split_pattern(metric, ":", max_splits=1)
+    first = pc.list_element(head, 0)
+    return pc.and_(pc.greater(pc.list_value_length(head), 1), pc.ends_with(first, "_q"))
+
+
+def split(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Metric rows (the metrics file's schema) split into the metric rows proper and the exams'
+    question rows (still in that schema: :func:`from_metric_rows` turns them into this table's)."""
+    mask = pc.fill_null(is_question(rows.column("metric")), False)
+    if rows.num_rows == 0 or not pc.any(mask).as_py():
+        return rows, rows.slice(0, 0)
+    return rows.filter(pc.invert(mask)), rows.filter(mask)
+
+
+def from_metric_rows(rows: pa.Table) -> pa.Table:
+    """``<exam>_q:<question>`` metric rows as question rows."""
+    parts = pc.split_pattern(rows.column("metric"), ":", max_splits=1)
+    exam = pc.utf8_slice_codeunits(pc.list_element(parts, 0), 0, -2)  # "identifier_q" -> "identifier"
+    question = pc.list_element(parts, 1)
+    kind = pc.if_else(
+        pc.equal(exam, "identifier"),
+        pc.list_element(pc.split_pattern(question, ":", max_splits=1), 0),
+        pc.if_else(
+            pc.match_substring(question, "/"),
+            pc.list_element(pc.split_pattern(question, "/", max_splits=1), 0),
+            pa.scalar(None, pa.string()),
+        ),
+    )
+    value = pc.cast(rows.column("value"), pa.float64())
+    grade = pc.if_else(pc.is_valid(rows.column("error")), pa.scalar(None, pa.float64()), value)
+    cols = {
+        "run": rows.column("run"),
+        "exam": exam,
+        "question": question,
+        "kind": kind,
+        "arm": rows.column("arm"),
+        "session": rows.column("session"),
+        "event": rows.column("event"),
+        "round": rows.column("round"),
+        "replicate": rows.column("replicate"),
+        "grade": grade,
+        "error": rows.column("error"),
+    }
+    return pa.table([pc.cast(cols[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
+
+
+def metric_name(exam: str, question: str) -> str:
+    """The name the exam's probe gave the question's row (``<exam>_q:<question>``)."""
+    return f"{exam}_q:{question}"
+
+
+def metric_rows(questions: pd.DataFrame) -> pd.DataFrame:
+    """Question rows shown as the rows their probes named them (``<exam>_q:<question>``, with
+    ``value`` the grade): for an export that lists a sample's scores and questions side by side."""
+    out = questions.drop(columns=["exam", "question", "kind", "grade"])
+    out["metric"] = [metric_name(e, q) for e, q in zip(questions["exam"], questions["question"], strict=True)]
+    out["value"] = questions["grade"].astype(float)
+    return out
+
+
+def write(path: str | os.PathLike, tables: Iterable[pa.Table]) -> int:
+    """Write question rows (streamed, in their order) as ``path``, atomically, in row groups of
+    the metrics file's size (a group per arm and session, as they arrive, made the file 5x larger);
+    returns the row count."""
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    n = 0
+    pending: list[pa.Table] = []
+    with pq.ParquetWriter(tmp, SCHEMA) as w:
+        for t in tables:
+            pending.append(t.cast(SCHEMA))
+            n += t.num_rows
+            if sum(x.num_rows for x in pending) >= ROW_GROUP_ROWS:
+                w.write_table(pa.concat_tables(pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+                pending = []
+        if pending or not n:
+            w.write_table(pa.concat_tables(pending or [SCHEMA.empty_table()]).combine_chunks())
+    os.replace(tmp, p)
+    return n
+
+
+def merge_files(paths: list[Path], out: str | os.PathLike) -> int:
+    """The question tables of shards (disjoint sessions) as one, in the order a run scored in
+    one process writes it (its metric rows' canonical order); returns the row count."""
+    t = pa.concat_tables([pq.read_table(p, schema=SCHEMA) for p in paths])
+    name = pc.binary_join_element_wise(t.column("exam"), t.column("question"), "_q:")
+    keyed = t.append_column("_name", name)
+    order = pc.sort_indices(
+        keyed, sort_keys=[(k, "ascending") for k in ("arm", "session", "event", "replicate", "_name")]
+    )
+    return write(out, [t.take(order)])
+
+
+def path_of(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / QUESTIONS_FILE
+
+
+def empty_frame() -> pd.DataFrame:
+    """A question table without rows (its columns and types)."""
+    return SCHEMA.empty_table().to_pandas()
+
+
+def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """The run's question table (only ``exams``, when given). A run folder written before the
+    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
+    p = path_of(run_dir)
+    metrics = Path(run_dir) / "metrics.parquet"
+    try:
+        if p.is_file():
+            filters = [("exam", "in", list(exams))] if exams else None
+            return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+        if not metrics.is_file():
+            return empty_frame()
+        pf = pq.ParquetFile(metrics)
+    except Exception as e:  # pyarrow raises several types for a file that is not parquet
+        bad = p if p.is_file() else metrics
+        raise ValueError(f"{bad}: cannot read the exam questions: {type(e).__name__}: {e}") from None
+    parts = [split(pf.read_row_group(i))[1] for i in range(pf.num_row_groups)]
+    t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
+    if exams:
+        t = t.filter(pc.is_in(t.column("exam"), pa.array(list(exams))))
+    return t.to_pandas()

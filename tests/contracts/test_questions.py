@@ -1,0 +1,65 @@
+"""The exam question table (evalkit.contracts.questions): the grades a probe names
+``<exam>_q:<question>`` leave the metric rows for their own table, unchanged."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from evalkit.contracts import questions
+from evalkit.contracts.metrics import MetricRow, question_family, rows_to_arrow
+
+
+def _rows() -> list[MetricRow]:
+    return [
+        MetricRow("r", "baseline", "s1", 3, 1, 0, "identifier_exam", 0.5),
+        MetricRow("r", "baseline", "s1", 3, 1, 0, "identifier_q:symbol:0092b45bb4", 1.0),
+        MetricRow("r", "baseline", "s1", 3, 1, 0, "identifier_q:error:aa11", 0.0),  # a real 0: a miss
+        MetricRow.failed("r", "baseline", "s1", 3, 1, 0, "exam_q:bank/7@12", "answer call failed"),
+        MetricRow("r", "head-tail", "s2", 5, 2, 1, "exam_offline_q:bank/7@40", 0.25),
+        MetricRow("r", "head-tail", "s2", 5, 2, 1, "judge_offline_q:q3", 4.0),
+        MetricRow("r", "head-tail", "s2", -1, -1, 1, "tally_present", 1.0),
+    ]
+
+
+def test_question_rows_leave_the_metrics_and_keep_every_field(tmp_path):
+    metric_rows, asked = questions.split(rows_to_arrow([r.as_tuple() for r in _rows()]))
+    assert metric_rows.column("metric").to_pylist() == ["identifier_exam", "tally_present"]
+    q = questions.from_metric_rows(asked)
+    assert questions.write(tmp_path / "q.parquet", [q]) == 5
+    t = pd.read_parquet(tmp_path / "q.parquet")
+    assert t["exam"].tolist() == ["identifier", "identifier", "exam", "exam_offline", "judge_offline"]
+    assert t["question"].tolist() == ["symbol:0092b45bb4", "error:aa11", "bank/7@12", "bank/7@40", "q3"]
+    assert t["kind"].tolist()[:4] == ["symbol", "error", "bank", "bank"] and pd.isna(t["kind"].iloc[4])
+    # an error is an error (no grade), never a 0; a miss is a 0
+    failed = t[t["exam"] == "exam"].iloc[0]
+    assert failed["error"] == "answer call failed" and math.isnan(failed["grade"])
+    assert t[t["question"] == "error:aa11"]["grade"].tolist() == [0.0]
+    # shown as metric rows again they are the rows the probes wrote
+    back = questions.metric_rows(t)
+    want = [r for r in _rows() if question_family(r.metric) is not None]
+    assert back["metric"].tolist() == [r.metric for r in want]
+    assert [
+        (a, s, e, rd, rp)
+        for a, s, e, rd, rp in zip(
+            back["arm"], back["session"], back["event"], back["round"], back["replicate"], strict=True
+        )
+    ] == [(r.arm, r.session, r.event, r.round, r.replicate) for r in want]
+    assert back["value"].fillna(-1).tolist() == [-1 if math.isnan(r.value) else r.value for r in want]
+
+
+def test_a_run_without_a_question_table_reads_as_empty(tmp_path):
+    t = questions.read(tmp_path)
+    assert list(t.columns) == questions.COLUMNS and t.empty
+
+
+def test_a_run_folder_from_before_the_question_table_reads_its_questions_from_the_metrics(tmp_path):
+    from evalkit.contracts.metrics_stream import write_table
+
+    write_table(rows_to_arrow([r.as_tuple() for r in _rows()]), tmp_path / "metrics.parquet")
+    t = questions.read(tmp_path)
+    assert sorted(t["question"]) == sorted(
+        ["symbol:0092b45bb4", "error:aa11", "bank/7@12", "bank/7@40", "q3"]
+    )
+    assert questions.read(tmp_path, ("identifier",))["exam"].tolist() == ["identifier", "identifier"]
