@@ -7,11 +7,10 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 from evalkit.contracts.atomic import AtomicWriter, write_json
 
-__all__ = ["AtomicWriter", "write_json", "index_jsonl", "jsonl_lines", "read_span", "without_surrogates"]
+__all__ = ["AtomicWriter", "index_jsonl", "jsonl_lines", "read_span", "without_surrogates", "write_json"]
 
 
 def jsonl_lines(path: str | os.PathLike, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:

@@ -71,7 +71,7 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     standin = is_standin(data)
     created = datetime.now(UTC).isoformat(timespec="seconds")
     means: dict[str, dict[str, float]] = {}
-    for d in data.decision.get("summary") or []:
+    for d in data.decision.summary:
         mean = d.get("mean")
         if (
             isinstance(mean, int | float)

@@ -43,7 +43,7 @@ def is_standin(data: ReportData) -> bool:
 def confidence(data: ReportData) -> str:
     """The intervals' level: ``ci_level`` as the stats stage wrote it (two-sided 1 − 2α for its
     one-sided tests); older runs without it are read as two-sided 1 − α."""
-    stats = data.decision.get("stats", {})
+    stats = data.decision.stats
     try:
         level = float(stats["ci_level"]) if "ci_level" in stats else 1 - float(stats.get("alpha"))
         return f"{100 * level:.0f}% interval"
@@ -54,7 +54,7 @@ def confidence(data: ReportData) -> str:
 def interval_name(data: ReportData) -> str:
     """Which interval ``ci`` is: ``printed_interval`` as the stats stage wrote it (runs before it
     printed the inverted sign-flip test)."""
-    kind = data.decision.get("stats", {}).get("printed_interval")
+    kind = data.decision.stats.get("printed_interval")
     return {
         "bootstrap-t": "session bootstrap-t",
         "percentile": "session percentile",

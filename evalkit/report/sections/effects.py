@@ -101,7 +101,7 @@ def glossary(data: ReportData) -> list[tuple[str, str, str, str]]:
 
 def section_means(data: ReportData, out: Path) -> list[str]:
     """Metric means as one wide table: a row per metric, a column per arm."""
-    summary = list(data.decision.get("summary") or [])
+    summary = list(data.decision.summary)
     kept, families = split_questions(sorted({str(d.get("metric")) for d in summary}))
     keep = set(kept)
     cell: dict[tuple[str, str], str] = {}

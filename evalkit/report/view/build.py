@@ -112,7 +112,7 @@ def _overview(data: ReportData, sessions: list[dict[str, Any]]) -> dict[str, Any
             "n": d.get("sessions"),
             "errors": d.get("errors"),
         }
-        for d in data.decision.get("summary") or []
+        for d in data.decision.summary
         if question_family(str(d.get("metric"))) is None
     ]
     tokens = {}
