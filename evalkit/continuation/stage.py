@@ -36,6 +36,7 @@ from evalkit.contracts.config import merge
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows, write_sorted
+from evalkit.contracts.runs import RunPaths
 from evalkit.contracts.session import Message, Session, session_from_dict
 
 DEFAULTS = {
@@ -222,8 +223,8 @@ def run_continuation(
         if pool is not None:
             pool.shutdown()
     os.replace(out_dir / "log.jsonl.tmp", out_dir / "log.jsonl")
-    write_sorted(out_dir / "metrics.parquet", [rows.tables()])
-    merge_into_metrics(run / "metrics.parquet", rows.tables())
+    write_sorted(RunPaths(run).continuation_metrics, [rows.tables()])
+    merge_into_metrics(RunPaths(run).metrics, rows.tables())
     rows.remove()
     entry = AGENTS.entry(name)
     manifest = {

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -34,10 +33,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from evalkit.common.files import write_json
 from evalkit.contracts.metrics import question_key
+from evalkit.contracts.records import Decision, Health
+from evalkit.contracts.runs import RunPaths, read_record, write_record
 
-HEALTH_FILE = "health.json"
+HEALTH_FILE = Health.FILE
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
 
 
@@ -242,7 +242,7 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
 
     run_dir = Path(run_dir)
     # A run of sessions at a time (all it reads): per-session means, not rows, are kept.
-    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
+    chunks = session_chunks(RunPaths(run_dir).metrics, ["arm", "session", "metric", "value"])
     arms = list(cfg.get("replay", {}).get("arms", []))
     baseline = cfg.get("rules", {}).get("baseline", "baseline")
     scanned = _scan((t.to_pandas() for t in chunks), baseline)
@@ -251,7 +251,7 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
     from evalkit.score.examcheck import check_exams
 
     # Each exam's ceiling against its floor, paired by question: a second pass over the sessions.
-    chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
+    chunks = session_chunks(RunPaths(run_dir).metrics, ["arm", "session", "metric", "value"])
     alpha = float(cfg.get("rules", {}).get("alpha", 0.025))
     exams = {k: v.as_dict() for k, v in check_exams((t.to_pandas() for t in chunks), alpha).items()}
     health = {
@@ -265,7 +265,7 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
             k for k, v in exams.items() if not v["usable"] and v["reason"] != "not asked in this run"
         ),
     }
-    write_json(run_dir / HEALTH_FILE, health)
+    write_record(run_dir, Health, health)
     return health
 
 
@@ -282,7 +282,7 @@ def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
     if not p.exists():
         return decision
 
-    notes = json.loads(p.read_text(encoding="utf-8")).get("verdict_notes", {})
+    notes = read_record(run_dir, Health, required=True).verdict_notes
     for arm, v in decision.get("verdicts", {}).items():
         ns = notes.get(arm)
         if not ns:
@@ -291,5 +291,5 @@ def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
         if any(UNUSABLE_EXAM in n for n in ns):  # no verdict rests on an exam that cannot tell arms apart
             v["verdict"] = "untested"
         v["reason"] = f"{v.get('reason', '')} [metric health: {'; '.join(ns)}]".strip()
-    write_json(run_dir / "decision.json", decision)
+    write_record(run_dir, Decision, decision)
     return decision

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit.common.files import write_json
 from evalkit.contracts.config import Experiment
 from evalkit.contracts.metrics_stream import file_pairs, session_chunks
+from evalkit.contracts.records import Decision as DecisionRecord
+from evalkit.contracts.runs import RunPaths, write_record
 from evalkit.decide import bootstrap, design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine
@@ -294,7 +295,7 @@ def prompt_only_arms(backend: str | None) -> Callable[[str], bool] | None:
 def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None = None) -> dict:
     """The decide stage: read ``metrics.parquet``, write ``decision.json``."""
     run = Path(run_dir)
-    path = run / "metrics.parquet"
+    path = RunPaths(run).metrics
     # Replicates are averaged and the run id and round are not read. The table is read a run of
     # sessions at a time (evalkit.contracts.metrics_stream): at ~1M rows, holding it whole and the frames
     # built from it made this stage the run's memory peak.
@@ -305,5 +306,5 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     prompt_only = prompt_only_arms(exp.section("model").get("backend"))
     decided, scan = decide_chunks(frames, file_pairs(path), rules, arms, prompt_only)
     decision = {"summary": scan.summary(), **decided}
-    write_json(run / "decision.json", decision)
+    write_record(run, DecisionRecord, decision)
     return decision

@@ -18,6 +18,7 @@ from typing import Any
 from evalkit.common.redact import redact_text
 from evalkit.contracts.event import arm_filename, events_path, read_events
 from evalkit.contracts.metrics import question_family, read_metrics
+from evalkit.contracts.runs import RunPaths
 from evalkit.report.data import load_report_data
 from evalkit.report.sections.common import is_standin
 
@@ -65,7 +66,7 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     data = load_report_data(run)
     out = Path(out_dir) if out_dir else run / "inspect"
     out.mkdir(parents=True, exist_ok=True)
-    metrics = read_metrics(run / "metrics.parquet")
+    metrics = read_metrics(RunPaths(run).metrics)
     model_cfg = data.config.get("model", {})
     model = f"{model_cfg.get('backend', 'unknown')}/{model_cfg.get('model', 'unknown')}"
     standin = is_standin(data)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from evalkit.contracts.event import events_path
 from evalkit.contracts.metrics import read_metrics
+from evalkit.contracts.runs import RunPaths
 from evalkit.models.offline_judge import LABEL
 from evalkit.score.suite import Suite
 
@@ -145,8 +146,8 @@ def ceiling_sweep(
     with tempfile.TemporaryDirectory(prefix="judge-budget-") as tmp:
         scratch = Path(tmp)
         (scratch / "corpus").symlink_to((run / "corpus").resolve())
-        if (run / "config.json").is_file():
-            shutil.copy(run / "config.json", scratch / "config.json")
+        if RunPaths(run).config.is_file():
+            shutil.copy(RunPaths(run).config, RunPaths(scratch).config)
         dst = events_path(scratch, CEILING)
         dst.parent.mkdir()
         with open(src, encoding="utf-8") as fh, open(dst, "w", encoding="utf-8") as w:
@@ -158,7 +159,7 @@ def ceiling_sweep(
                 suite=Suite("judge", [("judge", {**judge, "max_chars": b})]),
                 workers=workers,
             )
-            s = arm_summary(read_metrics(scratch / "metrics.parquet"), METRIC, 5.0)
+            s = arm_summary(read_metrics(RunPaths(scratch).metrics), METRIC, 5.0)
             r = s.loc[CEILING] if CEILING in s.index else None
             out[b] = (
                 {"mean": 100 * r["mean"], "half": 100 * r["half"], "n": int(r["n"])}

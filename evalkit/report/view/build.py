@@ -20,6 +20,7 @@ import pandas as pd
 from evalkit.common.files import index_jsonl
 from evalkit.contracts.event import arm_filename, events_path
 from evalkit.contracts.metrics import question_family
+from evalkit.contracts.runs import RunPaths
 from evalkit.report.data import ReportData, load_report_data
 from evalkit.report.sections.common import is_standin, session_means
 from evalkit.report.sections.effects import glossary
@@ -180,7 +181,8 @@ def write_view(run_dir: str | os.PathLike, workers: int | None = None) -> Path:
     facts = {s: v[-1] for s, v in index_jsonl(facts_path, "session").items()} if facts_path.is_file() else {}
     arms = data.arms
     ev_index = {a: index_jsonl(events_path(run, a), "session") for a in arms if events_path(run, a).is_file()}
-    metrics = read_metrics(run / "metrics.parquet") if (run / "metrics.parquet").is_file() else pd.DataFrame()
+    mpath = RunPaths(run).metrics
+    metrics = read_metrics(mpath) if mpath.is_file() else pd.DataFrame()
     grades = _grades(metrics)
     questions = _questions(run)
     ids = sorted({s for idx in ev_index.values() for s in idx} & sessions.keys())
