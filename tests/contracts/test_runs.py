@@ -114,7 +114,7 @@ def test_a_version_this_evalkit_does_not_read_names_the_file(tmp_path, version, 
     body = {**_old("timings.json"), "schema_version": version}
     (run / "timings.json").write_text(json.dumps(body))
     with pytest.raises(RecordVersionError) as e:
-        load_run(run).timings
+        _ = load_run(run).timings
     assert str(e.value).startswith(f"{run / 'timings.json'}: {says}")
     assert f"reads schema 1 to {SCHEMA_VERSION}" in str(e.value)
 
