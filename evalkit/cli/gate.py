@@ -39,7 +39,6 @@ def cmd_gate(args) -> int:
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
-    from evalkit.models.spending import incomplete
 
     fail_on = parse_fail_on(args.fail_on)
     require = parse_require(args.require)
@@ -48,7 +47,8 @@ def cmd_gate(args) -> int:
     # A bare metrics table is judged too: it marks a run folder for the gate.
     loaded = load_run(args.run, (RunPaths.CONFIG, RunPaths.METRICS))
     run, mpath = loaded.path, loaded.paths.metrics
-    stopped = None if args.allow_incomplete else incomplete(run)
+    rec = None if args.allow_incomplete else loaded.incomplete
+    stopped = rec.model_dump() if rec else None
     if stopped and not mpath.is_file():
         print(f"gate: FAIL: {run} is incomplete ({stopped['reason']}): {stopped['detail']}")
         return 1

@@ -21,6 +21,7 @@ from evalkit.contracts.records import (
     CallStats,
     CorpusManifest,
     Decision,
+    Health,
     ModelUsage,
     RunConfig,
     Timings,
@@ -74,6 +75,8 @@ class ReportData:
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # health.json (evalkit.decide.health): None when absent or unreadable (its section says so).
+    health: Health | None = None
     # Draws the sections' figures; the report makes it draw them in the background.
     figures: FigureDrawer = field(default_factory=FigureDrawer)
 
@@ -111,18 +114,22 @@ class ReportData:
         return "baseline" if "baseline" in self.arms or not self.arms else self.arms[0]
 
 
-def _record(run: Path, cls: type[R], missing: list[str], what: str, empty: R) -> R:
-    """Record ``cls`` of the run; absent or unreadable: ``empty`` and a note in ``missing``. A
-    version this evalkit does not read is an error naming the file (never a report without it)."""
+def _record(run: Path, cls: type[R], missing: list[str] | None, what: str, empty: R) -> R:
+    """Record ``cls`` of the run; absent or unreadable: ``empty`` and a note in ``missing`` (when
+    given). A version this evalkit does not read is an error naming the file (never a report
+    without it)."""
     path = RunPaths(run).record(cls)
     if not path.exists():
-        missing.append(f"`{cls.FILE}` ({what})")
+        if missing is not None:
+            missing.append(f"`{cls.FILE}` ({what})")
         return empty
     try:
         return load_record(path, cls)
     except RecordVersionError:
         raise
     except RunFolderError as e:
+        if missing is None:
+            return empty
         missing.append(f"`{cls.FILE}` is unreadable ({str(e).removeprefix(f'{path}: ')})")
         return empty
 
@@ -206,6 +213,17 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
             missing.append(f"`{paths.metrics.name}` is unreadable ({type(e).__name__}: {e})")
     else:
         missing.append(f"`{paths.metrics.name}` (the metrics table)")
+    health = _record(run, Health, None, "metric health", None)
     return ReportData(
-        run, run_config, manifest, decision, timings, model_stats, events, metrics, missing, event_values
+        run,
+        run_config,
+        manifest,
+        decision,
+        timings,
+        model_stats,
+        events,
+        metrics,
+        missing,
+        event_values,
+        health,
     )
