@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -145,8 +143,13 @@ def metric_direction(data: ReportData, metric: str) -> str | None:
 
 def continuation_manifest(data: ReportData) -> dict:
     """``continuation/manifest.json`` (agent, proxy flag, metrics), or {} when the run has none."""
-    p = Path(data.run_dir) / "continuation" / "manifest.json"
+    from evalkit.contracts.records import ContinuationManifest
+    from evalkit.contracts.runs import RecordVersionError, RunFolderError, read_record
+
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rec = read_record(data.run_dir, ContinuationManifest)
+    except RecordVersionError:
+        raise
+    except RunFolderError:
         return {}
+    return rec.model_dump(mode="json", exclude_unset=True) if rec else {}
