@@ -31,12 +31,13 @@ class MergeError(ValueError):
 SESSION_FILES = ("corpus/facts.jsonl", "continuation/log.jsonl", "judgements.jsonl")
 
 
-def check_shards(dirs: list[Path]) -> list[tuple[Path, ShardMarker]]:
+def check_shards(dirs: list[str | Path]) -> list[tuple[Path, ShardMarker]]:
     """The shards ordered by index, after checking they are finished shards of one config that
     together cover 1..n exactly once."""
     found: list[tuple[Path, ShardMarker]] = []
-    for d in dirs:
-        m = load_run(d).shard  # a marker without config_hash, shards or shard: an error naming it
+    for given in dirs:
+        run = load_run(given)  # an empty name, a missing or foreign folder: an error naming it
+        d, m = run.path, run.shard  # a marker without config_hash, shards or shard: an error naming it
         if m is None:
             raise MergeError(
                 f"{d}: unfinished (no {ShardMarker.FILE}); run `evalkit run --shard K/N --resume` there to finish it"
@@ -161,7 +162,7 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     t0 = time.perf_counter()
     if not str(out_dir).strip():
         raise MergeError("merge: --out '': empty path")
-    shards = check_shards(list(map(Path, dirs)))
+    shards = check_shards(list(dirs))
     count = shards[0][1].shards
     sdirs = [d for d, _ in shards]
     out = Path(out_dir)
