@@ -80,6 +80,8 @@ def cmd_calibrate(args) -> int:
         out=args.out,
     )
     print(result.markdown(), end="")
-    where = Path(args.out).with_suffix(".json") if args.out else Path(args.run) / "calibration.json"
+    from evalkit.contracts.runs import RunPaths
+
+    where = Path(args.out).with_suffix(".json") if args.out else RunPaths(args.run).calibration
     print(f"calibration: {where}", file=sys.stderr)
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -23,21 +22,22 @@ def _continue_args(p):
 def cmd_continue(args) -> int:
     from evalkit.continuation import run_continuation
     from evalkit.continuation.table import run_table
+    from evalkit.contracts.records import RunConfig
+    from evalkit.contracts.runs import read_record
 
     run = Path(args.run)
-    cfg_path = run / "config.json"
-    if not cfg_path.exists():
-        print(f"{run}: not a run folder (no config.json)", file=sys.stderr)
+    info = read_record(run, RunConfig)
+    if info is None:
+        print(f"{run}: not a run folder (no {RunConfig.FILE})", file=sys.stderr)
         return 2
-    info = json.loads(cfg_path.read_text())
-    config = info["config"]
+    config = info.config
     section = dict(config.get("continuation", {}))
     if args.agent:
         section["agent"] = args.agent
     if args.max_calls is not None:
         section["max_calls"] = args.max_calls
     arms = [a.strip() for a in args.arms.split(",")] if args.arms else list(config["replay"]["arms"])
-    run_id = f"{config['name']}-{info['config_hash'][:8]}"
+    run_id = f"{config['name']}-{(info.config_hash or '')[:8]}"
     from evalkit.pipeline.lock import run_lock
 
     with run_lock(run, "evalkit continue"):  # one writer of metrics.parquet at a time

@@ -50,6 +50,7 @@ def _run_args(p):
 @arguments(_run_args)
 def cmd_run(args) -> int:
     from evalkit.contracts.config import load_experiment
+    from evalkit.contracts.runs import RunPaths
     from evalkit.pipeline.run import prepare, run_experiment
 
     overrides: dict = {}
@@ -71,13 +72,13 @@ def cmd_run(args) -> int:
         paths = run_experiment(
             exp, args.run_dir, args._argv, resume=args.resume, report_out=out, allow_remote=args.allow_remote
         )
-    elif paths.root.joinpath("shard.json").is_file():
+    elif paths.root.joinpath(RunPaths.SHARD).is_file():
         print(paths.root)
         return 0
     print(out / "report.md" if out else paths.report)
     from evalkit.contracts.runs import read_warnings as read
 
-    warnings = (read(paths.root) or {}).get("warnings", [])
+    warnings = rec.warnings if (rec := read(paths.root)) else []
     if args.strict and warnings:
         print(f"evalkit run: --strict: {len(warnings)} warning(s), see above", file=sys.stderr)
         return 2

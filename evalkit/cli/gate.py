@@ -35,27 +35,27 @@ def _gate_args(p):
 def cmd_gate(args) -> int:
     import pandas as pd
 
-    from evalkit.contracts.metrics import load_metrics
     from evalkit.decide import decide
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
     from evalkit.decide.rules import read_rules_file, resolve_rules
     from evalkit.decide.stage import prompt_only_arms
-    from evalkit.models.spending import incomplete
 
     fail_on = parse_fail_on(args.fail_on)
     require = parse_require(args.require)
-    from evalkit.contracts.runs import run_config, run_folder
+    from evalkit.contracts.runs import RunPaths, load_run
 
-    run = run_folder(args.run, ("config.json", "metrics.parquet"))
-    mpath = run / "metrics.parquet"
-    stopped = None if args.allow_incomplete else incomplete(run)
+    # A bare metrics table is judged too: it marks a run folder for the gate.
+    loaded = load_run(args.run, (RunPaths.CONFIG, RunPaths.METRICS))
+    run, mpath = loaded.path, loaded.paths.metrics
+    rec = None if args.allow_incomplete else loaded.incomplete
+    stopped = rec.model_dump() if rec else None
     if stopped and not mpath.is_file():
         print(f"gate: FAIL: {run} is incomplete ({stopped['reason']}): {stopped['detail']}")
         return 1
     if not mpath.is_file():
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
-    df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
-    config = run_config(run)["config"] if (run / "config.json").is_file() else {}
+    df = loaded.metrics  # a corrupt or foreign table is a data error naming the file
+    config = loaded.config
     rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 

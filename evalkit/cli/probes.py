@@ -63,19 +63,17 @@ def scoring_inputs(run: Path, suite_arg: str | None):
     """For re-scoring a run folder (:func:`run_folder`): the probe suite and the run id its config
     gives (empty without a config). The suite is ``suite_arg`` (read from the current folder), else
     the run's ``[score] suite`` (read beside the experiment file first), else the default."""
-    import json
-
+    from evalkit.contracts.records import RunConfig
+    from evalkit.contracts.runs import read_record
     from evalkit.score.suite import DEFAULT_SUITE, find_suite
 
-    cfg_path = run / "config.json"
-    cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+    rc = read_record(run, RunConfig)
     if suite_arg:
         suite = find_suite(suite_arg)
     else:
-        source = cfg.get("source")
-        roots = (Path(source).parent,) if source else ()
-        suite = find_suite(cfg.get("config", {}).get("score", {}).get("suite", DEFAULT_SUITE), *roots)
-    run_id = f"{cfg['config'].get('name', '')}-{cfg.get('config_hash', '')[:8]}" if cfg else ""
+        roots = (Path(rc.source).parent,) if rc and rc.source else ()
+        suite = find_suite((rc.config if rc else {}).get("score", {}).get("suite", DEFAULT_SUITE), *roots)
+    run_id = f"{rc.config.get('name', '')}-{(rc.config_hash or '')[:8]}" if rc else ""
     return suite, run_id
 
 

@@ -7,7 +7,10 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path
+
+from evalkit.contracts.atomic import AtomicWriter, write_json
+
+__all__ = ["AtomicWriter", "index_jsonl", "jsonl_lines", "read_span", "without_surrogates", "write_json"]
 
 
 def jsonl_lines(path: str | os.PathLike, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
@@ -65,34 +68,6 @@ def read_span(path: str | os.PathLike, span: Span) -> bytes:
     with open(path, "rb") as fh:
         fh.seek(span[0])
         return fh.read(span[1])
-
-
-class AtomicWriter:
-    """Write to ``path.tmp`` and rename on success, so a crash never leaves a half file behind."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = open(self.tmp, "w", encoding="utf-8", newline="\n")
-        return self.fh
-
-    def __exit__(self, exc_type, exc, tb):
-        self.fh.close()
-        if exc_type is None:
-            os.replace(self.tmp, self.path)
-        else:
-            self.tmp.unlink(missing_ok=True)
-        return False
-
-
-def write_json(path: str | os.PathLike, obj) -> None:
-    """Pretty, key-sorted JSON written atomically (manifests, configs, verdicts)."""
-    with AtomicWriter(path) as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from evalkit.common.files import Span, index_jsonl, read_span, write_json
+from evalkit.common.files import Span, index_jsonl, read_span
 from evalkit.common.progress import track
 from evalkit.common.workers import worker_pool
 from evalkit.continuation.agents import AGENTS, Agent, ContinuationInput, Transcript, is_proxy, make_agent
@@ -36,6 +36,8 @@ from evalkit.contracts.config import merge
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows, write_sorted
+from evalkit.contracts.records import ContinuationManifest
+from evalkit.contracts.runs import RunPaths, write_record
 from evalkit.contracts.session import Message, Session, session_from_dict
 
 DEFAULTS = {
@@ -222,8 +224,8 @@ def run_continuation(
         if pool is not None:
             pool.shutdown()
     os.replace(out_dir / "log.jsonl.tmp", out_dir / "log.jsonl")
-    write_sorted(out_dir / "metrics.parquet", [rows.tables()])
-    merge_into_metrics(run / "metrics.parquet", rows.tables())
+    write_sorted(RunPaths(run).continuation_metrics, [rows.tables()])
+    merge_into_metrics(RunPaths(run).metrics, rows.tables())
     rows.remove()
     entry = AGENTS.entry(name)
     manifest = {
@@ -240,7 +242,7 @@ def run_continuation(
         "workers": workers if parallel else 1,
         "seconds": round(time.perf_counter() - t0, 3),
     }
-    write_json(out_dir / "manifest.json", manifest)
+    write_record(run, ContinuationManifest, manifest)
     return manifest
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -11,6 +10,8 @@ import pandas as pd
 from evalkit.continuation.metrics import is_continuation_metric
 from evalkit.continuation.observational import ARM as OBSERVED
 from evalkit.contracts.metrics import read_metrics
+from evalkit.contracts.records import ContinuationManifest
+from evalkit.contracts.runs import RunPaths, read_record
 
 
 def arm_table(metrics: pd.DataFrame, manifest: dict) -> str:
@@ -49,8 +50,7 @@ def arm_table(metrics: pd.DataFrame, manifest: dict) -> str:
 def run_table(run_dir: str | os.PathLike) -> str:
     """The table for a run folder that has been through the continuation stage."""
     run = Path(run_dir)
-    manifest_path = run / "continuation" / "manifest.json"
-    if not manifest_path.exists():
-        raise FileNotFoundError(f"{run}: no continuation/manifest.json (run `evalkit continue {run}` first)")
-    manifest = json.loads(manifest_path.read_text())
-    return arm_table(read_metrics(run / "metrics.parquet"), manifest)
+    manifest = read_record(run, ContinuationManifest)
+    if manifest is None:
+        raise FileNotFoundError(f"{run}: no {ContinuationManifest.FILE} (run `evalkit continue {run}` first)")
+    return arm_table(read_metrics(RunPaths(run).metrics), manifest.model_dump(exclude_unset=True))

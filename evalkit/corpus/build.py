@@ -9,8 +9,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from evalkit.common.files import AtomicWriter, write_json
+from evalkit.common.files import AtomicWriter
 from evalkit.common.progress import log
+from evalkit.contracts.records import CorpusManifest
+from evalkit.contracts.runs import save_record
 from evalkit.contracts.session import Session, reused_call_ids, session_to_json
 from evalkit.corpus.io import ReadStats, read_sessions, session_hash
 
@@ -198,7 +200,7 @@ def build_corpus(
     }
     if reused:  # only then: an unchanged corpus keeps the manifest it had
         manifest["warnings"] = {"tool call id reused across turns": reused["calls"]}
-    write_json(out / "manifest.json", manifest)
+    save_record(out / CorpusManifest.NAME, CorpusManifest, manifest)
     _drop_derived(out)
     return manifest
 
@@ -231,6 +233,6 @@ def write_corpus(
         "sessions": rows,
         **(extra() if extra else {}),
     }
-    write_json(out / "manifest.json", manifest)
+    save_record(out / CorpusManifest.NAME, CorpusManifest, manifest)
     _drop_derived(out)
     return manifest

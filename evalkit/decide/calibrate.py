@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 from scipy import stats as sps
 
-from evalkit.contracts.metrics import read_metrics
 from evalkit.decide import bootstrap, stats
 from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
 from evalkit.decide.stage import decide, prompt_only_arms
@@ -219,13 +218,14 @@ def calibrate_run(
     folder untouched)."""
     from tqdm import tqdm
 
-    from evalkit.contracts.runs import run_config, run_folder
+    from evalkit.contracts.runs import load_run
 
-    run = run_folder(run_dir)
-    if not (run / "metrics.parquet").is_file():
-        raise FileNotFoundError(f"{run / 'metrics.parquet'}: no metrics table (run the score stage first)")
-    df = read_metrics(run / "metrics.parquet")
-    config = run_config(run)["config"]
+    loaded = load_run(run_dir)
+    run = loaded.path
+    if not loaded.paths.metrics.is_file():
+        raise FileNotFoundError(f"{loaded.paths.metrics}: no metrics table (run the score stage first)")
+    df = loaded.metrics
+    config = loaded.config
     rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
     arms = list(config.get("replay", {}).get("arms", []))
     decision = decide(df, rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))
@@ -297,10 +297,11 @@ def calibrate_run(
         interval=bootstrap.label(rules.interval, 1 - 2 * rules.alpha, resamples, seed),
         rows=rows,
     )
-    from evalkit.common.files import write_json
+    from evalkit.contracts.records import Calibration as CalibrationRecord
+    from evalkit.contracts.runs import save_record
 
     md = Path(out) if out else run / "calibration.md"
-    write_json(md.with_suffix(".json"), cal.to_json())
+    save_record(md.with_suffix(".json"), CalibrationRecord, cal.to_json())
     md.write_text(cal.markdown(), encoding="utf-8")
     return cal
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
@@ -34,10 +33,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from evalkit.common.files import write_json
 from evalkit.contracts import aggregate, questions
+from evalkit.contracts.records import Decision, Health
+from evalkit.contracts.runs import read_record, write_record
 
-HEALTH_FILE = "health.json"
+HEALTH_FILE = Health.FILE
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
 
 
@@ -220,7 +220,7 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
             k for k, v in exams.items() if not v["usable"] and v["reason"] != "not asked in this run"
         ),
     }
-    write_json(run_dir / HEALTH_FILE, health)
+    write_record(run_dir, Health, health)
     return health
 
 
@@ -237,7 +237,7 @@ def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
     if not p.exists():
         return decision
 
-    notes = json.loads(p.read_text(encoding="utf-8")).get("verdict_notes", {})
+    notes = read_record(run_dir, Health, required=True).verdict_notes
     for arm, v in decision.get("verdicts", {}).items():
         ns = notes.get(arm)
         if not ns:
@@ -246,5 +246,5 @@ def annotate_decision(run_dir: str | Path, decision: dict) -> dict:
         if any(UNUSABLE_EXAM in n for n in ns):  # no verdict rests on an exam that cannot tell arms apart
             v["verdict"] = "untested"
         v["reason"] = f"{v.get('reason', '')} [metric health: {'; '.join(ns)}]".strip()
-    write_json(run_dir / "decision.json", decision)
+    write_record(run_dir, Decision, decision)
     return decision

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalkit.common.files import write_json
 from evalkit.contracts import aggregate
 from evalkit.contracts.config import Experiment
 from evalkit.contracts.metrics_stream import session_chunks
+from evalkit.contracts.records import Decision as DecisionRecord
+from evalkit.contracts.runs import RunPaths, write_record
 from evalkit.decide import bootstrap, design, stats
 from evalkit.decide.noise import NoiseCells, noise_note
 from evalkit.decide.pairing import combine
@@ -301,7 +302,7 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     """The decide stage: read ``metrics.parquet`` (paired event by event) and the run's aggregate
     (which arms and metrics it has), write ``decision.json``."""
     run = Path(run_dir)
-    path = run / "metrics.parquet"
+    path = RunPaths(run).metrics
     # Replicates are averaged and the run id and round are not read. The table is read a run of
     # sessions at a time (evalkit.contracts.metrics_stream): at ~1M rows, holding it whole and the frames
     # built from it made this stage the run's memory peak.
@@ -313,5 +314,5 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     agg = aggregate.load(run)
     # Per-candidate results only: the per-(arm, metric) means are the aggregate's (aggregate.summary).
     decision = decide_chunks(frames, aggregate.pairs(agg), rules, arms, prompt_only, aggregate.zero_one(agg))
-    write_json(run / "decision.json", decision)
+    write_record(run, DecisionRecord, decision)
     return decision

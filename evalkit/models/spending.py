@@ -3,16 +3,17 @@ incomplete run that says how far it got (``incomplete.json``) instead of a crash
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from evalkit.common.progress import log
+from evalkit.contracts.records import Incomplete, Plan
+from evalkit.contracts.runs import read_record, write_record
 from evalkit.models.budget import StopRun, budget_for
 
-MARKER = "incomplete.json"
+MARKER = Incomplete.FILE
 EXIT_INCOMPLETE = 3
 
 
@@ -29,8 +30,8 @@ class RunIncomplete(SystemExit):
 
 def incomplete(run_dir: str | Path) -> dict | None:
     """The record of why a run is incomplete, or None if it is not."""
-    p = Path(run_dir) / MARKER
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else None
+    rec = read_record(run_dir, Incomplete)
+    return rec.model_dump(mode="json", exclude_unset=True) if rec else None
 
 
 def _cached_calls(run_dir: Path) -> int | None:
@@ -52,10 +53,8 @@ def _answered_calls(run_dir: Path) -> int:
 
 
 def _planned_calls(run_dir: Path) -> int | None:
-    p = run_dir / "plan.json"
-    if not p.is_file():
-        return None
-    return int(json.loads(p.read_text(encoding="utf-8"))["totals"]["all"]["requests"])
+    plan = read_record(run_dir, Plan)
+    return None if plan is None else int(plan.totals["all"]["requests"])
 
 
 @contextmanager
@@ -82,7 +81,7 @@ def spending(exp, paths) -> Iterator[None]:
             "at": time.time(),
             "resume": f"evalkit run --resume{' --config ' + exp.source if not exp.source.endswith(']') else ''}",
         }
-        (root / MARKER).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        write_record(root, Incomplete, record)
         got = f"{answered} calls answered so far ({cached} kept in the cache)" + (
             f" of ~{planned} planned" if planned else ""
         )

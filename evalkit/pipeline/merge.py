@@ -19,7 +19,9 @@ from pathlib import Path
 
 from evalkit.common.files import AtomicWriter, write_json
 from evalkit.contracts.config import Experiment
-from evalkit.pipeline.shard import interleave, read_marker
+from evalkit.contracts.records import ContinuationManifest, CorpusManifest, RunConfig, ShardMarker, Timings
+from evalkit.contracts.runs import RunPaths, load_run, read_record, run_config, write_record
+from evalkit.pipeline.shard import interleave
 
 
 class MergeError(ValueError):
@@ -30,45 +32,38 @@ class MergeError(ValueError):
 SESSION_FILES = ("corpus/facts.jsonl", "continuation/log.jsonl", "judgements.jsonl")
 
 
-def check_shards(dirs: list[Path]) -> list[tuple[Path, dict]]:
+def check_shards(dirs: list[str | Path]) -> list[tuple[Path, ShardMarker]]:
     """The shards ordered by index, after checking they are finished shards of one config that
     together cover 1..n exactly once."""
-    found: list[tuple[Path, dict]] = []
-    from evalkit.contracts.runs import run_folder
-
-    for d in dirs:
-        run_folder(d)
-        m = read_marker(d)
+    found: list[tuple[Path, ShardMarker]] = []
+    for given in dirs:
+        run = load_run(given)  # an empty name, a missing or foreign folder: an error naming it
+        d, m = run.path, run.shard  # a marker without config_hash, shards or shard: an error naming it
         if m is None:
             raise MergeError(
-                f"{d}: unfinished (no shard.json); run `evalkit run --shard K/N --resume` there to finish it"
+                f"{d}: unfinished (no {ShardMarker.FILE}); run `evalkit run --shard K/N --resume` there to finish it"
             )
-        for key in ("config_hash", "shards", "shard"):
-            if key not in m:
-                raise MergeError(f"{d / 'shard.json'}: field {key!r} missing")
         found.append((d, m))
     d0, m0 = found[0]
     for d, m in found[1:]:
-        if m["config_hash"] != m0["config_hash"]:
+        if m.config_hash != m0.config_hash:
             raise MergeError(
-                f"{d}: shard of another config ({m['config_hash'][:8]}; {d0} is {m0['config_hash'][:8]})"
+                f"{d}: shard of another config ({m.config_hash[:8]}; {d0} is {m0.config_hash[:8]})"
             )
-        if m["shards"] != m0["shards"]:
-            raise MergeError(f"{d}: shard {m['shard']}/{m['shards']} does not match {d0} (of {m0['shards']})")
+        if m.shards != m0.shards:
+            raise MergeError(f"{d}: shard {m.shard}/{m.shards} does not match {d0} (of {m0.shards})")
     by_index: dict[int, Path] = {}
     for d, m in found:
-        if m["shard"] in by_index:
-            raise MergeError(
-                f"{d}: shard {m['shard']}/{m['shards']} given twice (also {by_index[m['shard']]})"
-            )
-        by_index[m["shard"]] = d
-    missing = [k for k in range(1, m0["shards"] + 1) if k not in by_index]
+        if m.shard in by_index:
+            raise MergeError(f"{d}: shard {m.shard}/{m.shards} given twice (also {by_index[m.shard]})")
+        by_index[m.shard] = d
+    missing = [k for k in range(1, m0.shards + 1) if k not in by_index]
     if missing:
-        n = m0["shards"]
+        n = m0.shards
         raise MergeError(
-            f"missing shard(s) {', '.join(f'{k}/{n}' for k in missing)} of config {m0['config_hash'][:8]}"
+            f"missing shard(s) {', '.join(f'{k}/{n}' for k in missing)} of config {m0.config_hash[:8]}"
         )
-    return sorted(found, key=lambda x: x[1]["shard"])
+    return sorted(found, key=lambda x: x[1].shard)
 
 
 _SESSION = re.compile(rb'"session"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -103,7 +98,7 @@ def _write_in_order(out: Path, shard_files: list[Path], order: list[str], sort: 
 def _merge_corpus(shards: list[Path], out: Path, count: int) -> list[str]:
     from evalkit.corpus.build import corpus_stats
 
-    manifests = [json.loads((d / "corpus" / "manifest.json").read_text(encoding="utf-8")) for d in shards]
+    manifests = [read_record(d, CorpusManifest, required=True).model_dump(exclude_unset=True) for d in shards]
     rows = interleave([m["sessions"] for m in manifests], count)
     lines = interleave(
         [(d / "corpus" / "sessions.jsonl").read_bytes().splitlines(keepends=True) for d in shards], count
@@ -117,7 +112,7 @@ def _merge_corpus(shards: list[Path], out: Path, count: int) -> list[str]:
             fh.write(b"".join(body).decode("utf-8"))
     # Every shard read the whole source, so its skipped records are the same in each.
     manifest = {**manifests[0], "sessions": rows, "stats": corpus_stats((json.loads(f) for f in facts), rows)}
-    write_json(out / "corpus" / "manifest.json", manifest)
+    write_record(out, CorpusManifest, manifest)
     _write_in_order(
         out / "corpus" / "questions.jsonl", [d / "corpus" / "questions.jsonl" for d in shards], [], sort=True
     )
@@ -159,7 +154,6 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     from evalkit.contracts.event import events_path
     from evalkit.models.cache_merge import merge_caches
     from evalkit.pipeline.run import (
-        RunPaths,
         stage_decide,
         stage_health,
         stage_report,
@@ -169,19 +163,17 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     t0 = time.perf_counter()
     if not str(out_dir).strip():
         raise MergeError("merge: --out '': empty path")
-    from evalkit.contracts.runs import run_folder
-
-    shards = check_shards([run_folder(d) for d in dirs])
-    count = shards[0][1]["shards"]
+    shards = check_shards(list(dirs))
+    count = shards[0][1].shards
     sdirs = [d for d, _ in shards]
     out = Path(out_dir)
     if out.exists() and any(out.resolve() == d.resolve() for d in sdirs):
         raise MergeError(f"{out}: --out must not be one of the shards")
     out.mkdir(parents=True, exist_ok=True)
-    conf = json.loads((sdirs[0] / "config.json").read_text(encoding="utf-8"))
+    conf = run_config(sdirs[0]).model_dump(exclude_unset=True)
     conf["command"] = "evalkit " + " ".join(argv or ["merge", *map(str, dirs), "--out", str(out)])
     conf["shards"] = [str(d) for d in sdirs]
-    write_json(out / "config.json", conf)
+    write_record(out, RunConfig, conf)
     order = _merge_corpus(sdirs, out, count)
     arms = list(conf["config"]["replay"]["arms"])
     for a in arms:
@@ -189,10 +181,10 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     nothing = [_read_json(d / "events" / "recorded_nothing_to_summarize.json") or {} for d in sdirs]
     if any(nothing):
         write_json(out / "events" / "recorded_nothing_to_summarize.json", _sum_counts(nothing))
-    _merge_tables([d / "metrics.parquet" for d in sdirs], out / "metrics.parquet")
+    _merge_tables([RunPaths(d).metrics for d in sdirs], RunPaths(out).metrics)
     from evalkit.contracts import aggregate, questions
 
-    if (out / "metrics.parquet").is_file():
+    if RunPaths(out).metrics.is_file():
         # Each shard's aggregate describes its own rows: added up, they are the run's (no pass over the rows).
         aggregate.write(out, aggregate.merge(*(aggregate.load(d) for d in sdirs)))
     asked = [questions.path_of(d) for d in sdirs if questions.path_of(d).is_file()]
@@ -200,26 +192,25 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
         questions.merge_files(asked, questions.path_of(out))
     for name in SESSION_FILES:
         _write_in_order(out / name, [d / name for d in sdirs], order)
-    conts = [_read_json(d / "continuation" / "manifest.json") for d in sdirs]
+    conts = [read_record(d, ContinuationManifest) for d in sdirs]
     if all(conts):
-        _merge_tables(
-            [d / "continuation" / "metrics.parquet" for d in sdirs], out / "continuation" / "metrics.parquet"
-        )
+        conts = [c.model_dump(exclude_unset=True) for c in conts]
+        _merge_tables([RunPaths(d).continuation_metrics for d in sdirs], RunPaths(out).continuation_metrics)
         manifest = {**conts[0], "counts": _sum_counts([c["counts"] for c in conts])}
         manifest["rows"] = sum(c["rows"] for c in conts)
         manifest["seconds"] = round(sum(c["seconds"] for c in conts), 3)
-        write_json(out / "continuation" / "manifest.json", manifest)
-    caches = [d / "model-calls.sqlite" for d in sdirs if (d / "model-calls.sqlite").is_file()]
+        write_record(out, ContinuationManifest, manifest)
+    caches = [RunPaths(d).call_cache for d in sdirs if RunPaths(d).call_cache.is_file()]
     if caches:
-        merge_caches(caches, out / "model-calls.sqlite")
-    exp = Experiment(conf["config"], conf["source"], Path(shards[0][1].get("root") or "."))
+        merge_caches(caches, RunPaths(out).call_cache)
+    exp = Experiment(conf["config"], conf["source"], Path(shards[0][1].root or "."))
     paths = RunPaths(out)
     write_model_call_stats(exp, paths)
-    timings = _sum_counts([_read_json(d / "timings.json") or {} for d in sdirs])
+    timings = _sum_counts([t.stages() if (t := read_record(d, Timings)) else {} for d in sdirs])
     start = time.perf_counter()
     stage_health(exp, paths)
     stage_decide(exp, paths)
     timings.update(merge=round(start - t0, 3), decide=round(time.perf_counter() - start, 3))
-    write_json(out / "timings.json", timings)
+    write_record(out, Timings, timings)
     stage_report(exp, paths)
     return out

@@ -15,52 +15,20 @@ import platform
 import shlex
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit import pipeline
-from evalkit.common.files import write_json
 from evalkit.common.progress import log
 from evalkit.common.redact import redact_text, redact_value
 from evalkit.contracts.config import Experiment
+from evalkit.contracts.records import CallStats, CorpusManifest, ModelUsage, RunConfig, Timings
+from evalkit.contracts.runs import RunPaths, read_record, write_record
 from evalkit.models.spending import spending
 from evalkit.models.usage import INVOCATION_ENV
-from evalkit.models.usage import SUMMARY as USAGE_SUMMARY
 from evalkit.models.usage import summarize as summarize_usage
 from evalkit.pipeline import markers as completion
 from evalkit.pipeline.lock import run_lock
 from evalkit.pipeline.plan import plan_before_run
-
-
-@dataclass(frozen=True)
-class RunPaths:
-    """Where each stage's output lives inside a run folder."""
-
-    root: Path
-
-    @property
-    def corpus(self) -> Path:
-        return self.root / "corpus"
-
-    @property
-    def events(self) -> Path:
-        return self.root / "events"
-
-    @property
-    def metrics(self) -> Path:
-        return self.root / "metrics.parquet"
-
-    @property
-    def decision(self) -> Path:
-        return self.root / "decision.json"
-
-    @property
-    def report(self) -> Path:
-        return self.root / "report" / "report.md"
-
-    @property
-    def config(self) -> Path:
-        return self.root / "config.json"
 
 
 def default_run_dir(exp: Experiment) -> Path:
@@ -94,8 +62,9 @@ def write_run_config(
 
     Secrets are redacted (credentials in a ``base_url``, keys pasted into a value); the hash is
     of the config as given, so ``--resume`` still recognises it."""
-    write_json(
-        paths.config,
+    write_record(
+        paths.root,
+        RunConfig,
         {
             "config": redact_value(exp.config),
             "config_hash": exp.hash,
@@ -215,7 +184,7 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
         ],
         "cache_file": str(path),
     }
-    write_json(paths.root / "model-calls.json", out)
+    write_record(paths.root, CallStats, out)
     return out
 
 
@@ -346,10 +315,7 @@ def write_model_usage(paths: RunPaths) -> dict | None:
     during this run (evalkit.models.usage); written even when the run stops on an error."""
     usage = summarize_usage(paths.root)
     if usage is not None:
-        try:
-            write_json(paths.root / USAGE_SUMMARY, usage)
-        except OSError as e:  # "No space left on device" names no file
-            raise OSError(e.errno, f"{paths.root / USAGE_SUMMARY}: {e.strerror or e}") from None
+        write_record(paths.root, ModelUsage, usage)  # a full disk: an error naming the file
     return usage
 
 
@@ -378,10 +344,10 @@ def check_folder(exp: Experiment, paths: RunPaths) -> None:
     same config (the folder is re-decided)."""
     if not paths.config.exists():
         return
-    from evalkit.contracts.runs import RunFolderError, read_json_file
+    from evalkit.contracts.runs import RunFolderError
 
-    held = read_json_file(paths.config, "run config (an object with 'config_hash')")
-    old_hash, old_cfg = held.get("config_hash"), held.get("config") or {}
+    held = read_record(paths.root, RunConfig, required=True)
+    old_hash, old_cfg = held.config_hash, held.config
     if not isinstance(old_hash, str):
         raise RunFolderError(f"{paths.config}: field 'config_hash': missing or not a string")
     if old_hash == exp.hash:
@@ -439,13 +405,13 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         return False
 
     base = {"config_hash": exp.hash}
-    corpus_out = [paths.corpus / n for n in ("sessions.jsonl", "facts.jsonl", "manifest.json")]
+    corpus_out = [paths.sessions, paths.facts, paths.manifest]
     corpus_section = exp.section("corpus")
     corpus_in = dict(base, shard=shard.name) if shard else dict(base)
     if corpus_section.get("kind") == "path" and corpus_section.get("path"):
         corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
     if skip("corpus", corpus_in, corpus_out):
-        manifest = json.loads((paths.corpus / "manifest.json").read_text())
+        manifest = read_record(paths.root, CorpusManifest, required=True).model_dump()
     else:
         manifest = timed("corpus", stage_corpus, exp, paths, shard)
         src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
@@ -481,7 +447,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     cont_on = exp.section("continuation").get("enabled", True)
     # Every file the stage writes, so --resume notices damage to any of them (pinned judge
     # questions, the continuation log and table too, not only the merged table).
-    cont_files = ("manifest.json", "log.jsonl", "metrics.parquet")
+    cont_files = (paths.continuation_manifest.name, "log.jsonl", paths.continuation_metrics.name)
     from evalkit.contracts import aggregate, questions
 
     score_out = [
@@ -520,7 +486,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     if shard is not None:  # the rest reads every session: it runs after `evalkit merge`
         from evalkit.pipeline.shard import write_marker
 
-        write_json(paths.root / "timings.json", timings)
+        write_record(paths.root, Timings, timings)
         write_marker(paths.root, shard, exp.hash, [r["id"] for r in manifest["sessions"]], str(exp.root))
         return
     timed("health", stage_health, exp, paths)  # before deciding: health.json flags unusable metrics
@@ -529,7 +495,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
 
     warnings = run_warnings.write(paths.root, exp.config)  # the report's first section reads it
     timings["total_before_report"] = round(time.perf_counter() - t0, 3)
-    write_json(paths.root / "timings.json", timings)
+    write_record(paths.root, Timings, timings)
     report = timed("report", stage_report, exp, paths, Path(report_out) if report_out else None)
     log(f"report: {report}")
     for line in run_warnings.summary_lines(warnings):

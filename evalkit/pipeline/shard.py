@@ -9,12 +9,14 @@ the sessions it holds.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MARKER = "shard.json"
+from evalkit.contracts.records import ShardMarker
+from evalkit.contracts.runs import read_record, write_record
+
+MARKER = ShardMarker.FILE
 
 
 @dataclass(frozen=True)
@@ -61,16 +63,12 @@ def write_marker(run_dir: Path, shard: Shard, config_hash: str, sessions: list[s
         "root": root,
         "sessions": sessions,
     }
-    tmp = run_dir / (MARKER + ".tmp")
-    tmp.write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(run_dir / MARKER)
+    write_record(run_dir, ShardMarker, body)
 
 
-def read_marker(run_dir: Path) -> dict | None:
-    from evalkit.contracts.runs import read_json_file
-
-    p = Path(run_dir) / MARKER
-    return read_json_file(p, "shard marker (an object)") if p.is_file() else None
+def read_marker(run_dir: Path) -> ShardMarker | None:
+    """The shard's completion marker, None when the shard has not finished."""
+    return read_record(run_dir, ShardMarker)
 
 
 def interleave(per_shard: list[list], count: int) -> list:

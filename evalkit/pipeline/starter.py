@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 
 from evalkit.contracts.config import DEFAULTS
+from evalkit.contracts.records import CorpusManifest
+from evalkit.contracts.runs import load_record
 from evalkit.replay.trigger_choice import choose_trigger
 
 VARIANT = "my-prompt"
@@ -21,9 +23,9 @@ INSTRUCTION = "Target about 300 words in all; keep file paths, commands and test
 
 def _rows(corpus: Path) -> list[dict]:
     """Manifest-like rows (messages, bytes) per session of a canonical corpus."""
-    manifest = corpus / "manifest.json"
+    manifest = corpus / CorpusManifest.NAME
     if manifest.is_file():
-        rows = json.loads(manifest.read_text(encoding="utf-8")).get("sessions") or []
+        rows = load_record(manifest, CorpusManifest).sessions
         if rows:
             return rows
     out = []

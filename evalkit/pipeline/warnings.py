@@ -13,7 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from evalkit.contracts.runs import WARNINGS_FILE as FILE
+from evalkit.contracts.records import RunConfig, Warnings
+from evalkit.contracts.runs import RunPaths, read_record, write_record
 
 ERROR_SHARE = 0.05  # default: the rules' max_error_share when they set one
 
@@ -91,7 +92,7 @@ def failing_metrics(run_dir: Path, share: float) -> list[RunWarning]:
     """Metrics whose error rows exceed ``share`` of their rows, grouped by their first error."""
     import pandas as pd
 
-    path = run_dir / "metrics.parquet"
+    path = RunPaths(run_dir).metrics
     if not path.is_file():
         return []
     m = pd.read_parquet(path, columns=["metric", "error"])
@@ -113,7 +114,7 @@ def failing_metrics(run_dir: Path, share: float) -> list[RunWarning]:
 def collect(run_dir: str | Path, config: dict) -> dict:
     """The run's warnings and endpoints (``warnings.json``'s body)."""
     run_dir = Path(run_dir)
-    manifest = _read_json(run_dir / "corpus" / "manifest.json")
+    manifest = _read_json(RunPaths(run_dir).manifest)
     replay = config.get("replay", {})
     share = float((config.get("rules") or {}).get("max_error_share", ERROR_SHARE))
     warnings = [
@@ -121,15 +122,13 @@ def collect(run_dir: str | Path, config: dict) -> dict:
         *silent_arms(run_dir, list(replay.get("arms", [])), replay, manifest),
         *failing_metrics(run_dir, share),
     ]
-    endpoints = _read_json(run_dir / "config.json").get("endpoints", [])
+    endpoints = rc.endpoints if (rc := read_record(run_dir, RunConfig)) else []
     return {"warnings": [asdict(w) for w in warnings], "endpoints": endpoints}
 
 
 def write(run_dir: str | Path, config: dict) -> dict:
-    from evalkit.common.files import write_json
-
     body = collect(run_dir, config)
-    write_json(Path(run_dir) / FILE, body)
+    write_record(run_dir, Warnings, body)
     return body
 
 

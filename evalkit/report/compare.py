@@ -8,22 +8,20 @@ import os
 from pathlib import Path
 from typing import Any
 
+from evalkit.contracts.records import Decision, RunConfig
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, interval, num, table
 from evalkit.report.sections.common import verdict_mark
 
 
-def _load(run: str | os.PathLike) -> tuple[dict, dict]:
-    from evalkit.contracts.runs import read_json_file, run_config, run_folder
+def _load(run: str | os.PathLike) -> tuple[Decision, RunConfig]:
+    from evalkit.contracts.runs import load_run
 
-    run = run_folder(run)
-    p = run / "decision.json"
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: missing (run the decide stage first)")
-    decision = read_json_file(p, "decision (an object)")
-    if not isinstance(decision.get("verdicts") or {}, dict):
-        raise ValueError(f"{p}: field 'verdicts': not an object")
-    return decision, run_config(run)
+    loaded = load_run(run)
+    if loaded.decision is None:
+        raise FileNotFoundError(f"{loaded.paths.decision}: missing (run the decide stage first)")
+    assert loaded.run_config is not None  # load_run checked the folder has one
+    return loaded.decision, loaded.run_config
 
 
 def _flat(d: Any, prefix: str = "") -> dict[str, Any]:
@@ -42,19 +40,20 @@ def _f(x: Any) -> float:
         return math.nan
 
 
-def _summary(run: str | os.PathLike, decision: dict) -> list[dict]:
+def _summary(run: str | os.PathLike, decision: Decision) -> list[dict]:
     """Per (arm, metric) means from the run's aggregate (an older run's ``decision.json`` has them)."""
     from evalkit.contracts import aggregate
+    from evalkit.contracts.runs import RunPaths
 
-    if (Path(run) / "metrics.parquet").is_file():
+    if RunPaths(Path(run)).metrics.is_file():
         return aggregate.summary(aggregate.load(run))
-    return list(decision.get("summary") or [])
+    return list(decision.summary or [])
 
 
-def _interval(decision: dict) -> str:
+def _interval(decision: Decision) -> str:
     """The decision interval's name as decision.json gives it ("95% session bootstrap-t, B resamples,
     seed S"); runs before the session bootstrap named only its kind."""
-    st = decision.get("stats") or {}
+    st = decision.stats
     if st.get("printed_interval") in ("bootstrap-t", "percentile", "bca"):
         return str(st.get("interval"))
     return {"t": "clustered t"}.get(st.get("printed_interval"), "sign-flip") + " (an older run)"
@@ -65,27 +64,26 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
     (da, ca), (db, cb) = _load(run_a), _load(run_b)
     a, b = Path(run_a), Path(run_b)
     out = [f"### evalkit compare: {code(a.name)} → {code(b.name)}", ""]
-    fa, fb = _flat(ca.get("config", {})), _flat(cb.get("config", {}))
+    fa, fb = _flat(ca.config), _flat(cb.config)
     changed = [k for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
     if changed:
         rows = [[code(k), code(json.dumps(fa.get(k))), code(json.dumps(fb.get(k)))] for k in changed]
         out += ["Config changes:", "", table(["key", "A", "B"], rows), ""]
     else:
         out += [
-            "Same config"
-            + (f" (hash {code(ca['config_hash'][:12])})" if ca.get("config_hash") else "")
-            + ".",
+            "Same config" + (f" (hash {code(ca.config_hash[:12])})" if ca.config_hash else "") + ".",
             "",
         ]
 
-    va, vb = da.get("verdicts") or {}, db.get("verdicts") or {}
+    va, vb = da.verdicts, db.verdicts
     cands = list(dict.fromkeys([*va, *vb]))
     if not cands:
         out += ["Neither run has verdicts (`decision.json` → `verdicts` is empty or missing).", ""]
     else:
         rows, n_changed = [], 0
         for c in cands:
-            x, y = va.get(c, {}).get("verdict", "absent"), vb.get(c, {}).get("verdict", "absent")
+            x = va[c].verdict if c in va else "absent"
+            y = vb[c].verdict if c in vb else "absent"
             flag = "changed" if x != y else "same"
             n_changed += x != y
             mark = lambda v: "—" if v == "absent" else verdict_mark(v)  # noqa: E731
@@ -95,7 +93,7 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
                     mark(x),
                     mark(y),
                     f"**{flag}**" if x != y else flag,
-                    escape_inline(str(vb.get(c, {}).get("reason") or va.get(c, {}).get("reason") or "")),
+                    escape_inline((vb[c].reason if c in vb else "") or (va[c].reason if c in va else "")),
                 ]
             )
         out += [
@@ -106,18 +104,19 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
         ]
         rows = []
         for c in cands:
-            ma, mb = va.get(c, {}).get("metrics") or {}, vb.get(c, {}).get("metrics") or {}
+            ma = va[c].metrics if c in va else {}
+            mb = vb[c].metrics if c in vb else {}
             for m in sorted(set(ma) | set(mb)):
-                ea, eb = ma.get(m, {}), mb.get(m, {})
-                delta = _f(eb.get("estimate")) - _f(ea.get("estimate"))
+                ea, eb = ma.get(m), mb.get(m)
+                delta = _f(eb.estimate if eb else None) - _f(ea.estimate if ea else None)
                 rows.append(
                     [
                         code(c),
                         code(m),
-                        f"{num(ea.get('estimate'), signed=True)} {interval(ea.get('ci'))}" if ea else "—",
-                        f"{num(eb.get('estimate'), signed=True)} {interval(eb.get('ci'))}" if eb else "—",
+                        f"{num(ea.estimate, signed=True)} {interval(ea.ci)}" if ea else "—",
+                        f"{num(eb.estimate, signed=True)} {interval(eb.ci)}" if eb else "—",
                         num(delta, signed=True),
-                        f"{ea.get('n_sessions', '—')} → {eb.get('n_sessions', '—')}",
+                        f"{ea.get('n_sessions', '—') if ea else '—'} → {eb.get('n_sessions', '—') if eb else '—'}",
                     ]
                 )
         if rows:

@@ -17,6 +17,25 @@ import pandas as pd
 
 from evalkit.contracts.event import events_path
 from evalkit.contracts.metrics_sessions import SESSION_COLUMNS, session_table
+from evalkit.contracts.records import (
+    CallStats,
+    CorpusManifest,
+    Decision,
+    Health,
+    ModelUsage,
+    RunConfig,
+    Timings,
+    Verdict,
+)
+from evalkit.contracts.runs import (
+    R,
+    RecordVersionError,
+    RunFolderError,
+    RunPaths,
+    load_record,
+    read_record,
+    read_usage,
+)
 from evalkit.report.drawing import FigureDrawer
 from evalkit.report.markdown import code
 
@@ -37,26 +56,19 @@ EVENT_FIELDS = [
 # Metrics a section summarizes by a median of events, not a mean: kept event by event.
 EVENT_METRICS = ("turns_between",)
 
-# Files the model layer may leave with call/cache counts; the first one found is used.
-MODEL_STATS_FILES = [
-    "model-usage.json",
-    "model-calls.json",
-    "model_calls.json",
-    "cache-stats.json",
-    "cache_stats.json",
-]
-
 
 @dataclass
 class ReportData:
     """A run folder's contents as the report needs them; ``missing`` lists what was absent."""
 
     run_dir: Path
-    run_config: dict[str, Any]  # config.json: config, config_hash, command, source
-    manifest: dict[str, Any]
-    decision: dict[str, Any]
-    timings: dict[str, Any]
-    model_stats: dict[str, Any]
+    # The run folder's records (evalkit.contracts.records); an absent one is an empty record
+    # (its fields' defaults), named in ``missing``.
+    run_config: RunConfig
+    manifest: CorpusManifest
+    decision: Decision
+    timings: Timings
+    model_stats: ModelUsage | CallStats | None
     events: pd.DataFrame  # EVENT_FIELDS + summary_chars, summary_failed, over_limit, line
     # One row per (arm, metric, session) (evalkit.contracts.metrics_sessions): value is the session mean.
     metrics: pd.DataFrame
@@ -65,12 +77,14 @@ class ReportData:
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
     # The exams' per-question grades (evalkit.contracts.questions): questions.parquet.
     questions: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # health.json (evalkit.decide.health): None when absent or unreadable (its section says so).
+    health: Health | None = None
     # Draws the sections' figures; the report makes it draw them in the background.
     figures: FigureDrawer = field(default_factory=FigureDrawer)
 
     @property
     def config(self) -> dict[str, Any]:
-        return self.run_config.get("config", {})
+        return self.run_config.config
 
     @property
     def name(self) -> str:
@@ -92,51 +106,44 @@ class ReportData:
             from evalkit.contracts.aggregate import summary_of
 
             return summary_of(self.metrics)
-        return list(self.decision.get("summary") or [])
+        return list(self.decision.summary or [])
 
     @property
-    def verdicts(self) -> dict[str, Any]:
-        return self.decision.get("verdicts") or {}
+    def verdicts(self) -> dict[str, Verdict]:
+        return self.decision.verdicts
+
+    @property
+    def decided(self) -> bool:
+        """Whether the run has a ``decision.json``."""
+        return self.paths.decision.is_file()
+
+    @property
+    def paths(self) -> RunPaths:
+        return RunPaths(self.run_dir)
 
     @property
     def baseline(self) -> str:
         return "baseline" if "baseline" in self.arms or not self.arms else self.arms[0]
 
 
-def _json(path: Path, missing: list[str], what: str) -> dict[str, Any]:
+def _record(run: Path, cls: type[R], missing: list[str] | None, what: str, empty: R) -> R:
+    """Record ``cls`` of the run; absent or unreadable: ``empty`` and a note in ``missing`` (when
+    given). A version this evalkit does not read is an error naming the file (never a report
+    without it)."""
+    path = RunPaths(run).record(cls)
     if not path.exists():
-        missing.append(f"`{path.name}` ({what})")
-        return {}
+        if missing is not None:
+            missing.append(f"`{cls.FILE}` ({what})")
+        return empty
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as e:
-        missing.append(f"`{path.name}` is unreadable ({type(e).__name__}: {e})")
-        return {}
-    if not isinstance(data, dict):
-        missing.append(f"`{path.name}` is unreadable (a JSON {type(data).__name__}, not an object)")
-        return {}
-    return data
-
-
-def _decision(path: Path, missing: list[str]) -> dict[str, Any]:
-    """``decision.json``: absent is a run not decided yet (a caveat); present but unreadable or of
-    the wrong shape is a data error naming the file, not a report without its verdicts."""
-    from evalkit.contracts.runs import RunFolderError, read_json_file
-
-    if not path.exists():
-        return _json(path, missing, "estimates and verdicts")
-    d = read_json_file(path, "decision (an object)")
-    verdicts = d.get("verdicts") or {}
-    if not isinstance(verdicts, dict) or not all(isinstance(v, dict) for v in verdicts.values()):
-        raise RunFolderError(f"{path}: field 'verdicts': not an object of objects")
-    for arm, v in verdicts.items():
-        if not isinstance(v.get("metrics") or {}, dict) or not all(
-            isinstance(m, dict) for m in (v.get("metrics") or {}).values()
-        ):
-            raise RunFolderError(f"{path}: field 'verdicts.{arm}.metrics': not an object of objects")
-    if not isinstance(d.get("summary") or [], list):
-        raise RunFolderError(f"{path}: field 'summary': not a list")
-    return d
+        return load_record(path, cls)
+    except RecordVersionError:
+        raise
+    except RunFolderError as e:
+        if missing is None:
+            return empty
+        missing.append(f"`{cls.FILE}` is unreadable ({str(e).removeprefix(f'{path}: ')})")
+        return empty
 
 
 def _event_row(raw: bytes) -> dict[str, Any]:
@@ -187,35 +194,37 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     if not run.is_dir():
         raise FileNotFoundError(f"{run}: no such run folder")
     missing: list[str] = []
-    run_config = _json(run / "config.json", missing, "config, hash and reproduce command")
-    manifest = _json(run / "corpus" / "manifest.json", missing, "corpus statistics")
-    decision = _decision(run / "decision.json", missing)
-    timings = _json(run / "timings.json", missing, "wall time per stage")
-    model_stats: dict[str, Any] = {}
-    for name in MODEL_STATS_FILES:
-        if (run / name).exists():
-            model_stats = _json(run / name, missing, "model calls and cache hits")
-            break
-    if not (run / "events").is_dir():
+    paths = RunPaths(run)
+    run_config = _record(run, RunConfig, missing, "config, hash and reproduce command", RunConfig(config={}))
+    manifest = _record(run, CorpusManifest, missing, "corpus statistics", CorpusManifest())
+    # Absent: a run not decided yet (a caveat). Present but unreadable or of the wrong shape: a
+    # data error naming the file, not a report without its verdicts.
+    decision = read_record(run, Decision)
+    if decision is None:
+        missing.append(f"`{Decision.FILE}` (estimates and verdicts)")
+        decision = Decision()
+    timings = _record(run, Timings, missing, "wall time per stage", Timings())
+    model_stats = read_usage(run)
+    if not paths.events.is_dir():
         missing.append("`events/` (compaction events)")
     else:
         # One arm's file gone: its counts and evidence would drop out of the report unremarked.
-        for arm in run_config.get("config", {}).get("replay", {}).get("arms", []):
+        for arm in run_config.config.get("replay", {}).get("arms", []):
             if not events_path(run, arm).is_file():
                 missing.append(
                     f"{code('events/' + events_path(run, arm).name)} (the {code(arm)} arm's compaction "
                     "events: its event counts and evidence are left out)"
                 )
-    events = read_event_table(run / "events")
+    events = read_event_table(paths.events)
     metrics = pd.DataFrame(columns=SESSION_COLUMNS)
     event_values = pd.DataFrame(columns=["arm", "session", "metric", "value"])
-    if (run / "metrics.parquet").exists():
+    if paths.metrics.exists():
         try:
-            metrics, event_values = session_table(run / "metrics.parquet", EVENT_METRICS)
+            metrics, event_values = session_table(paths.metrics, EVENT_METRICS)
         except (OSError, ValueError) as e:
-            missing.append(f"`metrics.parquet` is unreadable ({type(e).__name__}: {e})")
+            missing.append(f"`{paths.metrics.name}` is unreadable ({type(e).__name__}: {e})")
     else:
-        missing.append("`metrics.parquet` (the metrics table)")
+        missing.append(f"`{paths.metrics.name}` (the metrics table)")
     from evalkit.contracts import questions
 
     try:
@@ -223,6 +232,7 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     except (OSError, ValueError) as e:
         asked = questions.empty_frame()
         missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")
+    health = _record(run, Health, None, "metric health", None)
     return ReportData(
         run,
         run_config,
@@ -235,4 +245,5 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
         missing,
         event_values,
         asked,
+        health,
     )

@@ -21,6 +21,7 @@ from evalkit.common.redact import redact_text
 from evalkit.contracts.event import arm_filename, events_path, read_events
 from evalkit.contracts.metrics import question_family, read_metrics
 from evalkit.contracts.questions import metric_rows as question_rows
+from evalkit.contracts.runs import RunPaths
 from evalkit.report.data import load_report_data
 from evalkit.report.sections.common import is_standin
 
@@ -70,7 +71,7 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     out.mkdir(parents=True, exist_ok=True)
     # The exams' question grades go with each sample's scores, under their ``<exam>_q:<id>`` names.
     metrics = pd.concat(
-        [read_metrics(run / "metrics.parquet"), question_rows(data.questions)], ignore_index=True
+        [read_metrics(RunPaths(run).metrics), question_rows(data.questions)], ignore_index=True
     )
     model_cfg = data.config.get("model", {})
     model = f"{model_cfg.get('backend', 'unknown')}/{model_cfg.get('model', 'unknown')}"

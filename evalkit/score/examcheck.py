@@ -21,6 +21,9 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 from scipy import stats
 
+from evalkit.contracts.records import CorpusManifest, RunConfig
+from evalkit.contracts.runs import read_record
+
 CEILING, FLOOR = "uncompacted", "no-history"
 # exam -> (its exams in the question table, evalkit.contracts.questions; the prefixes of the metrics that report it)
 EXAMS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -142,22 +145,17 @@ def nothing_to_judge(run_dir) -> str | None:
     No compaction means no exam question was asked and no verdict can be drawn: the run says
     why (the trigger and the largest session against it) and exits with the gate's code for an
     empty result set (``docs/rules.md``: exit 1)."""
-    import json
     from pathlib import Path
 
     run = Path(run_dir)
     events = sorted((run / "events").glob("*.jsonl"))
     if any(p.stat().st_size for p in events):
         return None
-    cfg = (
-        json.loads((run / "config.json").read_text()).get("config", {})
-        if (run / "config.json").is_file()
-        else {}
-    )
+    rc, manifest = read_record(run, RunConfig), read_record(run, CorpusManifest)
+    cfg = rc.config if rc else {}
     rp = cfg.get("replay", {})
     trigger = rp.get("trigger", "tokens")
-    manifest = run / "corpus" / "manifest.json"
-    sessions = json.loads(manifest.read_text()).get("sessions", []) if manifest.is_file() else []
+    sessions = manifest.sessions if manifest else []
     most_msgs = max((int(s.get("messages", 0)) for s in sessions), default=0)
     most_tokens = max((-(-int(s.get("bytes", 0)) // 4) for s in sessions), default=0)
     if trigger == "tokens":

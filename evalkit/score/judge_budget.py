@@ -28,10 +28,12 @@ from pathlib import Path
 
 from evalkit.contracts.event import events_path
 from evalkit.contracts.metrics import read_metrics
+from evalkit.contracts.records import JudgeBudget
+from evalkit.contracts.runs import RunPaths, read_record, write_record
 from evalkit.models.offline_judge import LABEL
 from evalkit.score.suite import Suite
 
-FILE = "judge-budget.json"
+FILE = JudgeBudget.FILE
 GRID = (2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 128_000)
 TOLERANCE = 1.0  # points of %: "within 1 point of the grid's maximum"
 CEILING = "uncompacted"
@@ -93,10 +95,10 @@ class Calibration:
 
 def load(run_dir: str | os.PathLike) -> Calibration | None:
     """The run's calibration, or None when it has none."""
-    p = Path(run_dir) / FILE
-    if not p.is_file():
+    rec = read_record(run_dir, JudgeBudget)
+    if rec is None:
         return None
-    d = json.loads(p.read_text(encoding="utf-8"))
+    d = rec.model_dump(mode="json", exclude_unset=True, exclude={"schema_version"})
     d["sweep"] = {int(b): v for b, v in d["sweep"].items()}
     return Calibration(**d)
 
@@ -145,8 +147,8 @@ def ceiling_sweep(
     with tempfile.TemporaryDirectory(prefix="judge-budget-") as tmp:
         scratch = Path(tmp)
         (scratch / "corpus").symlink_to((run / "corpus").resolve())
-        if (run / "config.json").is_file():
-            shutil.copy(run / "config.json", scratch / "config.json")
+        if RunPaths(run).config.is_file():
+            shutil.copy(RunPaths(run).config, RunPaths(scratch).config)
         dst = events_path(scratch, CEILING)
         dst.parent.mkdir()
         with open(src, encoding="utf-8") as fh, open(dst, "w", encoding="utf-8") as w:
@@ -158,7 +160,7 @@ def ceiling_sweep(
                 suite=Suite("judge", [("judge", {**judge, "max_chars": b})]),
                 workers=workers,
             )
-            s = arm_summary(read_metrics(scratch / "metrics.parquet"), METRIC, 5.0)
+            s = arm_summary(read_metrics(RunPaths(scratch).metrics), METRIC, 5.0)
             r = s.loc[CEILING] if CEILING in s.index else None
             out[b] = (
                 {"mean": 100 * r["mean"], "half": 100 * r["half"], "n": int(r["n"])}
@@ -181,7 +183,7 @@ def calibrate(
     sweep = ceiling_sweep(run, parts[CALIBRATION], suite, grid, workers)
     budget = choose_budget({b: v["mean"] for b, v in sweep.items()})
     cal = Calibration(budget, sweep, parts[CALIBRATION], parts[REPORTED], grid=list(grid))
-    (run / FILE).write_text(cal.to_json(), encoding="utf-8")
+    write_record(run, JudgeBudget, json.loads(cal.to_json()))
     return cal, with_budget(suite, budget)
 
 

@@ -27,6 +27,8 @@ from evalkit.contracts import questions as question_table
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
+from evalkit.contracts.records import RunConfig
+from evalkit.contracts.runs import RunPaths, read_record
 from evalkit.contracts.session import session_from_dict
 from evalkit.corpus import QUESTIONS
 from evalkit.facts import compute_facts, facts_from_dict
@@ -238,7 +240,7 @@ def score_run(
     # Continuation rows share the table; re-scoring replaces probe rows only.
     from evalkit.continuation.metrics import is_continuation_metric
 
-    replace_rows(run / "metrics.parquet", rows.tables(), lambda m: not is_continuation_metric(m))
+    replace_rows(RunPaths(run).metrics, rows.tables(), lambda m: not is_continuation_metric(m))
     rows.remove()
     stats.questions = question_table.write(
         question_table.path_of(run), (question_table.from_metric_rows(t) for t in asked.tables())
@@ -249,9 +251,9 @@ def score_run(
 
 
 def _model_section(run: Path) -> dict:
-    cfg = run / "config.json"
-    if cfg.exists():
-        return dict(json.loads(cfg.read_text()).get("config", {}).get("model", {}))
+    rc = read_record(run, RunConfig)
+    if rc is not None:
+        return dict(rc.config.get("model", {}))
     return {"backend": "extractive", "model": "extractive-v1"}
 
 

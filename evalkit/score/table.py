@@ -10,11 +10,11 @@ head-only summarizer can keep at most about that share, so the baseline's
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pandas as pd
 
 from evalkit.contracts.metrics import read_metrics
+from evalkit.contracts.runs import RunPaths
 
 COLUMNS = [
     ("tally_left_view_early", "share ≤2,000"),
@@ -49,7 +49,7 @@ def check_table(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def render_table(run_dir: str | os.PathLike) -> str:
     """The check table of a run folder as Markdown."""
-    df = check_table(read_metrics(Path(run_dir) / "metrics.parquet"))
+    df = check_table(read_metrics(RunPaths(run_dir).metrics))
     header = list(df.columns)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for r in df.itertuples(index=False):

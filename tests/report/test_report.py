@@ -420,14 +420,16 @@ def test_evidence_falls_back_to_the_first_metric_some_session_differs_on(tmp_pat
     """Without a deciding or success metric, the evidence shows the first metric (by name) with an
     error-free value under both arms on which some session differs; a metric the candidate has
     only error rows for is skipped, and with no difference anywhere the first shared metric is used."""
+    from evalkit.contracts.records import CorpusManifest, Decision, RunConfig, Timings
     from evalkit.report.data import ReportData
     from evalkit.report.sections.evidence import _evidence_metric
 
     def data(rows) -> ReportData:
         metrics = pd.DataFrame(rows, columns=["arm", "metric", "session", "value", "error"])
-        config = {"config": {"replay": {"arms": ["baseline", "cand"]}}}
+        config = RunConfig(config={"replay": {"arms": ["baseline", "cand"]}})
+        decision = Decision(verdicts={"cand": {"verdict": "inconclusive"}})
         events = pd.DataFrame(columns=["arm"])
-        return ReportData(tmp_path, config, {}, {"verdicts": {"cand": {}}}, {}, {}, events, metrics)
+        return ReportData(tmp_path, config, CorpusManifest(), decision, Timings(), None, events, metrics)
 
     rows = [
         *[(arm, "a", s, 1.0, None) for arm in ("baseline", "cand") for s in ("s1", "s2")],  # equal

@@ -214,11 +214,12 @@ def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Sessio
 
 
 def _manifest_rows(corpus: Path) -> dict[str, dict]:
-    import json
+    from evalkit.contracts.records import CorpusManifest
+    from evalkit.contracts.runs import RunFolderError, load_record
 
     try:
-        rows = json.loads((corpus / "manifest.json").read_text(encoding="utf-8")).get("sessions") or []
-    except (OSError, ValueError):
+        rows = load_record(corpus / CorpusManifest.NAME, CorpusManifest).sessions
+    except (OSError, RunFolderError):
         return {}
     return {str(r.get("id")): r for r in rows if isinstance(r, dict)}
 

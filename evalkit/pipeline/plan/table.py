@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from evalkit.contracts.config import Experiment
+from evalkit.contracts.runs import RunPaths
 from evalkit.pipeline.plan.estimate import STAGES, Line, Plan, build_plan, offline_backend
 
 
@@ -123,11 +124,12 @@ def write_plan(plan: Plan, path: Path) -> Path:
     import os
     import time
 
+    from evalkit.contracts.records import Plan as PlanRecord
+    from evalkit.contracts.runs import save_record
     from evalkit.models.usage import INVOCATION_ENV
 
     body = {**plan.to_dict(), "created_at": time.time(), "invocation": os.environ.get(INVOCATION_ENV, "")}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(body, indent=1, default=str) + "\n", encoding="utf-8")
+    save_record(path, PlanRecord, json.loads(json.dumps(body, default=str)))
     return path
 
 
@@ -135,7 +137,7 @@ def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
     """Write ``plan.json`` into the run folder before a run with a real model, unless one is there
     (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
     actual calls. None when the backend is the offline stand-in (nothing to pay)."""
-    path = Path(run_dir) / "plan.json"
+    path = RunPaths(run_dir).plan
     if path.exists() or offline_backend(exp.section("model")):
         return None
     return write_plan(build_plan(exp, run_dir), path)

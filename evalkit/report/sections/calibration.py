@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
+from evalkit.contracts.records import Calibration
+from evalkit.contracts.runs import RecordVersionError, RunFolderError, load_record
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code
 
 
 def section_calibration(data: ReportData, out: Path) -> list[str]:
-    path = data.run_dir / "calibration.json"
+    path = data.paths.calibration
     if not path.is_file():
         # Quoted for a shell: the hint is meant to be pasted, and run paths may hold spaces or ';'.
         return [
@@ -22,8 +23,10 @@ def section_calibration(data: ReportData, out: Path) -> list[str]:
             "rules ship, drop or pass by chance and their power at the reported MDE."
         ]
     try:
-        cal = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        cal = load_record(path, Calibration).model_dump(mode="json", exclude_unset=True)
+    except RecordVersionError:
+        raise
+    except RunFolderError as e:
         return [f"`calibration.json` cannot be read ({escape_inline(str(e))}); rerun `evalkit calibrate`."]
     from evalkit.decide.calibrate import render
 

@@ -15,13 +15,13 @@ from evalkit.report.sections.common import LOW_N, continuation_manifest, is_stan
 def caveats(data: ReportData) -> list[str]:
     """Every caveat the run itself shows, as plain sentences."""
     out: list[str] = []
-    cfg, stats = data.config, data.manifest.get("stats", {})
+    cfg, stats = data.config, data.manifest.stats
     if is_standin(data):
         out.append(
             f"**Offline stand-in model**: summaries come from `{cfg['model']['backend']}`, not a language "
             "model; effects describe the stand-in, not a real summarizer."
         )
-    kind = data.manifest.get("kind") or cfg.get("corpus", {}).get("kind")
+    kind = data.manifest.kind or cfg.get("corpus", {}).get("kind")
     if kind == "synth" or "synthetic" in (stats.get("formats") or {}):
         out.append(
             "**Synthetic corpus**: sessions are generated with known facts; they are realistic in shape but "
@@ -96,7 +96,7 @@ def caveats(data: ReportData) -> list[str]:
     if data.missing:
         out.append("**Missing from the run folder**: " + "; ".join(data.missing) + ".")
     for key in ("stats", "noise_floor", "verdicts"):
-        if data.decision and key not in data.decision:
+        if data.decided and key not in data.decision.model_fields_set:
             out.append(f"**`decision.json` has no `{key}`** (written by an older or partial decide stage).")
     return out
 

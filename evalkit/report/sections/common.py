@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -43,7 +41,7 @@ def is_standin(data: ReportData) -> bool:
 def confidence(data: ReportData) -> str:
     """The intervals' level: ``ci_level`` as the stats stage wrote it (two-sided 1 − 2α for its
     one-sided tests); older runs without it are read as two-sided 1 − α."""
-    stats = data.decision.get("stats", {})
+    stats = data.decision.stats
     try:
         level = float(stats["ci_level"]) if "ci_level" in stats else 1 - float(stats.get("alpha"))
         return f"{100 * level:.0f}% interval"
@@ -54,7 +52,7 @@ def confidence(data: ReportData) -> str:
 def interval_name(data: ReportData) -> str:
     """Which interval ``ci`` is: ``printed_interval`` as the stats stage wrote it (runs before it
     printed the inverted sign-flip test)."""
-    kind = data.decision.get("stats", {}).get("printed_interval")
+    kind = data.decision.stats.get("printed_interval")
     return {
         "bootstrap-t": "session bootstrap-t",
         "percentile": "session percentile",
@@ -145,8 +143,13 @@ def metric_direction(data: ReportData, metric: str) -> str | None:
 
 def continuation_manifest(data: ReportData) -> dict:
     """``continuation/manifest.json`` (agent, proxy flag, metrics), or {} when the run has none."""
-    p = Path(data.run_dir) / "continuation" / "manifest.json"
+    from evalkit.contracts.records import ContinuationManifest
+    from evalkit.contracts.runs import RecordVersionError, RunFolderError, read_record
+
     try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        rec = read_record(data.run_dir, ContinuationManifest)
+    except RecordVersionError:
+        raise
+    except RunFolderError:
         return {}
+    return rec.model_dump(mode="json", exclude_unset=True) if rec else {}

@@ -3,11 +3,12 @@ tokens (cached by the provider and not) and dollars, per stage."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from pathlib import Path
 from typing import Any
 
+from evalkit.contracts.records import Plan
+from evalkit.contracts.runs import RunPaths, read_record
 from evalkit.models.cache import unpack
 from evalkit.report.markdown import num, table
 
@@ -84,8 +85,9 @@ def _int(x: Any) -> str:
 def section_cost(data, out: Path) -> list[str]:
     """Planned vs actual per stage; says plainly when there is no plan or no paid call."""
     run = Path(data.run_dir)
-    plan_path, cache = run / "plan.json", run / "model-calls.sqlite"
-    plan = json.loads(plan_path.read_text(encoding="utf-8")) if plan_path.is_file() else None
+    cache = RunPaths(run).call_cache
+    rec = read_record(run, Plan)
+    plan = rec.model_dump(mode="json", exclude_unset=True) if rec else None
     actual = actual_by_stage(cache) if cache.is_file() else {}
     if plan is None and not actual:
         return ["No model was paid for: the run made no cached model call and has no plan (`evalkit plan`)."]

@@ -3,7 +3,6 @@ which verdicts rest on one (from ``health.json``, written before the decide stag
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from evalkit.report.data import ReportData
@@ -11,19 +10,9 @@ from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, merge_same_rows, table
 
 
-def _health(data: ReportData) -> dict | None:
-    p = data.run_dir / "health.json"
-    if not p.exists():
-        return None
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def section_health(data: ReportData, out: Path) -> list[str]:
     """Unhealthy metrics, verdicts resting on them, arms identical to the baseline, shared code."""
-    h = _health(data)
+    h = data.health.model_dump(exclude_unset=True) if data.health is not None else None
     if h is None:
         return ["No `health.json` in this run folder: the metric-health check did not run (older run?)."]
     lines = [

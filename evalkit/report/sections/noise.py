@@ -17,9 +17,13 @@ from evalkit.report.sections.common import as_float, confidence, questions_left_
 
 
 def section_noise(data: ReportData, out: Path) -> list[str]:
-    nf = data.decision.get("noise_floor")
+    nf = data.decision.noise_floor
     if not nf:
-        state = "has no `noise_floor`" if nf is None else "has an empty `noise_floor`"
+        state = (
+            "has no `noise_floor`"
+            if "noise_floor" not in data.decision.model_fields_set
+            else "has an empty `noise_floor`"
+        )
         return [
             f"Not measured: `decision.json` {state}. An A/A comparison (the baseline against itself with "
             "another replicate) shows how large a difference arises from noise alone; without it, read "
@@ -46,7 +50,7 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
                 str(d.get("n_sessions", "n/a")),
             ]
         )
-    note = str(data.decision.get("noise_note") or "").strip()
+    note = data.decision.noise_note.strip()
     return [
         "The baseline compared with itself (another replicate). A candidate's effect inside this spread is "
         "indistinguishable from re-running the baseline.",

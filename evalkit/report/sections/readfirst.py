@@ -7,7 +7,6 @@ n); the Caveats section at the end lists every caveat.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from evalkit.report.data import ReportData
@@ -38,12 +37,8 @@ def read_first(data: ReportData) -> list[str]:
     untested = [c for c, v in data.verdicts.items() if v.get("verdict") == "untested"]
     if untested:
         out.append(f"**{len(untested)} untested**: {_names(untested)} (the rule column says why).")
-    health = data.run_dir / "health.json"
-    if health.is_file():
-        try:
-            notes = json.loads(health.read_text(encoding="utf-8")).get("verdict_notes") or {}
-        except (OSError, ValueError):
-            notes = {}
+    if data.health is not None:
+        notes = data.health.verdict_notes
         if notes:
             out.append(
                 f"**{len(notes)} verdicts rest on an unhealthy metric** (constant, or able to invert): "

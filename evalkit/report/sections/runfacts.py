@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalkit.contracts.records import ModelUsage
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import (
@@ -23,9 +24,11 @@ def _first(d: dict, *keys: str) -> Any:
 
 
 def _model_stat_rows(data: ReportData, standin: bool) -> list[list[str]]:
-    s = data.model_stats
-    if s.get("source") == "client":  # model-usage.json, counted by the client
-        return usage_rows(s, standin)
+    rec = data.model_stats
+    if isinstance(rec, ModelUsage) and rec.source == "client":  # counted by the client
+        return usage_rows(rec.model_dump(), standin)
+    # model-calls.json (the call cache's counts), or an older usage file
+    s = rec.model_dump(exclude_unset=True, exclude={"schema_version"}) if rec else {}
     s = s.get("total") or s.get("totals") or s
     if not isinstance(s, dict) or not s:
         why = "n/a (no model-call statistics in the run folder)"
@@ -50,10 +53,10 @@ def _model_stat_rows(data: ReportData, standin: bool) -> list[list[str]]:
 
 
 def section_run_facts(data: ReportData, out: Path) -> list[str]:
-    cfg, rc, stats = data.config, data.run_config, data.manifest.get("stats", {})
+    cfg, rc, stats = data.config, data.run_config, data.manifest.stats
     model, replay = cfg.get("model", {}), cfg.get("replay", {})
     standin = is_standin(data)
-    kind = data.manifest.get("kind") or cfg.get("corpus", {}).get("kind") or "n/a"
+    kind = data.manifest.kind or cfg.get("corpus", {}).get("kind") or "n/a"
     formats = ", ".join(f"{escape_inline(str(k))}: {v}" for k, v in (stats.get("formats") or {}).items())
     corpus = f"{escape_inline(str(kind))} ({formats or 'formats n/a'})"
     if kind == "path" and cfg.get("corpus", {}).get("path"):
@@ -69,14 +72,14 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
     backend = f"{model.get('backend', 'n/a')} / {model.get('model', 'n/a')}"
     if standin:
         backend += " — **offline stand-in, not a language model**"
-    st = data.decision.get("stats") or {}
+    st = data.decision.stats
     stats_txt = (
         f"{st.get('method', 'n/a')}, {st.get('resamples', 'n/a')} resamples, alpha {st.get('alpha', 'n/a')}, "
         f"seed {st.get('seed', 'n/a')}, unit: {st.get('unit', 'n/a')}"
         if st
         else "n/a (`decision.json` has no `stats`: intervals were not computed)"
     )
-    t = data.timings
+    t = data.timings.stages()
     if t:
         total = t.get("total_before_report")
         stages = ", ".join(f"{k} {float(v):.1f} s" for k, v in t.items() if k != "total_before_report")
@@ -113,9 +116,9 @@ def section_run_facts(data: ReportData, out: Path) -> list[str]:
         ["statistics", stats_txt],
         *_model_stat_rows(data, standin),
         ["wall time", wall],
-        ["config hash", code(rc["config_hash"]) if rc.get("config_hash") else "n/a"],
+        ["config hash", code(rc.config_hash) if rc.config_hash else "n/a"],
         # the command that reproduces it: same config, same seed, same numbers
-        ["reproduce", code(rc["command"]) if rc.get("command") else "n/a (no `config.json`)"],
+        ["reproduce", code(rc.command) if rc.command else "n/a (no `config.json`)"],
     ]
     lines = [table(["fact", "value"], rows)]
     return lines

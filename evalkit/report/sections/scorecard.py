@@ -142,10 +142,7 @@ def scorecard_plot(
 
 def _exam_checks(data: ReportData, scores: list[tuple[str, str, pd.DataFrame]]) -> list[str]:
     """Each shown exam's ceiling-vs-floor check from ``health.json`` (evalkit.score.examcheck)."""
-    import json
-
-    p = Path(data.run_dir) / "health.json"
-    exams = json.loads(p.read_text(encoding="utf-8")).get("exams", {}) if p.is_file() else {}
+    exams = data.health.exams if data.health is not None else {}
     out = []
     for label, _, _ in scores:
         check = exams.get(label)

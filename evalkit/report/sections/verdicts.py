@@ -34,7 +34,7 @@ def section_verdicts(data: ReportData, out: Path) -> list[str]:
         candidates = [a for a in data.arms if a != data.baseline]
         why = (
             "`decision.json` has no `verdicts`"
-            if "verdicts" not in data.decision
+            if "verdicts" not in data.decision.model_fields_set
             else "`decision.json` has an empty `verdicts` table"
         )
         lines = [f"No verdicts: {why}, so the statistics stage has not judged this run."]

@@ -18,8 +18,8 @@ def run_warnings(data: ReportData) -> list[str]:
     body = read_warnings(data.run_dir)
     if body is None:
         return [f"- _No `{FILE}` in the run folder (written by `evalkit run`): warnings not collected._"]
-    out = [f"- ⚠ {escape_inline(w['text'])}" for w in body.get("warnings", [])]
-    eps = body.get("endpoints") or []
+    out = [f"- ⚠ {escape_inline(w['text'])}" for w in body.warnings]
+    eps = body.endpoints
     if eps:
         out += [
             f"- endpoint ({escape_inline(e['role'])}): {code(e['url'])} ({escape_inline(e['source'])}, "
