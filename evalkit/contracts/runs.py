@@ -358,6 +358,32 @@ class Run:
         return load_metrics(p) if p.is_file() else pd.DataFrame(columns=COLUMNS)
 
     @cached_property
+    def questions(self) -> pd.DataFrame:
+        """The exams' per-question grades (``questions.parquet``; a run written before that table
+        existed: from its metric rows)."""
+        from evalkit.contracts import questions
+
+        return questions.read(self.path)
+
+    @cached_property
+    def aggregate(self) -> pd.DataFrame:
+        """Per (arm, metric, session): rows, errors, n, sum, sum of squares (``aggregate.parquet``,
+        rebuilt from the metrics table when stale or missing)."""
+        from evalkit.contracts import aggregate
+
+        return aggregate.frame(aggregate.load(self.path))
+
+    @property
+    def summary(self) -> list[dict[str, Any]]:
+        """Per (arm, metric): sessions, mean of session means, values, errors (from the aggregate; a
+        run decided before it existed: its ``decision.json`` summary)."""
+        from evalkit.contracts import aggregate
+
+        if self.paths.metrics.is_file():
+            return aggregate.summary(aggregate.load(self.path))
+        return list(self.decision.summary) if self.decision else []
+
+    @cached_property
     def continuation_metrics(self) -> pd.DataFrame | None:
         """The continuation stage's own rows (``continuation/metrics.parquet``), None without one."""
         from evalkit.contracts.metrics import load_metrics

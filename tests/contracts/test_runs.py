@@ -211,5 +211,7 @@ def test_load_run_on_a_tiny_real_run(tmp_path):
     assert run.decision.verdicts["head-tail"].verdict in {"ship", "drop", "inconclusive", "untested"}
     assert {"corpus", "replay", "score"} <= set(run.timings.stages())
     assert set(run.metrics["arm"]) == {"baseline", "head-tail"}
-    assert max(row["sessions"] for row in run.decision.summary) == 2
+    assert max(row["sessions"] for row in run.summary) == 2
+    assert not run.decision.summary  # per-(arm, metric) means live in the aggregate
+    assert set(run.aggregate["arm"]) == {"baseline", "head-tail"}
     assert len(run.events("baseline")) > 0
