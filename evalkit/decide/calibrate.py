@@ -29,7 +29,7 @@ from scipy import stats as sps
 
 from evalkit.contracts.metrics import read_metrics
 from evalkit.decide import bootstrap, stats
-from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
+from evalkit.decide.rules import Rules, read_rules_file, resolve_rules, rules_table
 from evalkit.decide.stage import decide, prompt_only_arms
 from evalkit.decide.words import num
 
@@ -226,7 +226,7 @@ def calibrate_run(
         raise FileNotFoundError(f"{run / 'metrics.parquet'}: no metrics table (run the score stage first)")
     df = read_metrics(run / "metrics.parquet")
     config = run_config(run)["config"]
-    rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
+    rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(rules_table(config.get("rules"), f"{run}/config.json: rules"))
     arms = list(config.get("replay", {}).get("arms", []))
     decision = decide(df, rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))
     resamples = resamples or rules.resamples

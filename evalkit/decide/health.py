@@ -35,22 +35,24 @@ import numpy as np
 import pandas as pd
 
 from evalkit.common.files import write_json
+from evalkit.contracts.config import ExperimentConfig
 from evalkit.contracts.metrics import question_key
+from evalkit.decide.rules import Rules
 
 HEALTH_FILE = "health.json"
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
 
 
-def _heuristic(cfg: dict) -> bool:
-    return cfg.get("continuation", {}).get("agent", "heuristic") == "heuristic"
+def _heuristic(cfg: ExperimentConfig) -> bool:
+    return cfg.continuation.agent == "heuristic"
 
 
-def _no_source_budget(cfg: dict) -> bool:
-    return not cfg.get("replay", {}).get("summary_source_chars")
+def _no_source_budget(cfg: ExperimentConfig) -> bool:
+    return not cfg.replay.summary_source_chars
 
 
 # metric -> (condition on the config, reason): the metric cannot vary under that condition.
-BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
+BY_CONSTRUCTION: dict[str, tuple[Callable[[ExperimentConfig], bool], str]] = {
     "stops": (
         _heuristic,
         "the heuristic agent follows the recording to its end, so it stops wherever the recording does",
@@ -111,12 +113,12 @@ def _scan(chunks: Iterable[pd.DataFrame], baseline: str) -> _Values:
     return _Values(distinct, rows, joined)
 
 
-def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
+def metric_flags(m: pd.DataFrame, cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """Per metric: its distinct value count and the reasons it is unhealthy (empty when healthy)."""
     return _flags(_scan([m], "baseline"), cfg)
 
 
-def _flags(v: _Values, cfg: dict) -> dict[str, dict[str, Any]]:
+def _flags(v: _Values, cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, values in v.distinct.items():
         reasons = []
@@ -199,7 +201,7 @@ UNUSABLE_EXAM = "unusable exam"  # a verdict note that makes the verdict unteste
 
 
 def verdict_notes(
-    cfg: dict,
+    rules: Rules,
     flags: dict[str, dict[str, Any]],
     identical: dict[str, list[str]],
     arms: list[str],
@@ -209,14 +211,13 @@ def verdict_notes(
     that failed its ceiling-vs-floor check, :mod:`evalkit.score.examcheck`, among them)."""
     from evalkit.score.examcheck import exam_of
 
-    rules = cfg.get("rules", {})
-    guardrails = list(rules.get("guardrails", []))
+    guardrails = list(rules.guardrails)
     out: dict[str, list[str]] = {}
     for arm in arms:
-        spec = rules.get("candidates", {}).get(arm)
-        if not spec:
+        spec = rules.for_candidate(arm)
+        if spec is None:
             continue
-        success = list(spec.get("success", []))
+        success = list(spec.success)
         notes = []
         for metric in dict.fromkeys(success + [g for g in guardrails if g not in success]):
             role = "success metric" if metric in success else "guardrail"
@@ -236,15 +237,16 @@ def verdict_notes(
     return out
 
 
-def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
-    """Compute the run's metric health and write ``health.json``; returns what was written."""
+def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[str, Any]:
+    """Compute the run's metric health and write ``health.json``; returns what was written
+    (``rules``: those the decide stage applies)."""
     from evalkit.contracts.metrics_stream import session_chunks
 
     run_dir = Path(run_dir)
     # A run of sessions at a time (all it reads): per-session means, not rows, are kept.
     chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
-    arms = list(cfg.get("replay", {}).get("arms", []))
-    baseline = cfg.get("rules", {}).get("baseline", "baseline")
+    arms = list(cfg.replay.arms)
+    baseline = rules.baseline
     scanned = _scan((t.to_pandas() for t in chunks), baseline)
     flags = _flags(scanned, cfg)
     identical = _identical(scanned.same)
@@ -252,14 +254,14 @@ def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
 
     # Each exam's ceiling against its floor, paired by question: a second pass over the sessions.
     chunks = session_chunks(run_dir / "metrics.parquet", ["arm", "session", "metric", "value"])
-    alpha = float(cfg.get("rules", {}).get("alpha", 0.025))
+    alpha = rules.alpha
     exams = {k: v.as_dict() for k, v in check_exams((t.to_pandas() for t in chunks), alpha).items()}
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
         "identical_to_baseline": identical,
         "shares_code": shared_code([a for a in arms if a != baseline]),
-        "verdict_notes": verdict_notes(cfg, flags, identical, [a for a in arms if a != baseline], exams),
+        "verdict_notes": verdict_notes(rules, flags, identical, [a for a in arms if a != baseline], exams),
         "exams": exams,
         "unusable_exams": sorted(
             k for k, v in exams.items() if not v["usable"] and v["reason"] != "not asked in this run"
