@@ -22,6 +22,7 @@ import pyarrow as pa
 from evalkit.common.files import Span, index_jsonl, read_span
 from evalkit.common.progress import log, track
 from evalkit.common.workers import worker_pool
+from evalkit.contracts.config import ModelConfig
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
@@ -37,7 +38,7 @@ class ScoreContext:
     """Run-level settings the probes may read (the judge needs the model and the run folder)."""
 
     run_dir: str = ""
-    model: dict[str, Any] = field(default_factory=dict)
+    model: ModelConfig = field(default_factory=ModelConfig)
     banks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # probe-bank questions by session
 
 
@@ -238,11 +239,11 @@ def score_run(
     return rows.num_rows
 
 
-def _model_section(run: Path) -> dict:
+def _model_section(run: Path) -> ModelConfig:
     cfg = run / "config.json"
     if cfg.exists():
-        return dict(json.loads(cfg.read_text()).get("config", {}).get("model", {}))
-    return {"backend": "extractive", "model": "extractive-v1"}
+        return ModelConfig.model_validate(json.loads(cfg.read_text()).get("config", {}).get("model", {}))
+    return ModelConfig()
 
 
 def _last_spans(path: Path) -> dict[str, Span]:

@@ -16,6 +16,7 @@ from evalkit.common.registry import Registry
 from evalkit.common.toolcalls import Op
 from evalkit.continuation.environment import Answer, ReplayEnvironment
 from evalkit.continuation.recording import SessionRecord
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.contracts.session import Message, ToolCall
 
@@ -102,9 +103,12 @@ AGENTS: Registry[AgentFactory] = Registry(
 )
 
 
-def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
-    """Build the agent registered as ``name`` (``client`` replaces the model client, for tests)."""
-    return AGENTS.get(name)(settings, run_dir=run_dir, client=client)
+def make_agent(
+    name: str, settings: ContinuationConfig, model: ModelConfig, run_dir=None, client=None
+) -> Agent:
+    """Build the agent registered as ``name`` from ``[continuation]`` and the model it calls
+    (``[model]`` with ``[continuation.model]`` on top; ``client`` replaces its client, for tests)."""
+    return AGENTS.get(name)(settings, model, run_dir=run_dir, client=client)
 
 
 def is_proxy(name: str) -> bool:
