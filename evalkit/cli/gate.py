@@ -38,7 +38,7 @@ def cmd_gate(args) -> int:
     from evalkit.contracts.metrics import load_metrics
     from evalkit.decide import decide, summarize_metrics
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
-    from evalkit.decide.rules import read_rules_file, resolve_rules
+    from evalkit.decide.rules import read_rules_file, resolve_rules, rules_table
     from evalkit.decide.stage import prompt_only_arms
     from evalkit.models.spending import incomplete
 
@@ -56,7 +56,7 @@ def cmd_gate(args) -> int:
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     df = load_metrics(mpath)  # a corrupt or foreign table is a data error naming the file
     config = run_config(run)["config"] if (run / "config.json").is_file() else {}
-    rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
+    rules = read_rules_file(args.rules) if args.rules else resolve_rules(rules_table(config.get("rules"), f"{run}/config.json: rules"))
     arms = list(config.get("replay", {}).get("arms", []))
 
     df = df.assign(arm=df["arm"].astype(str))
