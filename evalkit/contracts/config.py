@@ -100,9 +100,9 @@ class ReplayConfig(Section):
     @classmethod
     def _arms(cls, arms: list[str]) -> list[str]:
         if not arms or not all(a.strip() for a in arms):
-            raise ValueError(f"{arms!r}: expected a non-empty list of arm names")
+            raise ValueError("expected a non-empty list of arm names")
         if len(set(arms)) != len(arms):
-            raise ValueError(f"{arms!r}: an arm is listed twice")
+            raise ValueError("an arm is listed twice")
         return arms
 
     @model_validator(mode="after")
@@ -207,12 +207,12 @@ def _amount(v: float | str) -> float | str:
         except ValueError:
             x = None
         if x is None:
-            raise ValueError(f"expected a number or a percentage string like '10%', got {v!r}")
+            raise ValueError("expected a number or a percentage string like '10%'")
         v_num = x
     else:
         v_num = v
     if v_num < 0:
-        raise ValueError(f"must be ≥ 0, got {v}")
+        raise ValueError("must be ≥ 0")
     return v
 
 
@@ -287,7 +287,7 @@ class ExperimentConfig(Section):
     @classmethod
     def _name(cls, name: str) -> str:
         if not name.strip() or "/" in name:
-            raise ValueError(f"{name!r}: expected a non-empty name without '/'")
+            raise ValueError("expected a non-empty name without '/'")
         return name
 
     @model_validator(mode="after")
@@ -366,6 +366,8 @@ def first_error(e: ValidationError, model: type[BaseModel], source: str) -> str:
         why = "unknown key" + (f" (known: {known})" if known else "")
     elif err["type"] == "missing":
         why = "missing"
+    elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        why = f"{err['input']!r}: expected a table"
     else:
         msg = str(err["msg"]).removeprefix("Value error, ")
         why = f"{err['input']!r}: {msg}" if not isinstance(err["input"], dict | list) else msg
