@@ -66,7 +66,7 @@ class CorpusConfig(Section):
     kind: Literal["synth", "path"] = "synth"
     sessions: int = Field(200, ge=1)  # kind = "synth"
     path: str = ""  # kind = "path": a canonical JSONL corpus
-    on_error: Literal["skip", "fail"] = "skip"
+    on_error: Literal["skip", "raise"] = "skip"  # a bad record: skipped and counted, or the run stops
     session_tokens: int = Field(0, ge=0)  # synth: stop each session near this many tokens (0: no cap)
 
 

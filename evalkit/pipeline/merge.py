@@ -17,7 +17,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from evalkit.common.files import AtomicWriter, write_json
-from evalkit.contracts.config import Experiment
+from evalkit.contracts.config import Experiment, validate_config
 from evalkit.pipeline.shard import interleave, read_marker
 
 
@@ -203,7 +203,8 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     caches = [d / "model-calls.sqlite" for d in sdirs if (d / "model-calls.sqlite").is_file()]
     if caches:
         merge_caches(caches, out / "model-calls.sqlite")
-    exp = Experiment(conf["config"], conf["source"], Path(shards[0][1].get("root") or "."))
+    config = validate_config(conf["config"], f"{sdirs[0] / 'config.json'}: config")
+    exp = Experiment(config, conf["source"], Path(shards[0][1].get("root") or "."))
     paths = RunPaths(out)
     write_model_call_stats(exp, paths)
     timings = _sum_counts([_read_json(d / "timings.json") or {} for d in sdirs])
