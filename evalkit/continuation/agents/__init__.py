@@ -20,6 +20,7 @@ from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.contracts.session import Message, ToolCall
 
+MAX_CALLS = ContinuationConfig().max_calls  # [continuation] max_calls: its default lives there
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -47,7 +48,7 @@ class ContinuationInput:
     at: int
     context: list[Message]
     kept_ids: frozenset[str]  # recorded messages the context holds verbatim
-    max_calls: int = 30
+    max_calls: int = MAX_CALLS
     replicate: int = 0
     texts: dict[str, str] | None = None  # plain text per recorded message id, shared across events
     _visible: str | None = None
@@ -59,7 +60,7 @@ class ContinuationInput:
         event: Event,
         record: SessionRecord,
         by_id: dict[str, Message],
-        max_calls: int = 30,
+        max_calls: int = MAX_CALLS,
         texts: dict[str, str] | None = None,
         masked: dict[str, Message] | None = None,
     ) -> ContinuationInput:
