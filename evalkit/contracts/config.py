@@ -25,6 +25,7 @@ key with a default never changes an existing run's hash, and changing a value al
 from __future__ import annotations
 
 import copy
+import difflib
 import hashlib
 import json
 import os
@@ -362,8 +363,10 @@ def first_error(e: ValidationError, model: type[BaseModel], source: str) -> str:
         why = exc.why
     elif err["type"] == "extra_forbidden":
         holder = _model_at(model, loc)
-        known = ", ".join(sorted(holder.model_fields)) if holder else ""
-        why = "unknown key" + (f" (known: {known})" if known else "")
+        names = sorted(holder.model_fields) if holder else []
+        near = difflib.get_close_matches(str(loc[-1]), names, n=1)
+        why = "unknown key" + (f", did you mean {near[0]}?" if near else "")
+        why += f" (known: {', '.join(names)})" if names else ""
     elif err["type"] == "missing":
         why = "missing"
     elif err["type"] in ("model_type", "model_attributes_type", "dict_type"):

@@ -140,10 +140,10 @@ def test_every_section_forbids_unknown_keys_and_has_a_default_for_each_key():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("corpse = 1\n", r"exp\.toml: corpse: unknown key \(known: continuation, corpus, "),
+        ("corpse = 1\n", r"exp\.toml: corpse: unknown key, did you mean corpus\? \(known: continuation, corpus, "),
         (
             "[replay]\nwindwo = 1\n",
-            r"exp\.toml: replay\.windwo: unknown key \(known: arms, external_timeout, ",
+            r"exp\.toml: replay\.windwo: unknown key, did you mean window\? \(known: arms, external_timeout, ",
         ),
         ("[replay]\nwindow = 'big'\n", r"exp\.toml: replay\.window: 'big': Input should be a valid integer"),
         (
@@ -163,12 +163,12 @@ def test_every_section_forbids_unknown_keys_and_has_a_default_for_each_key():
         ("[model]\napi_key = 'sk-1'\n", r"exp\.toml: model\.api_key: secrets are not read from the config"),
         (
             "[continuation.model]\nmodle = 'x'\n",
-            r"exp\.toml: continuation\.model\.modle: unknown key \(known: api_key_env",
+            r"exp\.toml: continuation\.model\.modle: unknown key, did you mean model\? \(known: api_key_env",
         ),
         ("[rules.metrics.m]\ndirection = 'up'\n", r"exp\.toml: rules\.metrics\.m\.direction: 'up'"),
         (
             "[rules.metrics.m]\ndirection = 'higher'\nmragin = 1\n",
-            r"exp\.toml: rules\.metrics\.m\.mragin: unknown key \(known: direction, margin",
+            r"exp\.toml: rules\.metrics\.m\.mragin: unknown key, did you mean margin\? \(known: direction, margin",
         ),
         (
             "[score]\njudge_budget = 'calibrate'\n",

@@ -11,7 +11,7 @@ from evalkit.decide.rules import RulesError, read_rules_file
 from tests.support.runs import write_experiment
 
 CASES = [
-    ("alpah = 0.05\n", r"alpah: unknown key \(known: aa, alpha, baseline, "),
+    ("alpah = 0.05\n", r"alpah: unknown key, did you mean alpha\? \(known: aa, alpha, baseline, "),
     ("alpha = 0.9\n", r"alpha: 0\.9: Input should be less than 0\.5"),
     ("alpha = 'x'\n", r"alpha: 'x': Input should be a valid number"),
     ("min_sessions = 1\n", r"min_sessions: 1: Input should be greater than or equal to 2"),
@@ -20,7 +20,7 @@ CASES = [
     ("[metrics.m]\ndirection = 'up'\n", r"metrics\.m\.direction: 'up': Input should be 'higher' or 'lower'"),
     ("[metrics.m]\ndirection = 'lower'\nmargin = 'ten%'\n", r"metrics\.m\.margin: 'ten%': expected a number or"),
     ("[metrics.m]\ndirection = 'lower'\nmargin = -1\n", r"metrics\.m\.margin: -1: must be ≥ 0"),
-    ("[candidates.c]\nsucess = ['m']\n", r"candidates\.c\.sucess: unknown key \(known: guardrails, success\)"),
+    ("[candidates.c]\nsucess = ['m']\n", r"candidates\.c\.sucess: unknown key, did you mean success\? \(known: guardrails, success\)"),
     ("[candidates.c]\nsuccess = ['zz']\n", r"candidates\.c: metric 'zz' has no \[metrics\.zz\] rule"),
 ]
 
