@@ -256,16 +256,8 @@ class RulesConfig(Section):
     candidates: dict[str, CandidateRuleConfig] = {}
     file: str | None = None  # an experiment's rules read from another file
     inherit: bool = True  # false: the project's rules are not extended
-
-    @model_validator(mode="after")
-    def _named_metrics(self) -> RulesConfig:
-        for name, c in self.candidates.items():
-            for m in (*c.success, *(c.guardrails or ())):
-                if m not in self.metrics:
-                    raise _KeyError(
-                        f"candidates.{name}", f"metric {m!r} has no [metrics.{m}] rule (direction, margins)"
-                    )
-        return self
+    # That every metric a candidate names has a [metrics.NAME] rule is checked on the rules as
+    # applied (evalkit.decide.rules.parse_rules): an experiment's table may name the project's.
 
 
 # --------------------------------------------------------------------------- the experiment

@@ -130,6 +130,12 @@ def parse_rules(raw: dict[str, Any], source: str) -> Rules:
         table = RulesConfig.model_validate(raw)
     except ValidationError as e:
         raise RulesError(first_error(e, RulesConfig, source)) from None
+    for name, c in table.candidates.items():
+        for m in (*c.success, *(c.guardrails or ())):
+            if m not in table.metrics:
+                raise RulesError(
+                    f"{source}: candidates.{name}: metric {m!r} has no [metrics.{m}] rule (direction, margins)"
+                )
     return rules_from(table, source)
 
 

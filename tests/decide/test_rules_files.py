@@ -49,3 +49,16 @@ def test_a_bad_rules_file_named_by_an_experiment_exits_2_before_any_work(tmp_pat
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "metrics.m.min_effect: 'lots': expected a number or a percentage" in err[0], err
     assert not (tmp_path / "run").exists()
+
+
+def test_an_experiments_rules_may_name_the_projects_metrics(tmp_path):
+    """The table is checked on its own for keys and types; names are checked on the rules as
+    applied (the project's extended by it), where the project defines summary_tokens."""
+    from evalkit.contracts.config import validate_config
+    from evalkit.decide.rules import resolve_rules
+    from tests.conftest import ROOT
+
+    cfg = validate_config({"rules": {"candidates": {"short": {"success": ["summary_tokens"]}}}}, "exp.toml")
+    rules = resolve_rules(cfg.rules, ROOT)
+    assert rules.for_candidate("short").success == ("summary_tokens",)
+    assert rules.metrics["summary_tokens"].direction == "lower"
