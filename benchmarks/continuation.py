@@ -27,21 +27,22 @@ def _cpu() -> float:
 @benchmark("continuation", "heuristic continuations from every event of 200 sessions × 17 arms")
 def bench_continuation() -> list[Figure]:
     from evalkit.continuation import run_continuation
+    from evalkit.contracts.config import ContinuationConfig, CorpusConfig, ModelConfig, ReplayConfig
     from evalkit.corpus import build_corpus
     from evalkit.replay import replay_corpus
 
     sessions = int(os.environ.get("EVALKIT_BENCH_CONT_SESSIONS", "200"))
     with tempfile.TemporaryDirectory() as d:
-        build_corpus({"kind": "synth", "sessions": sessions}, 20261130, os.path.join(d, "corpus"))
+        build_corpus(CorpusConfig(sessions=sessions), 20261130, os.path.join(d, "corpus"))
         replay_corpus(
-            os.path.join(d, "corpus"), d, {"arms": ["baseline"]}, {"backend": "extractive"}, sessions
+            os.path.join(d, "corpus"), d, ReplayConfig(), ModelConfig(), sessions
         )
         arms = ["baseline"] + [f"copy{k:02d}" for k in range(1, ARMS)]
         for a in arms[1:]:
             shutil.copy(os.path.join(d, "events", "baseline.jsonl"), os.path.join(d, "events", f"{a}.jsonl"))
         cpu0 = _cpu()
         t = time.perf_counter()
-        m = run_continuation(d, arms, {}, {}, "bench")
+        m = run_continuation(d, arms, ContinuationConfig(), ModelConfig(), "bench")
         wall = time.perf_counter() - t
         cpu = _cpu() - cpu0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -12,11 +12,12 @@ from benchmarks import Figure, benchmark
 
 @benchmark("corpus", "synthesize 40 sessions with facts on all cores, then stream them back")
 def bench_corpus() -> list[Figure]:
+    from evalkit.contracts.config import CorpusConfig
     from evalkit.corpus import build_corpus, read_sessions
 
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
-        m = build_corpus({"kind": "synth", "sessions": 40}, 7, d)
+        m = build_corpus(CorpusConfig(sessions=40), 7, d)
         gen = time.perf_counter() - t
         size = os.path.getsize(os.path.join(d, "sessions.jsonl"))
         t = time.perf_counter()

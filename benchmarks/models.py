@@ -34,12 +34,13 @@ def _server(log: Path, *args: str) -> tuple[subprocess.Popen, str]:
 
 
 def _client(url: str, conc: int, run_dir: Path | None):
+    from evalkit.contracts.config import ModelConfig
     from evalkit.models.client import build_client
 
-    settings = {"backend": "openai", "model": "fake-model", "base_url": url, "concurrency": conc}
-    if run_dir is None:
-        settings["cache"] = "off"
-    return build_client(settings, run_dir)
+    cache = "off" if run_dir is None else "use"
+    return build_client(
+        ModelConfig(backend="openai", model="fake-model", base_url=url, concurrency=conc, cache=cache), run_dir
+    )
 
 
 def _requests(tag: str, n: int) -> list:
@@ -250,21 +251,17 @@ def bench_models_latency() -> list[Figure]:
 def _duplicates(d: Path) -> list[Figure]:
     import json
 
+    from evalkit.contracts.config import CorpusConfig, ModelConfig, ReplayConfig
     from evalkit.corpus import build_corpus
     from evalkit.replay import ARMS, replay_corpus
     from evalkit.testing.serverlog import answered, read_log
 
     arms = ARMS.names()
-    build_corpus({"kind": "synth", "sessions": 4}, 7, d / "corpus")
+    build_corpus(CorpusConfig(sessions=4), 7, d / "corpus")
     proc, url = _server(d / "dup.jsonl", "--latency", "0.01")
     try:
-        model = {
-            "backend": "openai",
-            "model": "fake-model",
-            "base_url": url,
-            "cache_path": str(d / "dup.sqlite"),
-        }
-        replay = {"arms": arms, "window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 2}
+        model = ModelConfig(backend="openai", model="fake-model", base_url=url, cache_path=str(d / "dup.sqlite"))
+        replay = ReplayConfig(arms=arms, window=40_000, reserve=4_000, keep_recent=5_000, workers=2)
         replay_corpus(d / "corpus", d / "run", replay, model, 4)
     finally:
         proc.terminate()

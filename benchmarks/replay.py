@@ -14,18 +14,18 @@ from benchmarks import Figure, benchmark
     "replay", "replay 200 synthetic sessions through every default arm (extractive summarizer, 2 workers)"
 )
 def bench_replay() -> list[Figure]:
-    from evalkit.contracts.config import load_experiment
+    from evalkit.contracts.config import CorpusConfig, load_experiment
     from evalkit.corpus import build_corpus
     from evalkit.replay import replay_corpus
 
     exp = load_experiment()
-    replay = {**exp.section("replay"), "workers": 2}
+    replay = exp.config.replay.model_copy(update={"workers": 2})
     n = int(os.environ.get("EVALKIT_BENCH_SESSIONS", "200"))
     with tempfile.TemporaryDirectory() as d:
-        build_corpus({"kind": "synth", "sessions": n}, exp.seed, os.path.join(d, "corpus"), workers=2)
+        build_corpus(CorpusConfig(sessions=n), exp.seed, os.path.join(d, "corpus"), workers=2)
         cpu0 = _children_cpu() + time.process_time()
         t = time.perf_counter()
-        counts = replay_corpus(os.path.join(d, "corpus"), d, replay, exp.section("model"), n)
+        counts = replay_corpus(os.path.join(d, "corpus"), d, replay, exp.config.model, n)
         wall = time.perf_counter() - t
         cpu = _children_cpu() + time.process_time() - cpu0
         size = sum(

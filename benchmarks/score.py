@@ -16,6 +16,7 @@ TARGET_EVENTS = 13_000  # ~200 sessions x 17 arms x ~4 compactions
 
 @benchmark("probes", "score 20 synthetic sessions x 17 arms with the default suite (one process, CPU time)")
 def bench_probes() -> list[Figure]:
+    from evalkit.contracts.config import CorpusConfig, ModelConfig, ReplayConfig
     from evalkit.corpus import build_corpus
     from evalkit.replay import replay_corpus
     from evalkit.score import score_run
@@ -24,8 +25,8 @@ def bench_probes() -> list[Figure]:
 
     with tempfile.TemporaryDirectory() as d:
         run = Path(d)
-        build_corpus({"kind": "synth", "sessions": 20}, 11, run / "corpus")
-        replay_corpus(run / "corpus", run, {"arms": ["baseline"]}, {"backend": "extractive", "model": "x"})
+        build_corpus(CorpusConfig(sessions=20), 11, run / "corpus")
+        replay_corpus(run / "corpus", run, ReplayConfig(), ModelConfig(model="x"))
         # The candidates live on other branches: 17 arms are the baseline's events under 17 names.
         # Kept tails are then identical across arms, the best case for the per-message caches.
         base = (run / "events" / "baseline.jsonl").read_text().splitlines()

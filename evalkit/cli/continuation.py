@@ -30,18 +30,19 @@ def cmd_continue(args) -> int:
     if info is None:
         print(f"{run}: not a run folder (no {RunConfig.FILE})", file=sys.stderr)
         return 2
-    config = info.config
-    section = dict(config.get("continuation", {}))
-    if args.agent:
-        section["agent"] = args.agent
-    if args.max_calls is not None:
-        section["max_calls"] = args.max_calls
-    arms = [a.strip() for a in args.arms.split(",")] if args.arms else list(config["replay"]["arms"])
-    run_id = f"{config['name']}-{(info.config_hash or '')[:8]}"
+    from evalkit.contracts.config import validate_config
+
+    config = validate_config(info.config, f"{run / RunConfig.FILE}: config")
+    changes = {"agent": args.agent, "max_calls": args.max_calls}
+    section = config.continuation.model_validate(
+        {**config.continuation.model_dump(), **{k: v for k, v in changes.items() if v}}
+    )
+    arms = [a.strip() for a in args.arms.split(",")] if args.arms else list(config.replay.arms)
+    run_id = f"{config.name}-{(info.config_hash or '')[:8]}"
     from evalkit.pipeline.lock import run_lock
 
     with run_lock(run, "evalkit continue"):  # one writer of metrics.parquet at a time
-        run_continuation(run, arms, section, config.get("model", {}), run_id)
+        run_continuation(run, arms, section, config.model, run_id)
     print(run_table(run))
     return 0
 

@@ -37,7 +37,7 @@ def cmd_gate(args) -> int:
 
     from evalkit.decide import decide
     from evalkit.decide.gate import evaluate, parse_fail_on, parse_require, write_gate
-    from evalkit.decide.rules import read_rules_file, resolve_rules
+    from evalkit.decide.rules import read_rules_file, resolve_rules, rules_table
     from evalkit.decide.stage import prompt_only_arms
 
     fail_on = parse_fail_on(args.fail_on)
@@ -56,7 +56,8 @@ def cmd_gate(args) -> int:
         raise FileNotFoundError(f"{mpath}: no metrics table (run the score stage first)")
     df = loaded.metrics  # a corrupt or foreign table is a data error naming the file
     config = loaded.config
-    rules = read_rules_file(args.rules) if args.rules else resolve_rules(config.get("rules"))
+    where = f"{loaded.paths.root / RunPaths.CONFIG}: rules"
+    rules = read_rules_file(args.rules) if args.rules else resolve_rules(rules_table(config.get("rules"), where))
     arms = list(config.get("replay", {}).get("arms", []))
 
     df = df.assign(arm=df["arm"].astype(str))

@@ -21,7 +21,7 @@ def _cache_file(args) -> Path:
     from evalkit.pipeline.run import default_run_dir
 
     exp = load_experiment(args.config)
-    return Path(cache_path(exp.section("model"), default_run_dir(exp)) or "")
+    return Path(cache_path(exp.config.model, default_run_dir(exp)) or "")
 
 
 def _cache_args(p):

@@ -34,8 +34,8 @@ def scaled_run(exp, args, report_out):
 
     settings = settings_from(exp)
     shard = Shard.parse(args.shard) if args.shard else None
-    kind = args.executor or settings["kind"]
-    if (kind == "local" and int(args.shards or settings["shards"] or 0) <= 1) or shard:
+    kind = args.executor or settings.kind
+    if (kind == "local" and int(args.shards or settings.shards or 0) <= 1) or shard:
         if args.warm_cache:  # into the run's (or shard's) own cache, before it starts
             from evalkit.models.backends import cache_path
             from evalkit.models.cache_merge import check_sources, merge_caches
@@ -48,7 +48,7 @@ def scaled_run(exp, args, report_out):
 
             # Under the run's lock: a running run's cache is not written into behind its back.
             with run_lock(root, "evalkit run --warm-cache"):
-                merge_caches(args.warm_cache, cache_path(exp.section("model"), root))
+                merge_caches(args.warm_cache, cache_path(exp.config.model, root))
         if not shard:
             return None
         return run_experiment(

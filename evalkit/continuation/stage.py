@@ -32,7 +32,7 @@ from evalkit.continuation.metrics import continuation_metrics, is_continuation_m
 from evalkit.continuation.observational import ARM as OBSERVED
 from evalkit.continuation.observational import compaction_points, observed_metrics
 from evalkit.continuation.recording import SessionRecord
-from evalkit.contracts.config import merge
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows, write_sorted
@@ -40,26 +40,13 @@ from evalkit.contracts.records import ContinuationManifest
 from evalkit.contracts.runs import RunPaths, write_record
 from evalkit.contracts.session import Message, Session, session_from_dict
 
-DEFAULTS = {
-    "enabled": True,
-    "agent": "heuristic",
-    "max_calls": 30,
-    "model": {},
-    "max_tokens": None,
-    "workers": 0,
-}
 COUNTS = ("continuations", "errors", "calls", "unanswered", "observed_compactions")
 
 
-def settings_from(section: dict | None) -> dict:
-    """The ``[continuation]`` section with defaults, validated (errors name the key)."""
-    s = {**DEFAULTS, **(section or {})}
-    if not isinstance(s["max_calls"], int) or isinstance(s["max_calls"], bool) or s["max_calls"] < 1:
-        raise ValueError(f"continuation.max_calls: expected a positive integer, got {s['max_calls']!r}")
-    AGENTS.entry(s["agent"])  # an unknown agent fails before any work
-    if not isinstance(s["model"], dict):
-        raise ValueError("continuation.model: expected a table (overrides of [model])")
-    return s
+def check_agent(section: ContinuationConfig) -> ContinuationConfig:
+    """``section``, its agent known (an unknown agent fails before any work)."""
+    AGENTS.entry(section.agent)
+    return section
 
 
 # --------------------------------------------------------------------------- reading events
@@ -162,9 +149,9 @@ def _load_session(corpus: str, span: Span) -> Session:
 
 
 def _continue_in_worker(args: tuple) -> SessionResult:
-    corpus, span, events, name, settings, run_dir, n, run_id = args
+    corpus, span, events, name, settings, model, run_dir, n, run_id = args
     if name not in _WORKER_AGENTS:
-        _WORKER_AGENTS[name] = make_agent(name, settings, run_dir)
+        _WORKER_AGENTS[name] = make_agent(name, settings, model, run_dir)
     return continue_session(_load_session(corpus, span), events, _WORKER_AGENTS[name], name, n, run_id)
 
 
@@ -174,8 +161,8 @@ def _continue_in_worker(args: tuple) -> SessionResult:
 def run_continuation(
     run_dir: str | os.PathLike,
     arms: list[str],
-    section: dict | None = None,
-    model: dict | None = None,
+    section: ContinuationConfig | None = None,
+    model: ModelConfig | None = None,
     run_id: str = "",
     client=None,
 ) -> dict:
@@ -184,27 +171,28 @@ def run_continuation(
     ``client`` replaces the model client (``client(ChatRequest) -> ChatResponse``), as in tests.
     """
     run = Path(run_dir)
-    s = settings_from(section)
-    n, name = s["max_calls"], s["agent"]
-    settings = {**s, "model": merge(model or {}, s["model"])}
+    settings = check_agent(section or ContinuationConfig())
+    n, name = settings.max_calls, settings.agent
+    # The agent's model: [model] with [continuation.model] on top.
+    model = (model or ModelConfig()).with_overrides(settings.model)
     t0 = time.perf_counter()
     events = _event_index(run, arms)
     corpus = str(run / "corpus" / "sessions.jsonl")
     # In id order, so each arm's rows reach the spill below already in the metrics file's order.
     sessions = sorted((sid, spans[0]) for sid, spans in index_jsonl(corpus, "id").items())
-    workers = int(s["workers"] or 0) or os.cpu_count() or 1
+    workers = settings.workers or os.cpu_count() or 1
     # A model agent too: each worker builds its own client on the run's call cache and spending
     # ledger (as the replay's workers do), so sessions continue side by side, not one at a time.
     parallel = client is None and workers > 1
     if parallel:
         pool = worker_pool(workers)
         jobs = (
-            (corpus, span, _job_events(events, sid), name, settings, run, n, run_id) for sid, span in sessions
+            (corpus, span, _job_events(events, sid), name, settings, model, run, n, run_id) for sid, span in sessions
         )
         results = pool.map(_continue_in_worker, jobs, chunksize=2)
     else:
         pool = None
-        agent = make_agent(name, settings, run, client)
+        agent = make_agent(name, settings, model, run, client)
         results = (
             continue_session(_load_session(corpus, span), _job_events(events, sid), agent, name, n, run_id)
             for sid, span in sessions
@@ -252,4 +240,4 @@ def merge_into_metrics(path: Path, rows: pa.Table | Iterable[pa.Table]) -> None:
     replace_rows(path, rows, is_continuation_metric)
 
 
-__all__ = ["DEFAULTS", "continue_session", "merge_into_metrics", "run_continuation", "settings_from"]
+__all__ = ["check_agent", "continue_session", "merge_into_metrics", "run_continuation"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from evalkit.common.files import AtomicWriter
 from evalkit.common.progress import log
+from evalkit.contracts.config import CorpusConfig
 from evalkit.contracts.records import CorpusManifest
 from evalkit.contracts.runs import save_record
 from evalkit.contracts.session import Session, reused_call_ids, session_to_json
@@ -131,7 +132,7 @@ def _tell_skipped(read: ReadStats, source: Path | None) -> None:
 
 
 def build_corpus(
-    section: dict,
+    section: CorpusConfig,
     seed: int,
     out_dir: str | os.PathLike,
     source_path: Path | None = None,
@@ -151,7 +152,7 @@ def build_corpus(
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    kind = section.get("kind", "synth")
+    kind = section.kind
     workers = workers or os.cpu_count() or 1
     read = ReadStats()
     reused: Counter = Counter()
@@ -161,10 +162,10 @@ def build_corpus(
         worker_pool(workers) as pool,
     ):
         if kind == "synth":
-            tokens = int(section.get("session_tokens", 0))
+            tokens = section.session_tokens
             jobs = [
                 (seed, i, tokens)
-                for i in range(int(section.get("sessions", 200)))
+                for i in range(section.sessions)
                 if select is None or select(i)
             ]
             n = len(jobs)
@@ -174,7 +175,7 @@ def build_corpus(
                 raise ValueError("corpus kind 'path' needs corpus.path")
             # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
             sessions = _count_reused_ids(
-                read_sessions(source_path, section.get("on_error", "skip"), read), reused
+                read_sessions(source_path, section.on_error, read), reused
             )
             if select is not None:
                 sessions = (s for i, s in enumerate(sessions) if select(i))

@@ -18,6 +18,7 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from evalkit.contracts.config import ReplayConfig
 from evalkit.contracts.session import Message, Session, Source, Text, Thinking, ToolCall, ToolResult
 from evalkit.corpus.outputs import (
     _BUILD_ERRORS,
@@ -35,7 +36,7 @@ from evalkit.corpus.outputs import (
 from evalkit.corpus.phrasings import CONSTRAINTS, FOLLOWUPS, PASTE_INTROS, RESUME_OPENERS, TASKS
 
 # Tokens (chars/4) the default trigger fires at: window 200,000 − reserve 16,384.
-_TRIGGER = 200_000 - 16_384
+_TRIGGER = ReplayConfig().window - ReplayConfig().reserve
 # Tokens a planned round adds: what the reference compactor's context needs to fill up again after a
 # compaction, which leaves keep-recent (20,000) plus a small summary (~18,000 tokens at the median
 # on the default corpus). A summary-source budget (seed 003's 64 KiB) clears less per pass and

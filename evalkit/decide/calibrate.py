@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats as sps
 
 from evalkit.decide import bootstrap, stats
-from evalkit.decide.rules import Rules, read_rules_file, resolve_rules
+from evalkit.decide.rules import Rules, read_rules_file, resolve_rules, rules_table
 from evalkit.decide.stage import decide, prompt_only_arms
 from evalkit.decide.words import num
 
@@ -226,7 +226,10 @@ def calibrate_run(
         raise FileNotFoundError(f"{loaded.paths.metrics}: no metrics table (run the score stage first)")
     df = loaded.metrics
     config = loaded.config
-    rules: Rules = read_rules_file(rules_file) if rules_file else resolve_rules(config.get("rules"))
+    where = f"{loaded.paths.root / 'config.json'}: rules"
+    rules: Rules = (
+        read_rules_file(rules_file) if rules_file else resolve_rules(rules_table(config.get("rules"), where))
+    )
     arms = list(config.get("replay", {}).get("arms", []))
     decision = decide(df, rules, arms, prompt_only_arms(config.get("model", {}).get("backend")))
     resamples = resamples or rules.resamples

@@ -34,23 +34,25 @@ import pandas as pd
 import pyarrow as pa
 
 from evalkit.contracts import aggregate, questions
+from evalkit.contracts.config import ExperimentConfig
 from evalkit.contracts.records import Decision, Health
 from evalkit.contracts.runs import read_record, write_record
+from evalkit.decide.rules import Rules
 
 HEALTH_FILE = Health.FILE
 GROUND_TRUTH = ("evalkit.facts", "evalkit.score")
 
 
-def _heuristic(cfg: dict) -> bool:
-    return cfg.get("continuation", {}).get("agent", "heuristic") == "heuristic"
+def _heuristic(cfg: ExperimentConfig) -> bool:
+    return cfg.continuation.agent == "heuristic"
 
 
-def _no_source_budget(cfg: dict) -> bool:
-    return not cfg.get("replay", {}).get("summary_source_chars")
+def _no_source_budget(cfg: ExperimentConfig) -> bool:
+    return not cfg.replay.summary_source_chars
 
 
 # metric -> (condition on the config, reason): the metric cannot vary under that condition.
-BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
+BY_CONSTRUCTION: dict[str, tuple[Callable[[ExperimentConfig], bool], str]] = {
     "stops": (
         _heuristic,
         "the heuristic agent follows the recording to its end, so it stops wherever the recording does",
@@ -68,13 +70,13 @@ BY_CONSTRUCTION: dict[str, tuple[Callable[[dict], bool], str]] = {
 INVERTS: dict[str, str] = {}
 
 
-def metric_flags(m: pd.DataFrame, cfg: dict) -> dict[str, dict[str, Any]]:
+def metric_flags(m: pd.DataFrame, cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     """Per metric of a metrics frame: its value count, least and greatest value, and the reasons
     it is unhealthy (empty when healthy)."""
     return _flags(aggregate.of_frame(m), cfg)
 
 
-def _flags(agg: pa.Table, cfg: dict) -> dict[str, dict[str, Any]]:
+def _flags(agg: pa.Table, cfg: ExperimentConfig) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name, r in aggregate.per_metric(agg).iterrows():
         reasons = []
@@ -158,7 +160,7 @@ UNUSABLE_EXAM = "unusable exam"  # a verdict note that makes the verdict unteste
 
 
 def verdict_notes(
-    cfg: dict,
+    rules: Rules,
     flags: dict[str, dict[str, Any]],
     identical: dict[str, list[str]],
     arms: list[str],
@@ -168,14 +170,13 @@ def verdict_notes(
     that failed its ceiling-vs-floor check, :mod:`evalkit.score.examcheck`, among them)."""
     from evalkit.score.examcheck import exam_of
 
-    rules = cfg.get("rules", {})
-    guardrails = list(rules.get("guardrails", []))
+    guardrails = list(rules.guardrails)
     out: dict[str, list[str]] = {}
     for arm in arms:
-        spec = rules.get("candidates", {}).get(arm)
-        if not spec:
+        spec = rules.for_candidate(arm)
+        if spec is None:
             continue
-        success = list(spec.get("success", []))
+        success = list(spec.success)
         notes = []
         for metric in dict.fromkeys(success + [g for g in guardrails if g not in success]):
             role = "success metric" if metric in success else "guardrail"
@@ -195,26 +196,27 @@ def verdict_notes(
     return out
 
 
-def check_run(run_dir: str | Path, cfg: dict) -> dict[str, Any]:
-    """Compute the run's metric health and write ``health.json``; returns what was written."""
+def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[str, Any]:
+    """Compute the run's metric health and write ``health.json``; returns what was written
+    (``rules``: those the decide stage applies)."""
     from evalkit.score.examcheck import check_exams
 
     run_dir = Path(run_dir)
     # Per-session sums (the run's aggregate), not rows: what the metric checks need.
     agg = aggregate.load(run_dir)
-    arms = list(cfg.get("replay", {}).get("arms", []))
-    baseline = cfg.get("rules", {}).get("baseline", "baseline")
+    arms = list(cfg.replay.arms)
+    baseline = rules.baseline
     flags = _flags(agg, cfg)
     identical = _identical(aggregate.same_as_baseline(agg, baseline))
     # Each exam's ceiling against its floor, paired by question (the question table).
-    alpha = float(cfg.get("rules", {}).get("alpha", 0.025))
+    alpha = rules.alpha
     exams = {k: v.as_dict() for k, v in check_exams(questions.read(run_dir), alpha).items()}
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),
         "identical_to_baseline": identical,
         "shares_code": shared_code([a for a in arms if a != baseline]),
-        "verdict_notes": verdict_notes(cfg, flags, identical, [a for a in arms if a != baseline], exams),
+        "verdict_notes": verdict_notes(rules, flags, identical, [a for a in arms if a != baseline], exams),
         "exams": exams,
         "unusable_exams": sorted(
             k for k, v in exams.items() if not v["usable"] and v["reason"] != "not asked in this run"

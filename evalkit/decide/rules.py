@@ -15,18 +15,26 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.contracts.config import find_pyproject, read_toml
+from pydantic import ValidationError
+
+from evalkit.contracts.config import (
+    INTERVALS,
+    LEGACY_INTERVALS,
+    RulesConfig,
+    find_pyproject,
+    first_error,
+    read_toml,
+)
+
+__all__ = ["INTERVALS", "LEGACY_INTERVALS", "Rules", "RulesError", "parse_rules", "resolve_rules"]
 
 VERDICTS = ("untested", "drop", "ship", "inconclusive")
 DIRECTIONS = ("higher", "lower")
-INTERVALS = ("bootstrap-t", "percentile", "bca")  # evalkit.decide.bootstrap.METHODS
-# Intervals older runs' configs name (the clustered t, the inverted sign-flip test, an expanded
-# percentile): read, and decided with the default session bootstrap-t.
-LEGACY_INTERVALS = ("t", "expanded", "randomization")
+BUILT_IN = "(built-in defaults: no metric or candidate rules)"
 
 
 class RulesError(ValueError):
@@ -74,20 +82,23 @@ class CandidateRule:
 
 @dataclass(frozen=True)
 class Rules:
-    alpha: float = 0.025
-    power: float = 0.8
-    min_sessions: int = 20
-    resamples: int = 10_000
-    seed: int = 20261130
-    max_error_share: float = 0.05
-    estimand: str = "session_mean"
-    interval: str = "bootstrap-t"  # the printed decision interval: a session bootstrap (docs/rules.md)
-    baseline: str = "baseline"
-    aa: str = "aa"
-    guardrails: tuple[str, ...] = ()
-    metrics: dict[str, MetricRule] = field(default_factory=dict)
-    candidates: dict[str, CandidateRule] = field(default_factory=dict)
-    source: str = "(built-in defaults: no metric or candidate rules)"
+    """Parsed ship rules; defaults live in :class:`~evalkit.contracts.config.RulesConfig`
+    (``parse_rules({}, source)`` gives the built-in ones)."""
+
+    alpha: float
+    power: float
+    min_sessions: int
+    resamples: int
+    seed: int
+    max_error_share: float
+    estimand: str
+    interval: str  # the printed decision interval: a session bootstrap (docs/rules.md)
+    baseline: str
+    aa: str
+    guardrails: tuple[str, ...]
+    metrics: dict[str, MetricRule]
+    candidates: dict[str, CandidateRule]
+    source: str
 
     def for_candidate(self, arm: str) -> CandidateRule | None:
         """The candidate's rule; a combination ``a+b`` claims the union of its parts' evidence."""
@@ -105,114 +116,62 @@ def _unique(items) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-GLOBAL_KEYS = {
-    "alpha": float,
-    "power": float,
-    "min_sessions": int,
-    "resamples": int,
-    "seed": int,
-    "max_error_share": float,
-    "estimand": str,
-    "interval": str,
-    "baseline": str,
-    "aa": str,
-}
-TABLE_KEYS = {"guardrails", "metrics", "candidates", "file", "inherit"}
-
-
-def _amount(v: Any, where: str) -> Amount:
-    if isinstance(v, bool):
-        raise RulesError(f"{where}: expected a number or a percentage string, got {v!r}")
-    if isinstance(v, int | float):
-        if v < 0:
-            raise RulesError(f"{where}: must be ≥ 0, got {v}")
-        return Amount(float(v))
-    if isinstance(v, str) and v.strip().endswith("%"):
-        try:
-            x = float(v.strip()[:-1]) / 100
-        except ValueError:
-            raise RulesError(f"{where}: cannot read {v!r} as a percentage") from None
-        if x < 0:
-            raise RulesError(f"{where}: must be ≥ 0, got {v}")
-        return Amount(x, relative=True)
-    raise RulesError(f"{where}: expected a number or a percentage string like '10%', got {v!r}")
-
-
-def _names(v: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise RulesError(f"{where}: expected a list of metric names, got {v!r}")
-    return tuple(v)
+def _amount(v: float | str) -> Amount:
+    """A validated amount (:class:`~evalkit.contracts.config.MetricRuleConfig`) as an :class:`Amount`."""
+    if isinstance(v, str):
+        return Amount(float(v.strip()[:-1]) / 100, relative=True)
+    return Amount(float(v))
 
 
 def parse_rules(raw: dict[str, Any], source: str) -> Rules:
-    """Validate a rules table (as read from TOML) into :class:`Rules`; errors name source and key."""
-    unknown = set(raw) - set(GLOBAL_KEYS) - TABLE_KEYS
-    if unknown:
-        known = ", ".join(sorted(set(GLOBAL_KEYS) | TABLE_KEYS))
-        raise RulesError(f"{source}: unknown key(s) {', '.join(sorted(unknown))} (known: {known})")
-    kw: dict[str, Any] = {}
-    for k, typ in GLOBAL_KEYS.items():
-        if k in raw:
-            v = raw[k]
-            if typ is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
-            if not isinstance(v, typ) or isinstance(v, bool):
-                raise RulesError(f"{source}: {k}: expected {typ.__name__}, got {v!r}")
-            kw[k] = v
-    r = Rules(**kw)
-    if not 0 < r.alpha < 0.5:
-        raise RulesError(f"{source}: alpha: must be in (0, 0.5), got {r.alpha}")
-    if not 0 < r.power < 1:
-        raise RulesError(f"{source}: power: must be in (0, 1), got {r.power}")
-    if r.resamples < 100:
-        raise RulesError(f"{source}: resamples: at least 100, got {r.resamples}")
-    if r.min_sessions < 2:
-        raise RulesError(f"{source}: min_sessions: at least 2, got {r.min_sessions}")
-    if not 0 <= r.max_error_share <= 1:
-        raise RulesError(f"{source}: max_error_share: must be in [0, 1], got {r.max_error_share}")
-    if r.estimand not in ("session_mean", "pooled"):
-        raise RulesError(f"{source}: estimand: 'session_mean' or 'pooled', got {r.estimand!r}")
-    if r.interval not in (*INTERVALS, *LEGACY_INTERVALS):
-        raise RulesError(f"{source}: interval: one of {', '.join(INTERVALS)}, got {r.interval!r}")
-    if r.interval in LEGACY_INTERVALS:
-        kw["interval"] = "bootstrap-t"
-
-    metrics: dict[str, MetricRule] = {}
-    for name, m in (raw.get("metrics") or {}).items():
-        where = f"{source}: metrics.{name}"
-        if not isinstance(m, dict):
-            raise RulesError(f"{where}: expected a table")
-        extra = set(m) - {"direction", "min_effect", "margin", "target"}
-        if extra:
-            raise RulesError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
-        if m.get("direction") not in DIRECTIONS:
-            raise RulesError(f"{where}.direction: 'higher' or 'lower', got {m.get('direction')!r}")
-        metrics[name] = MetricRule(
-            name,
-            m["direction"],
-            _amount(m.get("min_effect", 0.0), f"{where}.min_effect"),
-            _amount(m.get("margin", 0.0), f"{where}.margin"),
-            _amount(m["target"], f"{where}.target") if "target" in m else None,
-        )
-    default_guards = _names(raw.get("guardrails", []), f"{source}: guardrails")
-    candidates: dict[str, CandidateRule] = {}
-    for name, c in (raw.get("candidates") or {}).items():
-        where = f"{source}: candidates.{name}"
-        if not isinstance(c, dict):
-            raise RulesError(f"{where}: expected a table")
-        extra = set(c) - {"success", "guardrails"}
-        if extra:
-            raise RulesError(f"{where}: unknown key(s) {', '.join(sorted(extra))}")
-        success = _names(c.get("success", []), f"{where}.success")
-        guards = _names(c["guardrails"], f"{where}.guardrails") if "guardrails" in c else default_guards
-        candidates[name] = CandidateRule(name, success, tuple(g for g in guards if g not in success))
-    for c in candidates.values():
-        for m in (*c.success, *c.guardrails):
-            if m not in metrics:
+    """Validate a rules table (as read from TOML) into :class:`Rules` through
+    :class:`~evalkit.contracts.config.RulesConfig`; an error is one line naming source and key path."""
+    try:
+        table = RulesConfig.model_validate(raw)
+    except ValidationError as e:
+        raise RulesError(first_error(e, RulesConfig, source)) from None
+    for name, c in table.candidates.items():
+        for m in (*c.success, *(c.guardrails or ())):
+            if m not in table.metrics:
                 raise RulesError(
-                    f"{source}: candidates.{c.name}: metric {m!r} has no [metrics.{m}] rule (direction, margins)"
+                    f"{source}: candidates.{name}: metric {m!r} has no [metrics.{m}] rule (direction, margins)"
                 )
-    return Rules(**kw, guardrails=default_guards, metrics=metrics, candidates=candidates, source=source)
+    return rules_from(table, source)
+
+
+def rules_from(table: RulesConfig, source: str) -> Rules:
+    """The :class:`Rules` a validated rules table stands for (every default comes from the table)."""
+    metrics = {
+        name: MetricRule(
+            name,
+            m.direction,
+            _amount(m.min_effect),
+            _amount(m.margin),
+            None if m.target is None else _amount(m.target),
+        )
+        for name, m in table.metrics.items()
+    }
+    default_guards = tuple(table.guardrails)
+    candidates = {}
+    for name, c in table.candidates.items():
+        guards = default_guards if c.guardrails is None else tuple(c.guardrails)
+        candidates[name] = CandidateRule(name, tuple(c.success), tuple(g for g in guards if g not in c.success))
+    return Rules(
+        alpha=table.alpha,
+        power=table.power,
+        min_sessions=table.min_sessions,
+        resamples=table.resamples,
+        seed=table.seed,
+        max_error_share=table.max_error_share,
+        estimand=table.estimand,
+        interval="bootstrap-t" if table.interval in LEGACY_INTERVALS else table.interval,
+        baseline=table.baseline,
+        aa=table.aa,
+        guardrails=default_guards,
+        metrics=metrics,
+        candidates=candidates,
+        source=source,
+    )
 
 
 def _rules_table(path: str | os.PathLike) -> tuple[dict[str, Any], str]:
@@ -268,14 +227,25 @@ def extend_rules(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def inherit_rules(section: dict[str, Any] | None, root: str | os.PathLike | None = None) -> dict[str, Any]:
+def rules_table(raw: dict[str, Any] | None, source: str) -> RulesConfig:
+    """A raw ``[rules]`` table (TOML, or an old run's ``config.json``) validated, errors naming ``source``."""
+    try:
+        return RulesConfig.model_validate(raw or {})
+    except ValidationError as e:
+        raise RulesError(first_error(e, RulesConfig, source)) from None
+
+
+def _own(section: RulesConfig | None) -> dict[str, Any]:
+    """What an experiment's rules table says itself (its unset keys come from the project's rules)."""
+    return {} if section is None else section.model_dump(mode="json", exclude_unset=True)
+
+
+def inherit_rules(section: RulesConfig | None, root: str | os.PathLike | None = None) -> dict[str, Any]:
     """An experiment's rules table as it is applied: its ``file`` read, and — unless it says
     ``inherit = false`` — on top of the project's rules (:func:`extend_rules`), so its own table
     never silently drops the project's guardrails."""
-    section = dict(section or {})
+    section = _own(section)
     inherit = section.pop("inherit", True)
-    if not isinstance(inherit, bool):
-        raise RulesError(f"experiment [rules]: inherit: expected true or false, got {inherit!r}")
     if "file" in section:
         f = Path(section.pop("file"))
         f = f if f.is_absolute() else Path(root or Path.cwd()) / f
@@ -314,16 +284,16 @@ def check_rule_names(rules: Rules, arms: list[str], variants: dict | None = None
             )
 
 
-def resolve_rules(section: dict[str, Any] | None, root: str | os.PathLike | None = None) -> Rules:
+def resolve_rules(section: RulesConfig | None, root: str | os.PathLike | None = None) -> Rules:
     """The rules for an experiment: its own ``rules`` table (``file = …`` points elsewhere), else the
     ``[tool.evalkit.rules]`` of the nearest pyproject (from the experiment's folder, then the working
     directory), else built-in defaults that judge no candidate (every candidate comes out untested)."""
 
-    section = dict(section or {})
+    own_table = _own(section)
     project = project_rules(root)
-    if not section:
-        return parse_rules(*project) if project else Rules()
-    if project is not None and section == project[0]:
+    if not own_table:
+        return parse_rules(*project) if project else parse_rules({}, BUILT_IN)
+    if project is not None and own_table == project[0]:
         return parse_rules(*project)
     # An experiment's config already holds its rules as applied (evalkit.contracts.config.load_experiment);
     # a table given here by hand is extended the same way (extending twice changes nothing).

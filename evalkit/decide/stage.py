@@ -307,10 +307,10 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     # sessions at a time (evalkit.contracts.metrics_stream): at ~1M rows, holding it whole and the frames
     # built from it made this stage the run's memory peak.
     columns = ["arm", "session", "event", "metric", "value", "error"]
-    rules = rules or resolve_rules(exp.section("rules"), exp.root)
-    arms = list(exp.section("replay").get("arms", []))
+    rules = rules or resolve_rules(exp.config.rules, exp.root)
+    arms = list(exp.config.replay.arms)
     frames = (t.to_pandas() for t in session_chunks(path, columns))
-    prompt_only = prompt_only_arms(exp.section("model").get("backend"))
+    prompt_only = prompt_only_arms(exp.config.model.backend)
     agg = aggregate.load(run)
     # Per-candidate results only: the per-(arm, metric) means are the aggregate's (aggregate.summary).
     decision = decide_chunks(frames, aggregate.pairs(agg), rules, arms, prompt_only, aggregate.zero_one(agg))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 
 from evalkit.common.registry import Registry
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.request import ChatRequest, ChatResponse
 
 
@@ -71,7 +72,7 @@ class FunctionBackend(Backend):
         return self._fn(request)
 
 
-BACKENDS: Registry[Callable[[dict], Backend]] = Registry(
+BACKENDS: Registry[Callable[[ModelConfig], Backend]] = Registry(
     "backend",
     {
         "extractive": "evalkit.models.extractive:extractive_backend",
@@ -81,17 +82,17 @@ BACKENDS: Registry[Callable[[dict], Backend]] = Registry(
 )
 
 
-def get_backend(settings: dict) -> Backend:
-    """Build the backend named by ``settings["backend"]`` from the experiment's ``[model]`` table."""
-    name = settings.get("backend", "extractive")
+def get_backend(settings: ModelConfig) -> Backend:
+    """Build the backend named by ``settings.backend`` from the experiment's ``[model]`` table."""
+    name = settings.backend
     backend = BACKENDS.get(name)(settings)
     return backend if isinstance(backend, Backend) else FunctionBackend(name, backend)
 
 
-def cache_path(settings: dict, run_dir=None) -> str | None:
+def cache_path(settings: ModelConfig, run_dir=None) -> str | None:
     """Where the call cache lives: ``[model] cache_path`` if set (a shared cache across runs),
     else ``<run_dir>/model-calls.sqlite``; None (memory only) when neither is known."""
-    explicit = settings.get("cache_path") or ""
+    explicit = settings.cache_path
     if explicit:
         return os.path.abspath(os.path.expanduser(explicit))
     if run_dir is not None:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.prices import Price, price_of
 from evalkit.models.request import ChatRequest
 
@@ -56,18 +57,9 @@ class Spent:
     cost_usd: float
 
 
-def limits(settings: dict) -> tuple[int | None, float | None]:
-    """``(max_calls, max_cost_usd)`` from a ``[model]`` table; None where unset. Errors name the key."""
-    out = []
-    for key, kind in (("max_calls", int), ("max_cost_usd", float)):
-        v = settings.get(key)
-        if v in (None, 0, ""):
-            out.append(None)
-            continue
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise ValueError(f"[model] {key}: expected a positive number, got {v!r}")
-        out.append(kind(v))
-    return out[0], out[1]
+def limits(settings: ModelConfig) -> tuple[int | None, float | None]:
+    """``(max_calls, max_cost_usd)`` from a ``[model]`` table; None where unset (0 is unset too)."""
+    return settings.max_calls or None, settings.max_cost_usd or None
 
 
 class Budget:
@@ -157,20 +149,20 @@ class Budget:
             c.close()
 
 
-def budget_for(settings: dict, run_dir=None) -> Budget | None:
+def budget_for(settings: ModelConfig, run_dir=None) -> Budget | None:
     """The budget of a ``[model]`` table, or None when it sets no limit. The ledger lives in the run
     folder (else next to the call cache); ``max_cost_usd`` needs the model's price."""
     max_calls, max_cost = limits(settings)
     if max_calls is None and max_cost is None:
         return None
-    model = str(settings.get("model", ""))
-    price = price_of(settings.get("prices") or {}, model)
+    model = settings.model
+    price = price_of(settings.prices, model)
     if max_cost is not None and price is None:
         raise ValueError(f"[model] max_cost_usd is set but [model.prices] has no entry for model {model!r}")
     if run_dir is not None:
         folder = Path(run_dir)
-    elif settings.get("cache_path"):
-        folder = Path(str(settings["cache_path"])).parent
+    elif settings.cache_path:
+        folder = Path(settings.cache_path).parent
     else:
         raise ValueError("[model] max_calls / max_cost_usd need a run folder to keep the ledger in")
     return Budget(folder / LEDGER, max_calls, max_cost, price)

@@ -8,7 +8,6 @@ arms whose summarizer input is the same share one call.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from dataclasses import dataclass, replace
 from queue import SimpleQueue
 
 from evalkit.common.progress import log
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.backends import Backend, StoreFailed, cache_path, get_backend
 from evalkit.models.budget import Budget, budget_for
 from evalkit.models.cache import CallCache
@@ -399,21 +399,21 @@ _CLIENTS: dict[tuple, ModelClient] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def build_client(settings: dict, run_dir=None) -> ModelClient:
+def build_client(settings: ModelConfig, run_dir=None) -> ModelClient:
     """A new client for a ``[model]`` table (see :func:`client_for` for the shared one)."""
     path = cache_path(settings, run_dir)
-    policy = str(settings.get("cache", "use"))
+    policy = settings.cache
     backend = get_backend(settings)
     wants_cache = backend.cacheable or backend.cache_only
     cache = CallCache(path) if path and wants_cache and (policy != "off" or backend.cache_only) else None
     budget = None if backend.cache_only or not backend.cacheable else budget_for(settings, run_dir)
-    return ModelClient(backend, cache, policy, int(settings.get("replicates", 1)), budget, run_dir)
+    return ModelClient(backend, cache, policy, settings.replicates, budget, run_dir)
 
 
-def client_for(settings: dict, run_dir=None) -> ModelClient:
+def client_for(settings: ModelConfig, run_dir=None) -> ModelClient:
     """The process's client for these settings: created once, then shared (keyed by pid so a
     forked worker never reuses its parent's event-loop thread or database connection)."""
-    ident = (os.getpid(), json.dumps(settings, sort_keys=True, default=str), os.fspath(run_dir or ""))
+    ident = (os.getpid(), settings.model_dump_json(), os.fspath(run_dir or ""))
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(ident)
         if client is None:
@@ -421,7 +421,7 @@ def client_for(settings: dict, run_dir=None) -> ModelClient:
         return client
 
 
-def make_client(settings: dict, run_dir=None):
+def make_client(settings: ModelConfig, run_dir=None):
     """The callable every stage uses to call a model: ``client(request) -> response``.
 
     Sync and thread-safe; also ``client.map(requests)`` (concurrent) and

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from evalkit.common.templates import REFERENCE_TEMPLATE
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.backends import BACKENDS, Backend
 from evalkit.models.instructions import read_instructions, section_cap
 from evalkit.models.request import ChatRequest, ChatResponse
@@ -329,5 +330,5 @@ class ExtractiveBackend(Backend):
 @BACKENDS.register(
     "extractive", "deterministic offline extractive summarizer (a labelled stand-in)", offline_standin=True
 )
-def extractive_backend(settings: dict) -> ExtractiveBackend:
+def extractive_backend(settings: ModelConfig) -> ExtractiveBackend:
     return ExtractiveBackend()

@@ -24,6 +24,7 @@ import time
 from typing import Any
 
 from evalkit.common.redact import redact_text
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.backends import BACKENDS, Backend, EndpointUnusable
 from evalkit.models.completion import Malformed, Retryable, parse_completion
 from evalkit.models.eventloop import EventLoop
@@ -37,20 +38,17 @@ MAX_RETRY_AFTER_S = 120.0
 MAX_BODY_BYTES = 16 << 20
 
 
-def base_url_of(settings: dict) -> str:
+def base_url_of(settings: ModelConfig) -> str:
     """The endpoint: ``[model] base_url``, else ``OPENAI_BASE_URL``, else OpenAI's."""
-    url = settings.get("base_url") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     return str(url).rstrip("/")
 
 
-def api_key_of(settings: dict) -> str:
-    if "api_key" in settings:
-        raise ValueError(
-            "[model] api_key: keys are not read from the config (it is copied into the run folder); "
-            "set the environment variable named by [model] api_key_env (default OPENAI_API_KEY)"
-        )
+def api_key_of(settings: ModelConfig) -> str:
+    """The key from the environment variable ``[model] api_key_env`` names (never from the config:
+    :func:`evalkit.contracts.config.validate_config` refuses an ``api_key`` key)."""
     # A local endpoint (the fake server, vLLM, Ollama) accepts any key; the SDK insists on one.
-    return os.environ.get(str(settings.get("api_key_env") or "OPENAI_API_KEY")) or "sk-no-key"
+    return os.environ.get(settings.api_key_env) or "sk-no-key"
 
 
 def retry_after_s(headers: Any) -> float | None:
@@ -175,24 +173,24 @@ class OpenAIBackend(Backend):
 
     name = key_backend = "openai"
 
-    def __init__(self, settings: dict):
+    def __init__(self, settings: ModelConfig):
         # Credentials in the URL (user:pass@host) go to the SDK only; everything written (errors,
         # cache rows, keys) sees the redacted URL.
         self._endpoint = base_url_of(settings)
         self.base_url = redact_text(self._endpoint)
-        self.concurrency = max(1, int(settings.get("concurrency", 16)))
-        self.timeout = float(settings.get("timeout", 60.0))
-        self.max_retries = max(0, int(settings.get("max_retries", 6)))
-        self.backoff_base = float(settings.get("backoff_base", 0.5))
-        self.backoff_max = float(settings.get("backoff_max", 30.0))
-        self.prices = dict(settings.get("prices") or {})
+        self.concurrency = settings.concurrency
+        self.timeout = settings.timeout
+        self.max_retries = settings.max_retries
+        self.backoff_base = settings.backoff_base
+        self.backoff_max = settings.backoff_max
+        self.prices = dict(settings.prices)
         self._api_key = api_key_of(settings)
         self._loop = EventLoop.get()
         self._client = None
         self._sem: asyncio.Semaphore | None = None
         self._rng = random.Random()
         # Fail fast: after this many consecutive attempts failing the same fatal way, stop the run.
-        self.fail_fast_after = max(0, int(settings.get("fail_fast_after", 5)))
+        self.fail_fast_after = settings.fail_fast_after
         self._streak: tuple[str, int] = ("", 0)
         self._tripped: str | None = None
 
@@ -409,8 +407,8 @@ class ReplayBackend(Backend):
     name = "replay"
     cache_only = True
 
-    def __init__(self, settings: dict):
-        self.key_backend = str(settings.get("replay_backend") or "openai")
+    def __init__(self, settings: ModelConfig):
+        self.key_backend = settings.replay_backend or "openai"
         self.base_url = redact_text(base_url_of(settings)) if self.key_backend == "openai" else ""
 
     def __call__(self, request: ChatRequest) -> ChatResponse:  # the client never gets here

@@ -62,7 +62,7 @@ def spending(exp, paths) -> Iterator[None]:
     """Run the stages inside; a :class:`StopRun` (budget, batch stragglers) becomes
     ``incomplete.json`` and :class:`RunIncomplete`."""
     root = Path(paths.root)
-    budget = budget_for(exp.section("model"), root)
+    budget = budget_for(exp.config.model, root)
     if budget is not None:
         budget.start()
     try:

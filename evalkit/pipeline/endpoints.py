@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from urllib.parse import urlsplit
 
 from evalkit.common.redact import redact_text
+from evalkit.contracts.config import ExperimentConfig, ModelConfig
 
 SENDING_BACKENDS = ("openai",)  # backends that send requests (replay answers from the cache only)
 
@@ -67,12 +68,12 @@ def is_local(url: str) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_unspecified
 
 
-def endpoint_of(settings: dict, role: str) -> Endpoint | None:
+def endpoint_of(settings: ModelConfig, role: str) -> Endpoint | None:
     """The endpoint a model section sends to (None for backends that send nothing)."""
-    if str(settings.get("backend", "")) not in SENDING_BACKENDS:
+    if settings.backend not in SENDING_BACKENDS:
         return None
-    if settings.get("base_url"):
-        url, source = str(settings["base_url"]), "config"
+    if settings.base_url:
+        url, source = settings.base_url, "config"
     elif os.environ.get("OPENAI_BASE_URL"):
         url, source = os.environ["OPENAI_BASE_URL"], "environment"
     else:
@@ -83,19 +84,17 @@ def endpoint_of(settings: dict, role: str) -> Endpoint | None:
     return Endpoint(role, redact_text(url.rstrip("/")), source, is_local(url))
 
 
-def run_endpoints(config: dict) -> list[Endpoint]:
+def run_endpoints(config: ExperimentConfig) -> list[Endpoint]:
     """Every endpoint a run of ``config`` sends to: [model]'s, and the continuation agent's when
     it is a model (its settings are [model] with [continuation.model] on top)."""
-    from evalkit.contracts.config import merge
-
     out = []
-    model = config.get("model", {})
+    model = config.model
     ep = endpoint_of(model, "model")
     if ep is not None:
         out.append(ep)
-    cont = config.get("continuation", {})
-    if cont.get("enabled", True) and not _proxy(str(cont.get("agent", "heuristic"))):
-        ep = endpoint_of(merge(model, cont.get("model") or {}), "continuation")
+    cont = config.continuation
+    if cont.enabled and not _proxy(cont.agent):
+        ep = endpoint_of(model.with_overrides(cont.model), "continuation")
         if ep is not None and ep not in [replace_role(e, "continuation") for e in out]:
             out.append(ep)
     return out
@@ -114,7 +113,7 @@ def _proxy(agent: str) -> bool:
         return False
 
 
-def check_endpoints(config: dict, allow_remote: bool) -> list[Endpoint]:
+def check_endpoints(config: ExperimentConfig, allow_remote: bool) -> list[Endpoint]:
     """The run's endpoints, refusing bad URLs and — without ``allow_remote`` — session content
     bound for a remote endpoint nobody named (no base_url in the config or the environment)."""
     eps = run_endpoints(config)

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from evalkit.common.files import AtomicWriter, write_json
-from evalkit.contracts.config import Experiment
+from evalkit.contracts.config import Experiment, validate_config
 from evalkit.contracts.records import ContinuationManifest, CorpusManifest, RunConfig, ShardMarker, Timings
 from evalkit.contracts.runs import RunPaths, load_run, read_record, run_config, write_record
 from evalkit.pipeline.shard import interleave
@@ -203,7 +203,8 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     caches = [RunPaths(d).call_cache for d in sdirs if RunPaths(d).call_cache.is_file()]
     if caches:
         merge_caches(caches, RunPaths(out).call_cache)
-    exp = Experiment(conf["config"], conf["source"], Path(shards[0][1].root or "."))
+    config = validate_config(conf["config"], f"{sdirs[0] / RunPaths.CONFIG}: config")
+    exp = Experiment(config, conf["source"], Path(shards[0][1].root or "."))
     paths = RunPaths(out)
     write_model_call_stats(exp, paths)
     timings = _sum_counts([t.stages() if (t := read_record(d, Timings)) else {} for d in sdirs])

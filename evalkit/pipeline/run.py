@@ -66,7 +66,7 @@ def write_run_config(
         paths.root,
         RunConfig,
         {
-            "config": redact_value(exp.config),
+            "config": redact_value(exp.config.dump()),
             "config_hash": exp.hash,
             "source": exp.source,
             "command": redact_text(shell_command(["evalkit", *argv])),
@@ -80,9 +80,9 @@ def write_run_config(
 def stage_corpus(exp: Experiment, paths: RunPaths, shard=None) -> dict:
     from evalkit.corpus import build_corpus
 
-    section = exp.section("corpus")
-    src = exp.resolve_path(section["path"]) if section.get("kind") == "path" else None
-    workers = int(exp.section("replay").get("workers") or 0)
+    section = exp.config.corpus
+    src = exp.resolve_path(section.path) if section.kind == "path" else None
+    workers = exp.config.replay.workers
     return build_corpus(section, exp.seed, paths.corpus, src, workers, shard.holds if shard else None)
 
 
@@ -102,15 +102,17 @@ def check_unique_ids(path: Path, source: str | os.PathLike | None = None) -> Non
 def stage_replay(exp: Experiment, paths: RunPaths, n_sessions: int) -> dict[str, int]:
     from evalkit.replay import replay_corpus
 
-    model = exp.section("model")
+    model = exp.config.model
     # The call cache lives in the run folder unless the config shares one (docs/models.md).
-    shared = model.get("cache_path")
-    model["cache_path"] = str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")
-    if model.get("batch"):  # answer every summarizer round as a provider batch first (docs/models.md)
+    shared = model.cache_path
+    model = model.model_copy(
+        update={"cache_path": str(exp.resolve_path(shared) if shared else paths.root / "model-calls.sqlite")}
+    )
+    if model.batch:  # answer every summarizer round as a provider batch first (docs/models.md)
         from evalkit.replay.batch import batch_replay
 
-        batch_replay(paths.corpus, paths.root, exp.section("replay"), model)
-    return replay_corpus(paths.corpus, paths.root, exp.section("replay"), model, n_sessions)
+        batch_replay(paths.corpus, paths.root, exp.config.replay, model)
+    return replay_corpus(paths.corpus, paths.root, exp.config.replay, model, n_sessions)
 
 
 def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
@@ -121,19 +123,19 @@ def stage_score(exp: Experiment, paths: RunPaths, shard=None) -> int:
 
     from evalkit.score import judge_budget
 
-    suite = find_suite(exp.section("score")["suite"], exp.root)
+    suite = find_suite(exp.config.score.suite, exp.root)
     judge_budget.forget(paths.root)  # scored below at the suite's budget unless calibrated again
-    if exp.section("score").get("judge_budget") == "calibrate" and shard is not None:
+    if exp.config.score.judge_budget == "calibrate" and shard is not None:
         log(
             "score: judge budget not calibrated in a shard (it needs every session): `evalkit judge-budget` the merged run"
         )
-    elif exp.section("score").get("judge_budget") == "calibrate":  # on held-out sessions, before scoring
+    elif exp.config.score.judge_budget == "calibrate":  # on held-out sessions, before scoring
         cal, suite = judge_budget.calibrate(paths.root, suite)
         log("score: " + judge_budget.describe(cal))
     # The run id names the config, not the folder, so equal configs give byte-identical tables.
     return score_run(
         paths.root,
-        list(exp.section("replay")["arms"]),
+        list(exp.config.replay.arms),
         run_id=f"{exp.name}-{exp.hash[:8]}",
         suite=suite,
     )
@@ -145,7 +147,7 @@ def stage_banks(exp: Experiment, paths: RunPaths, shard=None) -> str | None:
     holds some sessions only: there a bank about none of them is not an error."""
     from evalkit.score.banks import pin_banks
 
-    patterns = exp.section("score").get("banks")
+    patterns = exp.config.score.banks
     return pin_banks(list(patterns), exp.root, paths.root, shard is None) if patterns else None
 
 
@@ -154,9 +156,9 @@ def stage_continuation(exp: Experiment, paths: RunPaths) -> dict:
 
     return run_continuation(
         paths.root,
-        list(exp.section("replay")["arms"]),
-        exp.section("continuation"),
-        exp.section("model"),
+        list(exp.config.replay.arms),
+        exp.config.continuation,
+        exp.config.model,
         run_id=f"{exp.name}-{exp.hash[:8]}",
     )
 
@@ -169,7 +171,7 @@ def write_model_call_stats(exp: Experiment, paths: RunPaths) -> dict | None:
     from evalkit.models.backends import cache_path
     from evalkit.models.cache import CallCache
 
-    path = cache_path(exp.section("model"), paths.root)
+    path = cache_path(exp.config.model, paths.root)
     if not path or not Path(path).exists():
         return None
     st = CallCache(path).stats()
@@ -194,16 +196,7 @@ def stage_health(exp: Experiment, paths: RunPaths) -> dict:
 
     # The rules the decide stage will use (the experiment's, else pyproject's): a verdict resting on
     # an unhealthy metric or an unusable exam is noted even when the experiment states no [rules].
-    rules = resolve_rules(exp.section("rules"), exp.root)
-    arms = list(exp.section("replay").get("arms", []))
-    cands = {a: r for a in arms if (r := rules.for_candidate(a)) is not None}
-    resolved = {
-        "alpha": rules.alpha,
-        "baseline": rules.baseline,
-        "guardrails": list(rules.guardrails),
-        "candidates": {a: {"success": list(r.success)} for a, r in cands.items()},
-    }
-    return check_run(paths.root, {**exp.config, "rules": resolved})
+    return check_run(paths.root, exp.config, resolve_rules(exp.config.rules, exp.root))
 
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
@@ -225,23 +218,22 @@ def prepare(exp: Experiment) -> Experiment:
     extended by the experiment's own, :func:`evalkit.decide.rules.inherit_rules`), so a typo in a
     rule fails before the first model call, not after the last. Idempotent."""
     from evalkit.contracts.config import ConfigError
-    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules
+    from evalkit.decide.rules import RulesError, check_rule_names, inherit_rules, parse_rules, rules_table
     from evalkit.replay.variants import check_arm, check_variants
 
-    replay = exp.config["replay"]
+    replay = exp.config.replay
     try:
-        check_variants(replay.get("variants", {}))
-        for arm in replay["arms"]:
-            check_arm(arm, replay.get("variants"))
-        rules = inherit_rules(exp.section("rules"), exp.root)
-        check_rule_names(
-            parse_rules(rules, f"{exp.source} [rules]"), list(replay["arms"]), replay.get("variants")
-        )
+        check_variants(replay.variants)
+        for arm in replay.arms:
+            check_arm(arm, replay.variants)
+        rules = inherit_rules(exp.config.rules, exp.root)
+        check_rule_names(parse_rules(rules, f"{exp.source} [rules]"), list(replay.arms), replay.variants)
     except KeyError as e:  # the registry's "no such candidate" names the known ones
         raise ConfigError(f"{exp.source}: replay.arms: {e.args[0] if e.args else e}") from None
     except (RulesError, ValueError) as e:
         raise ConfigError(f"{exp.source}: {e}" if not str(e).startswith(exp.source) else str(e)) from None
-    return Experiment({**exp.config, "rules": rules}, exp.source, exp.root)
+    applied = rules_table(rules, f"{exp.source} [rules]")
+    return Experiment(exp.config.model_copy(update={"rules": applied}), exp.source, exp.root)
 
 
 def run_experiment(
@@ -320,13 +312,14 @@ def write_model_usage(paths: RunPaths) -> dict | None:
 
 
 def config_differences(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """``section.key old → new`` for every setting that differs between two resolved configs,
-    leaving out what the config hash leaves out (decide sections, spending keys, the executor)."""
-    from evalkit.contracts.config import DECIDE_SECTIONS, SPENDING_KEYS
+    """``section.key old → new`` for every setting that differs between two resolved configs
+    (``config.json`` tables, :meth:`ExperimentConfig.dump`), leaving out what the config hash
+    leaves out (decide sections, spending keys, the executor)."""
+    from evalkit.contracts.config import SPENDING_KEYS, UNHASHED_SECTIONS
 
     out = []
     for k in sorted(set(old) | set(new), key=str):
-        if not prefix and (k in DECIDE_SECTIONS or k == "executor"):
+        if not prefix and k in UNHASHED_SECTIONS:
             continue
         if prefix == "model." and k in SPENDING_KEYS:
             continue
@@ -352,11 +345,14 @@ def check_folder(exp: Experiment, paths: RunPaths) -> None:
         raise RunFolderError(f"{paths.config}: field 'config_hash': missing or not a string")
     if old_hash == exp.hash:
         return
-    from evalkit.contracts.config import config_hash
+    from evalkit.contracts.config import ConfigError, config_hash
 
-    if isinstance(old_cfg, dict) and old_cfg and config_hash(old_cfg) == exp.hash:
-        return  # written before the rules left the hash: the same results
-    diff = config_differences(old_cfg, exp.config) if isinstance(old_cfg, dict) else []
+    try:
+        if isinstance(old_cfg, dict) and old_cfg and config_hash(old_cfg) == exp.hash:
+            return  # written under an older hash rule (rules in the hash, spelled defaults): the same results
+    except ConfigError:
+        pass  # a config this version no longer reads: another config
+    diff = config_differences(old_cfg, exp.config.dump()) if isinstance(old_cfg, dict) else []
     what = (
         "; ".join(diff[:4]) + (f"; {len(diff) - 4} more" if len(diff) > 4 else "")
         if diff
@@ -406,15 +402,15 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
 
     base = {"config_hash": exp.hash}
     corpus_out = [paths.sessions, paths.facts, paths.manifest]
-    corpus_section = exp.section("corpus")
+    corpus_section = exp.config.corpus
     corpus_in = dict(base, shard=shard.name) if shard else dict(base)
-    if corpus_section.get("kind") == "path" and corpus_section.get("path"):
-        corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section["path"]))
+    if corpus_section.kind == "path" and corpus_section.path:
+        corpus_in["source"] = completion.fingerprint(exp.resolve_path(corpus_section.path))
     if skip("corpus", corpus_in, corpus_out):
         manifest = read_record(paths.root, CorpusManifest, required=True).model_dump()
     else:
         manifest = timed("corpus", stage_corpus, exp, paths, shard)
-        src = corpus_section.get("path") if corpus_section.get("kind") == "path" else None
+        src = corpus_section.path if corpus_section.kind == "path" else None
         check_unique_ids(corpus_out[0], exp.resolve_path(src) if src else None)
         completion.mark(paths.root, "corpus", corpus_in, corpus_out, manifest["stats"])
     # Real models only: the report's planned vs actual calls. After the corpus stage (which calls
@@ -425,7 +421,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
     log(
         f"corpus: {n} sessions, {manifest['stats']['messages']} messages, {manifest['stats']['bytes'] / 1e6:.1f} MB"
     )
-    arms = list(exp.section("replay")["arms"])
+    arms = list(exp.config.replay.arms)
     banks = stage_banks(exp, paths, shard)  # before replay: a bad bank fails before any summarizer call
     from evalkit.contracts.event import events_path
 
@@ -437,14 +433,14 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         "corpus": completion.fingerprint(corpus_out[0]),
         "commands": completion.command_files(arms),
         # Each arm's resolved policy and code: an edited candidate or prompt is replayed again.
-        "arms": arm_fingerprints(arms, exp.section("replay").get("variants")),
+        "arms": arm_fingerprints(arms, exp.config.replay.variants),
     }
     if not skip("replay", replay_in, events_out):
         counts = timed("replay", stage_replay, exp, paths, n)
         log("replay: " + ", ".join(f"{a}={c}" for a, c in counts.items()) + " events")
         completion.mark(paths.root, "replay", replay_in, events_out, counts)
     # Continuation rows are merged into metrics.parquet, so scoring and continuation are one stage.
-    cont_on = exp.section("continuation").get("enabled", True)
+    cont_on = exp.config.continuation.enabled
     # Every file the stage writes, so --resume notices damage to any of them (pinned judge
     # questions, the continuation log and table too, not only the merged table).
     cont_files = (paths.continuation_manifest.name, "log.jsonl", paths.continuation_metrics.name)
@@ -460,7 +456,7 @@ def _run_stages(exp: Experiment, paths: RunPaths, resume: bool, report_out, shar
         **base,
         "corpus": completion.fingerprint(corpus_out[0]),
         "events": completion.files(paths.root, events_out),
-        "suite": completion.fingerprint(exp.resolve_path(exp.section("score")["suite"])),
+        "suite": completion.fingerprint(exp.resolve_path(exp.config.score.suite)),
         **({"banks": banks} if banks else {}),  # the pinned questions: an edited bank is graded again
         # The probes' and the continuation's code (the judge's prompts among them).
         "code": completion.package_source("evalkit.score", "evalkit.continuation"),

@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from evalkit.contracts.config import DEFAULTS
+from evalkit.contracts.config import ExperimentConfig
 from evalkit.contracts.records import CorpusManifest
 from evalkit.contracts.runs import load_record
 from evalkit.replay.trigger_choice import choose_trigger
@@ -38,8 +38,8 @@ def _rows(corpus: Path) -> list[dict]:
 
 def starter_text(name: str, corpus_path: str, rows: list[dict], source: str) -> str:
     """The experiment file's text for a corpus of ``rows``."""
-    replay = DEFAULTS["replay"]
-    threshold = replay["window"] - replay["reserve"]
+    defaults = ExperimentConfig()
+    threshold = defaults.replay.window - defaults.replay.reserve
     c = choose_trigger(rows, threshold)
     why = (
         f"{c.reaching} of {c.sessions} sessions pass window - reserve = {threshold:,} tokens"
@@ -52,7 +52,7 @@ def starter_text(name: str, corpus_path: str, rows: list[dict], source: str) -> 
 # Run it offline first, then against your endpoint (README, "Compare your own prompt"):
 #   evalkit run --config {name}.toml
 name = {json.dumps(name)}
-seed = {DEFAULTS["seed"]}
+seed = {defaults.seed}
 
 [corpus]
 kind = "path"

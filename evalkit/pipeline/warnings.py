@@ -13,10 +13,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from evalkit.contracts.config import ExperimentConfig, ReplayConfig
 from evalkit.contracts.records import RunConfig, Warnings
 from evalkit.contracts.runs import RunPaths, read_record, write_record
-
-ERROR_SHARE = 0.05  # default: the rules' max_error_share when they set one
 
 
 @dataclass(frozen=True)
@@ -49,7 +48,7 @@ def skipped_sessions(manifest: dict) -> list[RunWarning]:
     ]
 
 
-def silent_arms(run_dir: Path, arms: list[str], replay: dict, manifest: dict) -> list[RunWarning]:
+def silent_arms(run_dir: Path, arms: list[str], replay: ReplayConfig, manifest: dict) -> list[RunWarning]:
     """Arms whose events file is empty, with the trigger setting that would make them compact."""
     from evalkit.contracts.event import events_path
     from evalkit.replay.settings import ReplaySettings
@@ -111,22 +110,22 @@ def failing_metrics(run_dir: Path, share: float) -> list[RunWarning]:
     ]
 
 
-def collect(run_dir: str | Path, config: dict) -> dict:
+def collect(run_dir: str | Path, config: ExperimentConfig) -> dict:
     """The run's warnings and endpoints (``warnings.json``'s body)."""
     run_dir = Path(run_dir)
     manifest = _read_json(RunPaths(run_dir).manifest)
-    replay = config.get("replay", {})
-    share = float((config.get("rules") or {}).get("max_error_share", ERROR_SHARE))
+    replay = config.replay
+    share = config.rules.max_error_share
     warnings = [
         *skipped_sessions(manifest),
-        *silent_arms(run_dir, list(replay.get("arms", [])), replay, manifest),
+        *silent_arms(run_dir, list(replay.arms), replay, manifest),
         *failing_metrics(run_dir, share),
     ]
     endpoints = rc.endpoints if (rc := read_record(run_dir, RunConfig)) else []
     return {"warnings": [asdict(w) for w in warnings], "endpoints": endpoints}
 
 
-def write(run_dir: str | Path, config: dict) -> dict:
+def write(run_dir: str | Path, config: ExperimentConfig) -> dict:
     body = collect(run_dir, config)
     write_record(run_dir, Warnings, body)
     return body

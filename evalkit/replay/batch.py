@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit.common.progress import log
+from evalkit.contracts.config import ModelConfig, ReplayConfig
 from evalkit.contracts.session import session_from_dict
 from evalkit.models.budget import BudgetExceeded, StopRun
 from evalkit.models.client import ModelClient, build_client
@@ -45,21 +46,24 @@ class BatchStragglers(StopRun):
     reason = "batch"
 
 
+POLL_MAX_S = 300.0  # the longest wait between polls
+
+
 @dataclass(frozen=True)
 class BatchSettings:
-    poll_s: float = 10.0  # first wait between polls; grows ×1.5 per poll up to poll_max_s
-    poll_max_s: float = 300.0
-    max_rounds: int = 3  # submissions of one request before it is a straggler
-    fallback: bool = False  # send stragglers directly
+    poll_s: float  # first wait between polls; grows ×1.5 per poll up to poll_max_s
+    poll_max_s: float
+    max_rounds: int  # submissions of one request before it is a straggler
+    fallback: bool  # send stragglers directly
 
     @classmethod
-    def from_model(cls, model: dict) -> BatchSettings:
-        poll = float(model.get("batch_poll_s", cls.poll_s))
+    def from_model(cls, model: ModelConfig) -> BatchSettings:
+        """``[model]``'s batch keys (their defaults are the model's)."""
         return cls(
-            poll,
-            max(poll, cls.poll_max_s),
-            max(1, int(model.get("batch_max_rounds", 3))),
-            bool(model.get("batch_fallback", False)),
+            model.batch_poll_s,
+            max(model.batch_poll_s, POLL_MAX_S),
+            model.batch_max_rounds,
+            model.batch_fallback,
         )
 
 
@@ -227,14 +231,16 @@ def _sessions(corpus_dir: Path):
                 yield session_from_dict(json.loads(line))
 
 
-def batch_replay(corpus_dir: str | Path, run_dir: str | Path, replay: dict, model: dict) -> dict:
+def batch_replay(
+    corpus_dir: str | Path, run_dir: str | Path, replay: ReplayConfig, model: ModelConfig
+) -> dict:
     """Answer every summarizer request of the replay through batches (see the module docstring).
 
     Returns counts: batches submitted and collected, rounds walked, stragglers left."""
     settings = BatchSettings.from_model(model)
     client = build_client(model, run_dir)
     jobs = BatchJobs(client, run_dir, settings)
-    arms = list(replay.get("arms", ["baseline"]))
+    arms = list(replay.arms)
     tries = jobs.tries()
     submitted = walks = 0
     try:

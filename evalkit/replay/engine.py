@@ -20,6 +20,7 @@ from pathlib import Path
 from evalkit.common.progress import log, track
 from evalkit.common.tokens import get_counter, message_tokens
 from evalkit.common.workers import bounded_map, worker_pool
+from evalkit.contracts.config import ModelConfig, ReplayConfig
 from evalkit.contracts.event import Event, Invariants, events_path
 from evalkit.contracts.session import (
     Compaction,
@@ -94,7 +95,7 @@ def replay_session(
     session: Session,
     arm: str,
     settings: ReplaySettings,
-    model: dict,
+    model: ModelConfig,
     client: Backend | None = None,
     cache: SessionCache | None = None,
     replicate: int = 0,
@@ -108,10 +109,10 @@ def replay_session(
     settings = settings_for(settings, arm, settings.variants)
     cache = cache or SessionCache(session, settings.tokenizer)
     backend = client or make_client(model)
-    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    n_reps = model.replicates
     rep = replicate + policy.replicate_offset * n_reps
     counter = get_counter(settings.tokenizer)
-    backend_name = str(model.get("backend", ""))
+    backend_name = model.backend
     state: dict = {}
     context: list[Message] = []
     tokens = 0
@@ -149,7 +150,7 @@ def replay_session(
             len(events) + 1,
             settings,
             backend,
-            str(model.get("model", "")),
+            model.model,
             rep,
             backend_name,
             session.id,
@@ -258,9 +259,9 @@ def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, 
 _CLIENTS: dict[str, Backend] = {}
 
 
-def _worker_client(model: dict, run_dir: str | None) -> Backend:
+def _worker_client(model: ModelConfig, run_dir: str | None) -> Backend:
     """One model client per worker process (it may hold a cache connection)."""
-    key = json.dumps([model, run_dir], sort_keys=True)
+    key = json.dumps([model.model_dump(mode="json"), run_dir], sort_keys=True)
     if key not in _CLIENTS:
         _CLIENTS[key] = make_client(model, run_dir)
     return _CLIENTS[key]
@@ -270,20 +271,20 @@ def replay_session_arms(
     session: Session,
     arms: list[str],
     settings: ReplaySettings,
-    model: dict,
+    model: ModelConfig,
     client: Backend,
     cache: SessionCache | None = None,
 ) -> list[list[Event]]:
     """Every arm (and replicate) of one session, sharing the session's caches."""
     cache = cache or SessionCache(session, settings.tokenizer)
-    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    n_reps = model.replicates
     return [
         [e for r in range(n_reps) for e in replay_session(session, a, settings, model, client, cache, r)]
         for a in arms
     ]
 
 
-def _replay_line(args: tuple[str, list[str], dict, dict, str | None]) -> tuple[list[list[str]], dict]:
+def _replay_line(args: tuple[str, list[str], ReplayConfig, ModelConfig, str | None]) -> tuple[list[list[str]], dict]:
     line, arms, section, model, run_dir = args
     session = session_from_dict(json.loads(line))
     settings = ReplaySettings.from_section(section)
@@ -303,8 +304,8 @@ def _session_lines(corpus_dir: Path) -> Iterator[str]:
 def replay_corpus(
     corpus_dir: str | os.PathLike,
     run_dir: str | os.PathLike,
-    replay: dict,
-    model: dict,
+    replay: ReplayConfig,
+    model: ModelConfig,
     n_sessions: int | None = None,
 ) -> dict[str, int]:
     """Replay every session under every arm; writes ``events/<arm>.jsonl``. Returns events per arm.
@@ -312,11 +313,11 @@ def replay_corpus(
     Sessions are spread over worker processes (all arms of a session in one worker); results
     come back in corpus order, so the files are byte-identical run to run.
     """
-    arms = list(replay.get("arms", ["baseline"]))
+    arms = list(replay.arms)
     settings = ReplaySettings.from_section(replay)  # a bad trigger fails here, before any work
     for a in arms:
         check_arm(a, settings.variants)  # fail before any work on an unknown arm
-    workers = int(replay.get("workers") or 0) or os.cpu_count() or 1
+    workers = replay.workers or os.cpu_count() or 1
     out = {a: events_path(run_dir, a) for a in arms}
     for p in out.values():
         p.parent.mkdir(parents=True, exist_ok=True)

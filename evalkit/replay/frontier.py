@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from evalkit.contracts.config import ModelConfig, ReplayConfig
 from evalkit.contracts.event import Event
 from evalkit.contracts.session import Session
 from evalkit.replay.engine import SessionCache, replay_session
@@ -32,13 +33,15 @@ class Walk:
     pending: list[tuple[str, str, int]] = field(default_factory=list)
 
 
-def walk(sessions: Iterable[Session], arms: list[str], replay: dict, model: dict, client) -> Walk:
+def walk(
+    sessions: Iterable[Session], arms: list[str], replay: ReplayConfig, model: ModelConfig, client
+) -> Walk:
     """Replay every session under every arm and replicate with ``client`` (in this process).
 
     Before each (session, arm) the client's ``arm`` attribute is set (if it has one), so it can
     attribute the requests it sees."""
     settings = ReplaySettings.from_section(replay)
-    n_reps = max(1, int(model.get("replicates", 1) or 1))
+    n_reps = model.replicates
     out = Walk({a: [] for a in arms})
     for session in sessions:
         cache = SessionCache(session, settings.tokenizer)

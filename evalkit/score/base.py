@@ -378,10 +378,11 @@ def probe(
 def model_client(inp: ProbeInput):
     """The run's model client for a model-judged probe, made once per event view and shared by
     every probe that reads it (the judge, the recovery arm's query)."""
+    from evalkit.contracts.config import ModelConfig
     from evalkit.models import make_client
 
     extras = inp.view.extras
     if "client" not in extras:
         ctx = extras.get("ctx")
-        extras["client"] = make_client(ctx.model if ctx else {}, (ctx.run_dir or None) if ctx else None)
+        extras["client"] = make_client(ctx.model if ctx else ModelConfig(), (ctx.run_dir or None) if ctx else None)
     return extras["client"]

@@ -152,17 +152,18 @@ def nothing_to_judge(run_dir) -> str | None:
     if any(p.stat().st_size for p in events):
         return None
     rc, manifest = read_record(run, RunConfig), read_record(run, CorpusManifest)
-    cfg = rc.config if rc else {}
-    rp = cfg.get("replay", {})
-    trigger = rp.get("trigger", "tokens")
+    from evalkit.contracts.config import ReplayConfig
+
+    rp = ReplayConfig.model_validate((rc.config if rc else {}).get("replay", {}))
+    trigger = rp.trigger
     sessions = manifest.sessions if manifest else []
     most_msgs = max((int(s.get("messages", 0)) for s in sessions), default=0)
     most_tokens = max((-(-int(s.get("bytes", 0)) // 4) for s in sessions), default=0)
     if trigger == "tokens":
-        limit = int(rp.get("window", 200_000)) - int(rp.get("reserve", 16_384))
+        limit = rp.window - rp.reserve
         size = f"the threshold is {limit:,} tokens (window - reserve); the largest session is about {most_tokens:,} tokens"
     elif trigger == "messages":
-        size = f"the threshold is {rp.get('max_messages', 40)} messages; the largest session has {most_msgs}"
+        size = f"the threshold is {rp.max_messages} messages; the largest session has {most_msgs}"
     else:
         size = f"the largest session has {most_msgs} messages"
     return (

@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.score.base import ProbeInput, model_client
 
 DIMENSIONS = (
@@ -88,7 +89,7 @@ def judge_request(q: dict[str, Any], answer: str, model: str, replicate: int = 0
 
 
 def model_grades(
-    qs: list[dict[str, Any]], inp: ProbeInput, model: dict, replicates: int
+    qs: list[dict[str, Any]], inp: ProbeInput, model: ModelConfig, replicates: int
 ) -> list[dict[str, Any] | Exception]:
     """Ask the answering model and the judge ``replicates`` times per question: per question, the
     mean grades per dimension, or why it could not be graded (a failed call, an unparseable
@@ -100,7 +101,7 @@ def model_grades(
     from evalkit.score.recovery import recovered
 
     client = model_client(inp)
-    name = model.get("model", "")
+    name = model.model
     reps = range(max(1, replicates))
     failed: dict[int, Exception] = {}
     found: dict[int, tuple[str, int]] = {}
@@ -151,16 +152,16 @@ def _mean_grades(grades: list[dict[str, Any]]) -> dict[str, Any]:
     return mean
 
 
-def use_model(inp: ProbeInput, backend: str) -> tuple[bool, dict]:
+def use_model(inp: ProbeInput, backend: str) -> tuple[bool, ModelConfig]:
     """Whether the probe asks the run's model (not the offline stand-in, and not told ``offline``),
     and the model settings."""
     ctx = inp.view.extras.get("ctx")
-    model = dict(ctx.model) if ctx else {}
+    model = ctx.model if ctx else ModelConfig()
     if backend == "offline":
         return False, model
     from evalkit.models import is_offline_standin
 
     try:
-        return not is_offline_standin(model.get("backend", "extractive")), model
+        return not is_offline_standin(model.backend), model
     except KeyError:
         return True, model  # an unregistered backend is a real one from a plugin

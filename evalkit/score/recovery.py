@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.score.base import ProbeInput
 
 RECOVERY_META = "recovery"
@@ -69,13 +70,13 @@ def search(inp: ProbeInput, query: str) -> str:
     return cache[query]
 
 
-def _model_query(inp: ProbeInput, question: str, model: dict[str, Any]) -> tuple[str, int]:
+def _model_query(inp: ProbeInput, question: str, model: ModelConfig) -> tuple[str, int]:
     """The answering model's query and the call's tokens (input + output)."""
     from evalkit.models import ChatRequest
     from evalkit.score.base import model_client
 
     req = ChatRequest(
-        model=model.get("model", ""),
+        model=model.model,
         messages=(
             {"role": "system", "content": QUERY_SYSTEM},
             {
@@ -96,7 +97,7 @@ def _model_query(inp: ProbeInput, question: str, model: dict[str, Any]) -> tuple
     return (resp.text or "").strip() or question, spent
 
 
-def recovered(inp: ProbeInput, q: dict[str, Any], model: dict[str, Any] | None = None) -> tuple[str, int]:
+def recovered(inp: ProbeInput, q: dict[str, Any], model: ModelConfig | None = None) -> tuple[str, int]:
     """What the one search adds to the context for question ``q`` (empty for an arm that does not
     recover) and the tokens it is charged. ``model``: the answering model chooses the query."""
     if not is_recovery(inp):

@@ -24,6 +24,7 @@ from evalkit.common.files import Span, index_jsonl, read_span
 from evalkit.common.progress import log, track
 from evalkit.common.workers import worker_pool
 from evalkit.contracts import questions as question_table
+from evalkit.contracts.config import ModelConfig
 from evalkit.contracts.event import Event, events_path
 from evalkit.contracts.metrics import SESSION_LEVEL, MetricRow, rows_to_arrow
 from evalkit.contracts.metrics_stream import ArmSpill, replace_rows
@@ -41,7 +42,7 @@ class ScoreContext:
     """Run-level settings the probes may read (the judge needs the model and the run folder)."""
 
     run_dir: str = ""
-    model: dict[str, Any] = field(default_factory=dict)
+    model: ModelConfig = field(default_factory=ModelConfig)
     banks: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # probe-bank questions by session
 
 
@@ -250,11 +251,9 @@ def score_run(
     return rows.num_rows
 
 
-def _model_section(run: Path) -> dict:
+def _model_section(run: Path) -> ModelConfig:
     rc = read_record(run, RunConfig)
-    if rc is not None:
-        return dict(rc.config.get("model", {}))
-    return {"backend": "extractive", "model": "extractive-v1"}
+    return ModelConfig.model_validate(rc.config.get("model", {})) if rc is not None else ModelConfig()
 
 
 def _last_spans(path: Path) -> dict[str, Span]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.contracts.config import read_toml
+from evalkit.contracts.config import ScoreConfig, read_toml
 from evalkit.score.base import PROBES
 
 
@@ -79,7 +79,7 @@ def load_suite(path: str | os.PathLike) -> Suite:
     return suite_from_dict(read_toml(path, "suite", SuiteError), str(path))
 
 
-DEFAULT_SUITE = "probes/default.toml"
+DEFAULT_SUITE = ScoreConfig().suite
 
 
 def find_suite(path: str | os.PathLike, *roots: Path) -> Suite:

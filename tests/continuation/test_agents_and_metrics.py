@@ -16,6 +16,7 @@ from evalkit.continuation import (
     make_agent,
 )
 from evalkit.continuation.agents.heuristic import heuristic_agent, knows
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event
 from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 from evalkit.models import ChatResponse
@@ -219,7 +220,7 @@ def _run_openai(turns, s=None):
     s = s or _session(future=("ls",))
     inp = _inp(s, _event(s, "## Goal\nFix the build."))
     client = ScriptedClient(turns)
-    agent = make_agent("openai", {"model": {"backend": "scripted", "model": "m1"}}, client=client)
+    agent = make_agent("openai", ContinuationConfig(), ModelConfig(backend="scripted", model="m1"), client=client)
     t = agent(inp, ReplayEnvironment(inp.record, AT))
     return inp, t, client
 
@@ -259,7 +260,7 @@ def test_openai_agent_budget_and_errors():
 
     s = _session()
     inp = _inp(s, _event(s, "x"))
-    t = make_agent("openai", {"model": {}}, client=failing)(inp, ReplayEnvironment(inp.record, AT))
+    t = make_agent("openai", ContinuationConfig(), ModelConfig(), client=failing)(inp, ReplayEnvironment(inp.record, AT))
     rows = continuation_metrics(inp.record, AT, t, 30)
     assert rows and all(math.isnan(v) and "HTTP 500" in e for _, v, e in rows)
 
@@ -333,7 +334,7 @@ def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, s
         "cache": "off",
         "max_retries": 0,
     }
-    agent = make_agent("openai", {"model": model}, run_dir=tmp_path)
+    agent = make_agent("openai", ContinuationConfig(), ModelConfig(**model), run_dir=tmp_path)
     t = agent(inp, ReplayEnvironment(inp.record, AT))
     got = _metrics(inp, t)
     assert got["refail_30"] == refail and got["calls_used"] == calls and t.stopped

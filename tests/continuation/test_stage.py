@@ -12,6 +12,7 @@ from evalkit import load_run
 from evalkit.cli import main
 from evalkit.continuation import run_continuation
 from evalkit.continuation.metrics import is_continuation_metric
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.metrics import read_metrics
 from tests.conftest import FIXTURES
 
@@ -55,7 +56,7 @@ def test_stage_writes_observed_rows_for_recorded_compactions(tmp_path):
     run = tmp_path / "run"
     (run / "corpus").mkdir(parents=True)
     shutil.copy(FIXTURES / "continuation" / "observed_compactions.jsonl", run / "corpus" / "sessions.jsonl")
-    manifest = run_continuation(run, [], {}, {}, "t")
+    manifest = run_continuation(run, [], ContinuationConfig(), ModelConfig(), "t")
     assert manifest["counts"]["observed_compactions"] == 3 and manifest["counts"]["continuations"] == 0
     assert (run / "continuation" / "metrics.parquet").exists()
     df = read_metrics(run / "metrics.parquet")
@@ -122,13 +123,13 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
         '[replay]\narms = ["baseline"]\n[continuation]\nenabled = false\n'
     )
     assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "offline")]) == 0
-    model = {"backend": "openai", "model": "fake-model", "base_url": url, "max_retries": 2}
+    model = ModelConfig(backend="openai", model="fake-model", base_url=url, max_retries=2)
     tables, calls, overlap = {}, {}, {}
     for workers in (2, 1):
         run = tmp_path / f"w{workers}"
         shutil.copytree(tmp_path / "offline", run)
         before = len(settled_log(log, quiet=0.3))
-        section = {"agent": "openai", "max_calls": 2, "workers": workers}
+        section = ContinuationConfig(agent="openai", max_calls=2, workers=workers)
         manifest = run_continuation(run, ["baseline"], section, model, "cw")
         assert manifest["workers"] == workers and manifest["counts"]["continuations"] > 1
         sent = [e for e in answered(settled_log(log, quiet=0.3)[before:]) if e["purpose"] == "agent"]

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from evalkit.contracts.config import CorpusConfig
 from evalkit.contracts.session import Message, Session, Source, Text, session_to_json
 from evalkit.corpus import QUESTIONS, CorpusError, ReadStats, build_corpus, read_sessions, write_sessions
 
@@ -87,7 +88,7 @@ def test_validate_cli_reports_and_exits_2(bad_corpus, capsys):
 def test_a_rebuilt_corpus_drops_questions_pinned_to_the_old_one(tmp_path):
     """Judge questions point at message indices of the corpus they were built from."""
     out = tmp_path / "corpus"
-    build_corpus({"kind": "synth", "sessions": 1}, 1, out, workers=1)
+    build_corpus(CorpusConfig(sessions=1), 1, out, workers=1)
     (out / QUESTIONS).write_text('{"session": "synth-1-00000", "questions": []}\n')
-    build_corpus({"kind": "synth", "sessions": 1}, 2, out, workers=1)
+    build_corpus(CorpusConfig(sessions=1), 2, out, workers=1)
     assert not (out / QUESTIONS).exists() and (out / "sessions.jsonl").exists()

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from evalkit.contracts.config import CorpusConfig
 from evalkit.contracts.session import session_to_json, tool_pairs_valid
 from evalkit.corpus import build_corpus
 from evalkit.corpus.synth import generate, generate_session
@@ -42,7 +43,7 @@ def test_sessions_are_well_formed_and_carry_the_planned_content():
 def test_corpus_tally_position_and_pastes(tmp_path):
     """Most long test outputs have their tally past char 2,000 (../shared/transcripts: 14 of 16;
     seed 000: 66%), and oversized pastes (seed 003) are 50-65 KiB."""
-    m = build_corpus({"kind": "synth", "sessions": 24}, 5, tmp_path, workers=2)
+    m = build_corpus(CorpusConfig(sessions=24), 5, tmp_path, workers=2)
     st = m["stats"]
     assert st["sessions"] == 24
     assert 0.8 <= st["tally_past_2000_share"] <= 0.98

@@ -140,7 +140,7 @@ def test_usage_and_data_errors_exit_2(make_run, tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text("alpha = 'high'\n")
     assert gate(run, str(bad)) == EXIT_USAGE
-    assert "alpha: expected float" in capsys.readouterr().err
+    assert "bad.toml: alpha: 'high': Input should be a valid number" in capsys.readouterr().err
     (run / "metrics.parquet").write_bytes(b"not parquet")
     assert gate(run, rules) == EXIT_USAGE
     assert "cannot read the metrics table" in capsys.readouterr().err

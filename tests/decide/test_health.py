@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 
+from evalkit.contracts.config import validate_config
 from evalkit.contracts.metrics_stream import write_metrics
 from evalkit.decide.health import (
     HEALTH_FILE,
@@ -16,16 +17,24 @@ from evalkit.decide.health import (
     shared_code,
     verdict_notes,
 )
+from evalkit.decide.rules import parse_rules
 
-CFG = {
-    "replay": {"arms": ["baseline", "a", "b"], "summary_source_chars": 0},
-    "continuation": {"agent": "heuristic"},
-    "rules": {
+CFG = validate_config(
+    {
+        "replay": {"arms": ["baseline", "a", "b"], "summary_source_chars": 0},
+        "continuation": {"agent": "heuristic"},
+    },
+    "test",
+)
+RULES = parse_rules(
+    {
         "baseline": "baseline",
         "guardrails": ["g"],
+        "metrics": {m: {"direction": "higher"} for m in ("g", "varies", "flat", "lost_chars")},
         "candidates": {"a": {"success": ["varies"]}, "b": {"success": ["flat", "lost_chars"]}},
     },
-}
+    "test",
+)
 
 
 def _row(arm: str, session: str, metric: str, value: float) -> dict:
@@ -66,18 +75,18 @@ def test_flags_constant_by_construction_and_identical():
     assert any(r.startswith("constant by construction") for r in flags["stops"]["unhealthy"])
     ident = identical_to_baseline(m)
     assert "varies" not in ident["a"] and "varies" in ident["b"] and "g" in ident["a"]
-    notes = verdict_notes(CFG, flags, ident, ["a", "b"])
+    notes = verdict_notes(RULES, flags, ident, ["a", "b"])
     assert "a" not in notes  # its success metric moved; an unchanged guardrail is no problem
     assert "success metric lost_chars: identical to the baseline in every session" in notes["b"]
     assert any(n.startswith("success metric flat: constant") for n in notes["b"])
     # With a source budget, lost_chars is no longer constant by construction.
-    budget = {**CFG, "replay": {**CFG["replay"], "summary_source_chars": 65536}}
+    budget = CFG.model_copy(update={"replay": CFG.replay.model_copy(update={"summary_source_chars": 65536})})
     assert not any("construction" in r for r in metric_flags(m, budget)["lost_chars"]["unhealthy"])
 
 
 def test_check_run_writes_health_json_and_the_report_shows_it(tmp_path):
     write_metrics(_table(), tmp_path / "metrics.parquet")
-    h = check_run(tmp_path, CFG)
+    h = check_run(tmp_path, CFG, RULES)
     on_disk = json.loads((tmp_path / HEALTH_FILE).read_text())
     assert on_disk["unhealthy"] == h["unhealthy"] == ["flat", "lost_chars", "stops"]
     from evalkit.report.data import load_report_data
@@ -95,7 +104,7 @@ def test_shared_code_names_the_module_that_imports_the_ground_truth():
 
 def test_a_verdict_resting_on_an_unhealthy_metric_says_so_in_decision_json(tmp_path):
     write_metrics(_table(), tmp_path / "metrics.parquet")
-    check_run(tmp_path, CFG)
+    check_run(tmp_path, CFG, RULES)
     decision = {
         "verdicts": {
             "a": {"verdict": "ship", "reason": "ship: varies +0.5"},

@@ -229,7 +229,7 @@ def test_rule_errors_name_the_source_and_key(tmp_path):
 
 
 def test_default_rules_encode_each_seed_candidates_evidence():
-    r = resolve_rules({})
+    r = resolve_rules(None)
     assert "pyproject.toml" in r.source
     claims = {c: r.candidates[c].success for c in r.candidates}
     assert claims["head-tail"] == ("tally_present_left_view",)

@@ -80,15 +80,14 @@ def _setup(tmp_path, url, **model):
     from evalkit.pipeline.run import RunPaths, stage_corpus
 
     stage_corpus(exp, RunPaths(run))
-    m = exp.section("model")
-    m["cache_path"] = str(run / "model-calls.sqlite")
+    m = exp.config.model.model_copy(update={"cache_path": str(run / "model-calls.sqlite")})
     return exp, run, m
 
 
 def test_a_killed_runs_batch_is_collected_on_resume_not_resubmitted(tmp_path, fake_server_process):
     url, log = fake_server_process("--no-bodies", "--batch-delay", "0.3")
     exp, run, model = _setup(tmp_path, url)
-    replay = exp.section("replay")
+    replay = exp.config.replay
     client = build_client(model, run)
     frontier = Frontier(client)
     walk(_sessions(run), list(ARMS), replay, model, frontier)
@@ -111,7 +110,7 @@ def test_cancelled_batch_is_resubmitted_and_stragglers_stop_the_run(tmp_path, fa
     exp, run, model = _setup(tmp_path, url, batch_max_rounds=2)
     client = build_client(model, run)
     frontier = Frontier(client)
-    walk(_sessions(run), list(ARMS), exp.section("replay"), model, frontier)
+    walk(_sessions(run), list(ARMS), exp.config.replay, model, frontier)
     jobs = BatchJobs(client, run, BatchSettings.from_model(model))
     bid = jobs.submit(frontier.misses, 1)
     jobs.sdk.batches.cancel(bid)

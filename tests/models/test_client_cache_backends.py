@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 
 from evalkit.cli import main
+from evalkit.contracts.config import ConfigError, ModelConfig, validate_config
 from evalkit.models import ChatRequest
 from evalkit.models.cache import CallCache
 from evalkit.models.client import CacheMiss, build_client
@@ -27,7 +28,7 @@ REQ = ChatRequest(model="fake-model", messages=({"role": "user", "content": "Sum
 def settings(url, **kw):
     s = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 2.0}
     s.update({"max_retries": 3, "backoff_base": 0.01, "backoff_max": 0.05, **kw})
-    return s
+    return ModelConfig.model_validate(s)
 
 
 # -- request keys --------------------------------------------------------------------------------
@@ -249,7 +250,7 @@ def test_replay_backend_answers_from_cache_and_fails_clearly_on_a_miss(fake_serv
     srv = fake_server()
     first = build_client(settings(srv.url), tmp_path)(REQ)
     srv.stop()
-    replay = build_client({**settings(srv.url), "backend": "replay"}, tmp_path)
+    replay = build_client(settings(srv.url, backend="replay"), tmp_path)
     again = replay(REQ)
     assert again.text == first.text and again.cached
     with pytest.raises(CacheMiss, match="no cached answer"):
@@ -264,8 +265,8 @@ def test_replay_backend_answers_from_cache_and_fails_clearly_on_a_miss(fake_serv
 
 
 def test_api_key_comes_from_the_environment_only(fake_server, tmp_path):
-    with pytest.raises(ValueError, match="api_key_env"):
-        build_client({**settings("http://x/v1"), "api_key": "sk-x"}, tmp_path)
+    with pytest.raises(ConfigError, match=r"x\.toml: model\.api_key: .*api_key_env"):
+        validate_config({"model": {"api_key": "sk-x"}}, "x.toml")
 
 
 # -- CLI: cache stats | prune | export --------------------------------------------------------------

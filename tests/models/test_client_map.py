@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.models import ChatRequest
 from evalkit.models.backends import EndpointUnusable, FunctionBackend
 from evalkit.models.budget import BudgetExceeded
@@ -25,7 +26,9 @@ def req(text: str, **kw) -> ChatRequest:
 
 def settings(url, **kw):
     base = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 5.0, "concurrency": 4}
-    return {**base, "max_retries": 1, "backoff_base": 0.01, "backoff_max": 0.02, **kw}
+    return ModelConfig.model_validate(
+        {**base, "max_retries": 1, "backoff_base": 0.01, "backoff_max": 0.02, **kw}
+    )
 
 
 def test_map_sends_each_distinct_request_once_and_answers_the_rest_from_cache_or_the_flight(

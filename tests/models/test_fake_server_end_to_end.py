@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.common.registry import Entry
+from evalkit.contracts.config import ModelConfig, ReplayConfig
 from evalkit.models.completion import is_refusal
 from evalkit.replay import ARMS, replay_corpus
 from evalkit.replay.cut import cut_keep_recent
@@ -80,20 +81,23 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
     )
     arms = _register_test_arms(monkeypatch)
     corpus = _prefix_corpus(tmp_path / "corpus", 20)
-    model = {
-        "backend": "openai",
-        "model": "fake-model",
-        "base_url": url,
-        "timeout": 0.5,  # well above a loaded machine's normal answer time, below the 1.0 s hang
-        # With 70% of attempts failing (and a loaded machine adding timeouts), 40 retries leave no request
-        # without an answer (0.7**41 ≈ 4e-7 each; the error path is tested in test_models.py).
-        "max_retries": 40,
-        "backoff_base": 0.005,
-        "backoff_max": 0.02,
-        "cache_path": str(tmp_path / "cache" / "model-calls.sqlite"),
-    }
+    model = ModelConfig(
+        **{
+            "backend": "openai",
+            "model": "fake-model",
+            "base_url": url,
+            "timeout": 0.5,  # well above a loaded machine's normal answer time, below the 1.0 s hang
+            # With 70% of attempts failing (and a loaded machine adding timeouts), 40 retries leave no request
+            # without an answer (0.7**41 ≈ 4e-7 each; the error path is tested in test_models.py).
+            "max_retries": 40,
+            "backoff_base": 0.005,
+            "backoff_max": 0.02,
+            "cache_path": str(tmp_path / "cache" / "model-calls.sqlite"),
+        }
+    )
+    replay = ReplayConfig(**REPLAY, arms=arms)
     run1 = tmp_path / "run1"
-    counts = replay_corpus(corpus, run1, {**REPLAY, "arms": arms}, model, 20)
+    counts = replay_corpus(corpus, run1, replay, model, 20)
     assert counts["baseline"] == counts["test-twin"] >= 40 and counts["test-short-tail"] >= 40
 
     events = {a: _events(run1, a) for a in arms}
@@ -122,13 +126,13 @@ def test_replay_under_every_fault_then_rerun_and_replay_offline(tmp_path, fake_s
 
     # A second run of the same experiment makes zero HTTP requests.
     run2 = tmp_path / "run2"
-    replay_corpus(corpus, run2, {**REPLAY, "arms": arms}, model, 20)
+    replay_corpus(corpus, run2, replay, model, 20)
     assert len(read_log(log_path)) == n_log
     assert _events(run2, "baseline") == events["baseline"]
 
     # The replay backend answers from the cache alone.
     run3 = tmp_path / "run3"
-    replay_corpus(corpus, run3, {**REPLAY, "arms": arms}, {**model, "backend": "replay"}, 20)
+    replay_corpus(corpus, run3, replay, model.model_copy(update={"backend": "replay"}), 20)
     assert len(read_log(log_path)) == n_log
     assert [e["summary"] for e in _events(run3, "test-short-tail")] == [
         e["summary"] for e in events["test-short-tail"]

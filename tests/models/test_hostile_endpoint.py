@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
 from evalkit.models.usage import read_ledger
@@ -168,18 +169,20 @@ def hostile():
         s.stop()
 
 
-def settings(url: str, **kw) -> dict:
-    return {
-        "backend": "openai",
-        "model": "fake-model",
-        "base_url": url,
-        "timeout": 3.0,
-        "max_retries": 2,
-        "backoff_base": 0.01,
-        "backoff_max": 0.02,
-        "fail_fast_after": 3,
-        **kw,
-    }
+def settings(url: str, **kw) -> ModelConfig:
+    return ModelConfig.model_validate(
+        {
+            "backend": "openai",
+            "model": "fake-model",
+            "base_url": url,
+            "timeout": 3.0,
+            "max_retries": 2,
+            "backoff_base": 0.01,
+            "backoff_max": 0.02,
+            "fail_fast_after": 3,
+            **kw,
+        }
+    )
 
 
 def ask(text: str = "summarize this", max_tokens: int = 100) -> ChatRequest:
@@ -413,6 +416,7 @@ FULL_DISK = """
 import json, os, sys
 from pathlib import Path
 from evalkit.models import ChatRequest
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.client import build_client
 
 disk, url = Path(sys.argv[1]), sys.argv[2]
@@ -423,7 +427,7 @@ settings = {"backend": "openai", "model": "fake-model", "base_url": url, "concur
 asks = [ChatRequest("fake-model", ({"role": "user", "content": f"q{i} " + "x" * 5000},)) for i in range(100)]
 
 def pass_(name):
-    client = build_client(settings, run)
+    client = build_client(ModelConfig.model_validate(settings), run)
     try:
         out = client.map(asks, return_exceptions=True)  # as the judge asks
         print(json.dumps({name: "done", "failed": sum(not getattr(r, "ok", False) for r in out)}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
 from evalkit.models.openai_backend import http_client
@@ -17,7 +18,9 @@ TOOL = {"type": "function", "function": {"name": "read", "parameters": {"type": 
 
 
 def settings(url, **kw):
-    return {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 2.0, "cache": "off", **kw}
+    return ModelConfig.model_validate(
+        {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 2.0, "cache": "off", **kw}
+    )
 
 
 def test_the_body_on_the_wire_is_the_request_and_the_header_its_key(fake_server, tmp_path):
@@ -86,8 +89,9 @@ def test_credentials_in_the_url_use_the_sdk_default_transport_and_still_answer(f
 def test_a_process_that_never_closes_its_client_exits_without_a_warning(fake_server, tmp_path):
     srv = fake_server()
     code = (
+        "from evalkit.contracts.config import ModelConfig\n"
         "from evalkit.models import ChatRequest, make_client\n"
-        f"c = make_client({{'backend': 'openai', 'model': 'fake-model', 'base_url': {srv.url!r}, 'cache': 'off'}})\n"
+        f"c = make_client(ModelConfig(backend='openai', model='fake-model', base_url={srv.url!r}, cache='off'))\n"
         "print(c(ChatRequest('fake-model', ({'role': 'user', 'content': 'hi'},))).ok)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

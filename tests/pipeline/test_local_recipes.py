@@ -33,12 +33,12 @@ def test_recipe_runs_every_stage_against_an_openai_compatible_endpoint(recipe, t
     rows = [(c["purpose"], c["model"], c["request"]) for c in CallCache(run / "model-calls.sqlite").export()]
     purposes = Counter(p for p, _, _ in rows)
     assert {"summarize", "answer", "judge", "agent"} <= set(purposes), purposes
-    assert {m for _, m, _ in rows} == {recipe_cfg.config["model"]["model"]}
+    assert {m for _, m, _ in rows} == {recipe_cfg.config.model.model}
     summ = [r for p, _, r in rows if p == "summarize"]
-    assert {r["max_tokens"] for r in summ} == {recipe_cfg.config["replay"]["summary_max_tokens"]}
+    assert {r["max_tokens"] for r in summ} == {recipe_cfg.config.replay.summary_max_tokens}
     assert {r["temperature"] for r in summ} == {0.0}
     agent = [r for p, _, r in rows if p == "agent"]
     assert {r["max_tokens"] for r in agent} == {1024} and all(r["tools"] for r in agent)
-    layout = recipe_cfg.config["replay"].get("request_layout", "reference")
+    layout = recipe_cfg.config.replay.request_layout
     system = summ[0]["messages"][0]["content"]
     assert ("<instructions>" in summ[0]["messages"][1]["content"]) == (layout == "prefix"), system

@@ -145,7 +145,7 @@ def test_plan_takes_the_facts_the_run_will_score_with(tmp_path):
     decision questions (one per constraint) leave the plan."""
     exp = load_experiment(write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=1))
     run = tmp_path / "run"
-    build_corpus(exp.section("corpus"), exp.seed, run / "corpus", workers=1)
+    build_corpus(exp.config.corpus, exp.seed, run / "corpus", workers=1)
     full = build_plan(exp, run).totals("judge").requests
     facts = run / "corpus" / "facts.jsonl"
     rows = [json.loads(x) for x in facts.read_text().splitlines()]

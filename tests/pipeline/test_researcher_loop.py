@@ -88,15 +88,18 @@ def test_trap1_41_1_another_config_into_a_used_folder_is_refused_not_mixed(tmp_p
 
 def test_trap2_experiment_rules_extend_the_project_rules(tmp_path):
     """Trap 2: an experiment's own [rules] replaced the project's, guardrails included."""
+    from evalkit.contracts.config import RulesConfig
     from evalkit.decide.rules import resolve_rules
 
     own = {"candidates": {"short": {"success": ["summary_tokens"]}}, "min_sessions": 5}
-    rules = resolve_rules(own, tmp_path)
+    rules = resolve_rules(RulesConfig(**own), tmp_path)
     assert rules.min_sessions == 5
     assert "tally_present" in rules.for_candidate("short").guardrails
     assert "constraints_kept" in rules.guardrails and "masking" in rules.candidates
     alone = resolve_rules(
-        {**own, "inherit": False, "metrics": {"summary_tokens": {"direction": "lower", "min_effect": 1}}},
+        RulesConfig(
+            **own, inherit=False, metrics={"summary_tokens": {"direction": "lower", "min_effect": 1}}
+        ),
         tmp_path,
     )
     assert alone.for_candidate("short").guardrails == () and "masking" not in alone.candidates

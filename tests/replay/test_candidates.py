@@ -9,6 +9,7 @@ import pytest
 
 from evalkit.common.plaintext import context_plain_text
 from evalkit.common.tokens import message_tokens
+from evalkit.contracts.config import ModelConfig, ReplayConfig
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.models import make_client
 from evalkit.replay import ARMS, ReplaySettings, policy_for, replay_session, resolve_request
@@ -17,7 +18,7 @@ from evalkit.replay.render import TOOL_RESULT_CHARS
 from tests.support.replay_sessions import Builder, echo_all, filler_turns, fixed, stacking
 
 SMALL = ReplaySettings(window=6_000, reserve=1_000, keep_recent=800)
-MODEL = {"backend": "extractive", "model": "extractive-v1"}
+MODEL = ModelConfig(backend="extractive", model="extractive-v1")
 
 
 def run(session, arm, settings=SMALL, client=None) -> list[Event]:
@@ -351,7 +352,7 @@ def test_recorded_compaction_with_nothing_to_summarize_is_counted(tmp_path):
     replay_corpus(
         tmp_path / "corpus",
         tmp_path,
-        {"arms": ["baseline"], "trigger": "recorded", "keep_recent": 800, "workers": 1},
+        ReplayConfig(arms=["baseline"], trigger="recorded", keep_recent=800, workers=1),
         MODEL,
     )
     got = json.loads((tmp_path / "events" / "recorded_nothing_to_summarize.json").read_text())

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from evalkit.common.tokens import message_tokens
+from evalkit.contracts.config import CorpusConfig, ModelConfig, ReplayConfig
 from evalkit.contracts.event import events_path, read_events, resolve_context
 from evalkit.contracts.session import session_from_dict, tool_pairs_valid
 from evalkit.corpus import build_corpus
@@ -23,20 +24,20 @@ REPLAY = {
     "summary_source_chars": 65_536,
     "workers": 2,
 }
-MODEL = {"backend": "extractive", "model": "extractive-v1", "replicates": 1}
+MODEL = ModelConfig(backend="extractive", model="extractive-v1", replicates=1)
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     d = tmp_path_factory.mktemp("corpus")
-    build_corpus({"kind": "synth", "sessions": 2}, 20261130, d)
+    build_corpus(CorpusConfig(sessions=2), 20261130, d)
     return d
 
 
 @pytest.fixture(scope="module")
 def full_run(corpus, tmp_path_factory):
     run = tmp_path_factory.mktemp("run_all")
-    counts = replay_corpus(corpus, run, {**REPLAY, "arms": ALL}, MODEL, 2)
+    counts = replay_corpus(corpus, run, ReplayConfig(**REPLAY, arms=ALL), MODEL, 2)
     return run, counts
 
 
@@ -104,11 +105,11 @@ def test_every_event_of_every_arm_keeps_the_invariants(corpus, full_run):
 def test_replay_is_byte_identical_and_baseline_does_not_depend_on_other_arms(corpus, full_run, tmp_path):
     run, _ = full_run
     again = tmp_path / "again"
-    replay_corpus(corpus, again, {**REPLAY, "arms": ALL, "workers": 1}, MODEL, 2)
+    replay_corpus(corpus, again, ReplayConfig(**{**REPLAY, "arms": ALL, "workers": 1}), MODEL, 2)
     for arm in ALL:
         assert events_path(run, arm).read_bytes() == events_path(again, arm).read_bytes(), arm
     alone = tmp_path / "alone"
-    replay_corpus(corpus, alone, {**REPLAY, "arms": ["baseline"]}, MODEL, 2)
+    replay_corpus(corpus, alone, ReplayConfig(**REPLAY, arms=["baseline"]), MODEL, 2)
     assert events_path(alone, "baseline").read_bytes() == events_path(run, "baseline").read_bytes()
 
 
@@ -130,5 +131,5 @@ def test_aa_differs_from_baseline_only_in_arm_and_replicate(full_run):
 
 def test_unknown_arm_fails_before_any_work(corpus, tmp_path):
     with pytest.raises(KeyError, match="unknown candidate 'head-tial'"):
-        replay_corpus(corpus, tmp_path, {**REPLAY, "arms": ["baseline", "head-tial"]}, MODEL, 2)
+        replay_corpus(corpus, tmp_path, ReplayConfig(**REPLAY, arms=["baseline", "head-tial"]), MODEL, 2)
     assert not (tmp_path / "events").exists()

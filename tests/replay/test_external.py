@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.contracts.event import resolve_context
 from evalkit.replay import ReplaySettings, replay_session
 from evalkit.replay.external import ExternalError, external_policy
 from tests.support.replay_sessions import Builder, filler_turns
 
 SCRIPT = Path(__file__).parents[1] / "support" / "external_compactor.py"
-MODEL = {"backend": "extractive", "model": "extractive-v1"}
+MODEL = ModelConfig(backend="extractive", model="extractive-v1")
 SMALL = ReplaySettings(window=6_000, reserve=1_000, keep_recent=800, external_timeout=2)
 
 

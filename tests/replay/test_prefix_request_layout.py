@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from evalkit.contracts.config import load_experiment
+from evalkit.contracts.config import CorpusConfig, ModelConfig, ReplayConfig, load_experiment
 from evalkit.contracts.session import session_from_dict
 from evalkit.pipeline.plan import build_plan
 from evalkit.replay import replay_corpus
@@ -38,15 +38,14 @@ def test_prefix_layout_requests_keep_every_part_and_rebuild_exactly(tmp_path, fa
     url, _ = fake_server_process("--no-bodies")
     from evalkit.corpus import build_corpus
 
-    build_corpus({"kind": "synth", "sessions": 1}, 7, tmp_path / "corpus", workers=1)
-    model = {
-        "backend": "openai",
-        "model": "fake-model",
-        "base_url": url,
-        "cache_path": str(tmp_path / "c.sqlite"),
-    }
+    build_corpus(CorpusConfig(sessions=1), 7, tmp_path / "corpus", workers=1)
+    model = ModelConfig(
+        backend="openai", model="fake-model", base_url=url, cache_path=str(tmp_path / "c.sqlite")
+    )
     replay = {"arms": list(ARMS), "window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 1}
-    replay_corpus(tmp_path / "corpus", tmp_path / "run", {**replay, "request_layout": "prefix"}, model)
+    replay_corpus(
+        tmp_path / "corpus", tmp_path / "run", ReplayConfig(**replay, request_layout="prefix"), model
+    )
     session = session_from_dict(
         json.loads((tmp_path / "corpus" / "sessions.jsonl").read_text().splitlines()[0])
     )
@@ -78,12 +77,12 @@ def test_prefix_layout_requests_keep_every_part_and_rebuild_exactly(tmp_path, fa
 def test_prefix_layout_refuses_the_offline_standin(tmp_path):
     from evalkit.corpus import build_corpus
 
-    build_corpus({"kind": "synth", "sessions": 1}, 7, tmp_path / "corpus", workers=1)
+    build_corpus(CorpusConfig(sessions=1), 7, tmp_path / "corpus", workers=1)
     replay = {"arms": ["baseline"], "window": 40_000, "reserve": 4_000, "keep_recent": 5_000, "workers": 1}
     with pytest.raises(ValueError, match="offline stand-in"):
         replay_corpus(
             tmp_path / "corpus",
             tmp_path / "run",
-            {**replay, "request_layout": "prefix"},
-            {"backend": "extractive"},
+            ReplayConfig(**replay, request_layout="prefix"),
+            ModelConfig(backend="extractive"),
         )

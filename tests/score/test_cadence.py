@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from evalkit.contracts.config import ModelConfig
 from evalkit.facts import compute_facts
 from evalkit.models import make_client
 from evalkit.replay import ReplaySettings, replay_session
 from evalkit.score import SessionView, Suite, score_events
 from tests.support.replay_sessions import Builder, filler_turns
 
-MODEL = {"backend": "extractive", "model": "extractive-v1"}
+MODEL = ModelConfig(backend="extractive", model="extractive-v1")
 MESSAGES = ReplaySettings(trigger="messages", max_messages=20)
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from evalkit.cli import main
+from evalkit.contracts.config import ModelConfig
 from evalkit.contracts.exit_codes import EXIT_GATE_FAILED
 from evalkit.facts import compute_facts
 from evalkit.models.extractive import LABEL as EXTRACTIVE_LABEL
@@ -128,7 +129,7 @@ def test_a_sentence_fact_is_not_gradable_by_the_lexical_check_and_never_scores_z
         {**q(long_fact, lexical=False), "id": "b/long", "source": None, "until": None},
     ]
     view = SessionView(s, compute_facts(s))
-    view.extras["ctx"] = ScoreContext("", {"backend": "extractive"}, {s.id: qs})
+    view.extras["ctx"] = ScoreContext("", ModelConfig(backend="extractive"), {s.id: qs})
     got = {v.metric: v.value for v in bank(ProbeInput(event(s, 5, 1, "summary"), view))}
     assert got == {"exam_offline_q:b/short@5": 1.0, "exam_offline": 1.0, "exam_offline_recall": 1.0}
     assert grade_text(qs[1], long_fact) is None
@@ -168,7 +169,7 @@ def long_session(turns: int = 30):
 def test_once_compacts_exactly_once_at_the_same_point_for_every_arm(at):
     s = long_session()
     settings = ReplaySettings(trigger="once", once_at=at, keep_messages=6)
-    model = {"backend": "extractive", "model": "extractive-v1"}
+    model = ModelConfig(backend="extractive", model="extractive-v1")
     points = {}
     for arm in ("baseline", "masking", "no-history", "uncompacted", "recover"):
         evs = replay_session(s, arm, settings, model)
@@ -247,11 +248,18 @@ def test_exam_metrics_map_to_their_exam_and_search_tokens_do_not():
 
 def test_a_verdict_resting_on_an_unusable_exam_is_untested(tmp_path):
     from evalkit.decide.health import annotate_decision, verdict_notes
+    from evalkit.decide.rules import parse_rules
 
     exams = {"generated exam": {"exam": "generated exam", "usable": False, "reason": "unusable: numbers"}}
-    cfg = {"rules": {"candidates": {"recover": {"success": ["judge_offline_overall"]}}}}
+    rules = parse_rules(
+        {
+            "metrics": {"judge_offline_overall": {"direction": "higher"}},
+            "candidates": {"recover": {"success": ["judge_offline_overall"]}},
+        },
+        "test",
+    )
     flags = {"judge_offline_overall": {"unhealthy": []}}
-    notes = verdict_notes(cfg, flags, {}, ["recover"], exams)
+    notes = verdict_notes(rules, flags, {}, ["recover"], exams)
     assert notes["recover"] == [
         "success metric judge_offline_overall: unusable exam (generated exam): unusable: numbers"
     ]
@@ -335,7 +343,7 @@ def recovery_case():
 def test_the_recovery_search_finds_what_the_compaction_removed_and_is_charged(tmp_path):
     s, qs = recovery_case()
     view = SessionView(s, compute_facts(s))
-    view.extras["ctx"] = ScoreContext("", {"backend": "extractive"}, {s.id: qs})
+    view.extras["ctx"] = ScoreContext("", ModelConfig(backend="extractive"), {s.id: qs})
     at = len(s.messages) - 1
     plain = event(s, at, 5, "summary without the error")
     rec = event(s, at, 5, "summary without the error", meta={"recovery": {"searches": 1}})
@@ -360,7 +368,7 @@ def test_the_recovery_arm_runs_against_the_fake_server_with_the_model_choosing_t
             Rule(reply="KeyError: 'session_token'"),
         ]
     )
-    model = {"backend": "openai", "model": "m", "base_url": srv.url, "max_retries": 0, "cache": "off"}
+    model = ModelConfig(backend="openai", model="m", base_url=srv.url, max_retries=0, cache="off")
     view = SessionView(s, compute_facts(s))
     view.extras["ctx"] = ScoreContext("", model, {s.id: qs})
     at = len(s.messages) - 1

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from evalkit.cli import main
+from evalkit.contracts.config import ModelConfig
 from evalkit.facts import compute_facts
 from evalkit.models import BACKENDS, ChatResponse
 from evalkit.score import ProbeInput, SessionView, SuiteError, load_suite
@@ -113,7 +114,7 @@ if "scripted-judge" not in BACKENDS:
 def test_model_judge_goes_through_make_client_with_six_dimensions():
     s = judge_session()
     view = SessionView(s, compute_facts(s))
-    view.extras["ctx"] = ScoreContext("", {"backend": "scripted-judge", "model": "m"})
+    view.extras["ctx"] = ScoreContext("", ModelConfig(backend="scripted-judge", model="m"))
     CALLS.clear()
     got = {v.metric: v.value for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)}
     assert CALLS.count("answer") == CALLS.count("judge") == 2 * 4  # 4 questions x 2 replicates
@@ -143,7 +144,7 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
         ]
     )
     view = SessionView(s, compute_facts(s))
-    model = {"backend": "openai", "model": "m", "base_url": srv.url, "max_retries": 0, "cache": "off"}
+    model = ModelConfig(backend="openai", model="m", base_url=srv.url, max_retries=0, cache="off")
     view.extras["ctx"] = ScoreContext("", model)
     got = {
         v.metric: (v.value, v.error) for v in judge(ProbeInput(event(s, 11, 10, FULL), view), replicates=2)
@@ -187,7 +188,7 @@ def test_bank_exam_grades_with_the_model_and_keeps_a_failed_question_as_its_erro
         )
     ]
     view = SessionView(s, compute_facts(s))
-    view.extras["ctx"] = ScoreContext("", {"backend": "scripted-judge", "model": "m"}, {s.id: qs})
+    view.extras["ctx"] = ScoreContext("", ModelConfig(backend="scripted-judge", model="m"), {s.id: qs})
     CALLS.clear()
     got = {v.metric: (v.value, v.error) for v in bank(ProbeInput(event(s, 11, 10, FULL), view))}
     # a bank question's row names the point it was asked at (message 11): arms pair on it
@@ -225,7 +226,7 @@ def test_an_unparseable_verdict_stays_cached_and_the_question_is_an_error(tmp_pa
 
     s = judge_session()
     view = SessionView(s, compute_facts(s))
-    model = {"backend": "half-broken-judge", "model": "m", "cache_path": str(tmp_path / "calls.sqlite")}
+    model = ModelConfig(backend="half-broken-judge", model="m", cache_path=str(tmp_path / "calls.sqlite"))
     view.extras["ctx"] = ScoreContext("", model)
     inp = ProbeInput(event(s, 11, 10, FULL), view)
     q = select_questions(inp, per_kind=1)[0]

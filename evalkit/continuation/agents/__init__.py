@@ -16,9 +16,11 @@ from evalkit.common.registry import Registry
 from evalkit.common.toolcalls import Op
 from evalkit.continuation.environment import Answer, ReplayEnvironment
 from evalkit.continuation.recording import SessionRecord
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event, resolve_context
 from evalkit.contracts.session import Message, ToolCall
 
+MAX_CALLS = ContinuationConfig().max_calls  # [continuation] max_calls: its default lives there
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -46,7 +48,7 @@ class ContinuationInput:
     at: int
     context: list[Message]
     kept_ids: frozenset[str]  # recorded messages the context holds verbatim
-    max_calls: int = 30
+    max_calls: int = MAX_CALLS
     replicate: int = 0
     texts: dict[str, str] | None = None  # plain text per recorded message id, shared across events
     _visible: str | None = None
@@ -58,7 +60,7 @@ class ContinuationInput:
         event: Event,
         record: SessionRecord,
         by_id: dict[str, Message],
-        max_calls: int = 30,
+        max_calls: int = MAX_CALLS,
         texts: dict[str, str] | None = None,
         masked: dict[str, Message] | None = None,
     ) -> ContinuationInput:
@@ -102,9 +104,12 @@ AGENTS: Registry[AgentFactory] = Registry(
 )
 
 
-def make_agent(name: str, settings: dict, run_dir=None, client=None) -> Agent:
-    """Build the agent registered as ``name`` (``client`` replaces the model client, for tests)."""
-    return AGENTS.get(name)(settings, run_dir=run_dir, client=client)
+def make_agent(
+    name: str, settings: ContinuationConfig, model: ModelConfig, run_dir=None, client=None
+) -> Agent:
+    """Build the agent registered as ``name`` from ``[continuation]`` and the model it calls
+    (``[model]`` with ``[continuation.model]`` on top; ``client`` replaces its client, for tests)."""
+    return AGENTS.get(name)(settings, model, run_dir=run_dir, client=client)
 
 
 def is_proxy(name: str) -> bool:

@@ -29,6 +29,7 @@ from evalkit.common.toolcalls import Op
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
 from evalkit.continuation.recording import Action, SessionRecord
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.session import ToolCall
 
 LABEL = "heuristic (proxy for information availability: not a model)"
@@ -116,5 +117,5 @@ def heuristic_agent(inp: ContinuationInput, env: ReplayEnvironment) -> Transcrip
     proxy=True,
     label=LABEL,
 )
-def make_heuristic(settings: dict, run_dir=None, client=None):
+def make_heuristic(settings: ContinuationConfig, model: ModelConfig, run_dir=None, client=None):
     return heuristic_agent

@@ -17,6 +17,7 @@ from typing import Any
 from evalkit.common.toolcalls import classify
 from evalkit.continuation.agents import AGENTS, ContinuationInput, Step, Transcript
 from evalkit.continuation.environment import ReplayEnvironment
+from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.session import Compaction, Message, Text, ToolCall
 from evalkit.models import ChatRequest
 
@@ -176,14 +177,13 @@ def run_model_agent(
     proxy=False,
     label="model agent",
 )
-def make_model_agent(settings: dict, run_dir=None, client=None):
-    """``settings`` is the continuation section with ``model`` already merged over the run's [model]."""
+def make_model_agent(settings: ContinuationConfig, model_settings: ModelConfig, run_dir=None, client=None):
+    """``model_settings``: the run's [model] with [continuation.model] on top."""
     from evalkit.models import make_client
 
-    model_settings = dict(settings.get("model") or {})
     client = client or make_client(model_settings, run_dir)
-    model = str(model_settings.get("model", ""))
-    max_tokens = settings.get("max_tokens")
+    model = model_settings.model
+    max_tokens = settings.max_tokens
 
     def agent(inp: ContinuationInput, env: ReplayEnvironment) -> Transcript:
         return run_model_agent(inp, env, client, model, max_tokens)

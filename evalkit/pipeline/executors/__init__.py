@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evalkit.common.progress import log
 from evalkit.common.registry import Registry
+from evalkit.contracts.config import ExecutorConfig
 from evalkit.pipeline.shard import Shard, all_shards
 
 EXECUTORS: Registry[Callable] = Registry(
@@ -26,25 +27,9 @@ EXECUTORS: Registry[Callable] = Registry(
     {"local": "evalkit.pipeline.executors:run_local", "ray": "evalkit.pipeline.executors.ray:run_ray"},
 )
 
-DEFAULTS = {
-    "kind": "local",
-    "address": "auto",
-    "shards": 0,
-    "cpus_per_task": 1,
-    "max_retries": 3,
-    "work_dir": "",
-}
-
-
-def settings_from(exp) -> dict:
-    """``[executor]`` over :data:`DEFAULTS`, checked."""
-    s = {**DEFAULTS, **exp.config.get("executor", {})}
-    unknown = set(s) - set(DEFAULTS)
-    if unknown:
-        raise ValueError(
-            f"[executor]: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(DEFAULTS)})"
-        )
-    return s
+def settings_from(exp) -> ExecutorConfig:
+    """The experiment's ``[executor]`` (validated with the config, :class:`ExecutorConfig`)."""
+    return exp.config.executor
 
 
 def get_executor(kind: str) -> Callable:
@@ -63,7 +48,7 @@ def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: in
         from evalkit.pipeline.lock import run_lock
 
         with run_lock(shard_dir, "evalkit run --warm-cache"):  # never into a running shard's cache
-            merge_caches(list(warm), cache_path(exp.section("model"), shard_dir))
+            merge_caches(list(warm), cache_path(exp.config.model, shard_dir))
 
     for attempt in range(retries + 1):
         try:
@@ -77,8 +62,8 @@ def run_shard_with_retries(exp, shard: Shard, shard_dir: Path, argv, retries: in
 
 
 @EXECUTORS.register("local", "every shard in this process, one after the other")
-def run_local(exp, shards: list[Shard], work_dir: Path, settings: dict, argv=None) -> list[Path]:
-    retries, warm = int(settings["max_retries"]), settings.get("warm_cache", ())
+def run_local(exp, shards: list[Shard], work_dir: Path, settings: ExecutorConfig, argv=None) -> list[Path]:
+    retries, warm = settings.max_retries, settings.warm_cache
     return [run_shard_with_retries(exp, s, work_dir / s.name, argv, retries, warm) for s in shards]
 
 
@@ -97,14 +82,15 @@ def run_with_executor(
     from evalkit.pipeline.merge import merge_shards
     from evalkit.pipeline.run import RunPaths, default_run_dir, run_experiment
 
-    settings = {**settings_from(exp), "warm_cache": [os.path.abspath(w) for w in warm or ()]}
-    kind = kind or settings["kind"]
-    n = int(shards or settings["shards"] or 0)
+    settings = settings_from(exp)
+    settings = settings.model_copy(update={"warm_cache": [os.path.abspath(w) for w in warm or ()]})
+    kind = kind or settings.kind
+    n = int(shards or settings.shards or 0)
     if kind == "local" and n <= 1:
         return run_experiment(exp, run_dir, argv)
     executor = get_executor(kind)
     root = Path(run_dir) if run_dir else default_run_dir(exp)
-    work = Path(settings["work_dir"]) if settings["work_dir"] else root / "shards"
+    work = Path(settings.work_dir) if settings.work_dir else root / "shards"
     if n <= 0:
         n = int(getattr(executor, "default_shards", lambda s: 2)(settings))
     log(f"executor {kind}: {n} shard(s) in {work}")

@@ -15,6 +15,7 @@ import tarfile
 from pathlib import Path
 
 from evalkit.common.progress import log
+from evalkit.contracts.config import ExecutorConfig
 from evalkit.pipeline.executors import EXECUTORS, run_shard_with_retries
 from evalkit.pipeline.shard import MARKER, Shard
 
@@ -27,10 +28,10 @@ def _ray():
     return ray
 
 
-def _connect(settings: dict):
+def _connect(settings: ExecutorConfig):
     ray = _ray()
     if not ray.is_initialized():
-        addr = settings.get("address") or "auto"
+        addr = settings.address or "auto"
         kw = {
             "address": None if addr == "local" else addr,
             "ignore_reinit_error": True,
@@ -49,21 +50,21 @@ def _shard_task(exp, shard: Shard, shard_dir: str, argv, warm) -> tuple[str, byt
     return shard_dir, buf.getvalue()
 
 
-def default_shards(settings: dict) -> int:
+def default_shards(settings: ExecutorConfig) -> int:
     ray = _connect(settings)
     cpus = int(ray.cluster_resources().get("CPU", 1))
-    return max(1, cpus // max(1, int(settings["cpus_per_task"])))
+    return max(1, cpus // max(1, int(settings.cpus_per_task)))
 
 
-def run_ray(exp, shards: list[Shard], work_dir: Path, settings: dict, argv=None) -> list[Path]:
+def run_ray(exp, shards: list[Shard], work_dir: Path, settings: ExecutorConfig, argv=None) -> list[Path]:
     ray = _connect(settings)
     task = ray.remote(_shard_task).options(
-        num_cpus=float(settings["cpus_per_task"]),
-        max_retries=int(settings["max_retries"]),
+        num_cpus=float(settings.cpus_per_task),
+        max_retries=settings.max_retries,
         retry_exceptions=True,
     )
     work_dir = Path(work_dir).resolve()
-    warm = settings.get("warm_cache", ())
+    warm = settings.warm_cache
     pending = {task.remote(exp, s, str(work_dir / s.name), argv, warm): s for s in shards}
     done: dict[int, Path] = {}
     while pending:

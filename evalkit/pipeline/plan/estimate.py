@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalkit.contracts.config import SPENDING_KEYS, Experiment
+from evalkit.contracts.config import ContinuationConfig, Experiment, ModelConfig
 from evalkit.contracts.session import Session, session_from_dict
 from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
@@ -197,18 +197,18 @@ def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Sessio
     synthetic corpus generated only as far as the sample)."""
     from evalkit.corpus import build_corpus
 
-    section = exp.section("corpus")
+    section = exp.config.corpus
     existing = run_dir / "corpus" / "sessions.jsonl"
     if existing.is_file():
         return _read_sessions(existing, k), _count_lines(existing), _manifest_rows(existing.parent)
-    if section.get("kind", "synth") == "synth":
-        n = int(section.get("sessions", 200))
+    if section.kind == "synth":
+        n = section.sessions
         with tempfile.TemporaryDirectory() as d:
-            build_corpus({**section, "sessions": min(k, n)}, exp.seed, d, workers=1)
+            build_corpus(section.model_copy(update={"sessions": min(k, n)}), exp.seed, d, workers=1)
             rows = _manifest_rows(Path(d)) if n <= k else {}
             return _read_sessions(Path(d) / "sessions.jsonl", k), n, rows
     with tempfile.TemporaryDirectory() as d:
-        build_corpus(section, exp.seed, d, exp.resolve_path(section["path"]), workers=1)
+        build_corpus(section, exp.seed, d, exp.resolve_path(section.path), workers=1)
         p = Path(d) / "sessions.jsonl"
         return _read_sessions(p, k), _count_lines(p), _manifest_rows(Path(d))
 
@@ -245,7 +245,7 @@ def _count_lines(path: Path) -> int:
 def _judge_params(exp: Experiment) -> dict | None:
     from evalkit.score.suite import find_suite
 
-    suite = find_suite(exp.section("score")["suite"], exp.root)
+    suite = find_suite(exp.config.score.suite, exp.root)
     return next((dict(p) for n, p in suite.probes if n == "judge"), None)
 
 
@@ -308,22 +308,24 @@ def build_plan(
     from evalkit.replay.frontier import walk
     from evalkit.replay.variants import check_arm
 
-    replay, model = exp.section("replay"), exp.section("model")
-    arms = list(replay["arms"])
+    replay, model = exp.config.replay, exp.config.model
+    arms = list(replay.arms)
     for a in arms:
-        check_arm(a, replay.get("variants"))
+        check_arm(a, replay.variants)
     run = Path(run_dir)
-    shared = model.get("cache_path")
-    model["cache_path"] = str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")
+    shared = model.cache_path
+    model = model.model_copy(
+        update={"cache_path": str(exp.resolve_path(shared) if shared else run / "model-calls.sqlite")}
+    )
+    cached = Path(model.cache_path).exists()
     # Only for its keys and cache lookups: no budget ledger, no cache file created.
-    unmetered = {k: v for k, v in model.items() if k not in SPENDING_KEYS}
-    cached = Path(model["cache_path"]).exists()
-    client = build_client({**unmetered, "cache": "use" if cached else "off"})
-    price = price_of(model.get("prices") or {}, str(model.get("model", "")))
-    batch = bool(model.get("batch", False))
-    counter = get_counter(replay.get("tokenizer", "chars4"))
+    unmetered = {"max_calls": None, "max_cost_usd": None, "cache": "use" if cached else "off"}
+    client = build_client(model.model_copy(update=unmetered))
+    price = price_of(model.prices, model.model)
+    batch = model.batch
+    counter = get_counter(replay.tokenizer)
     ledger = Ledger(counter, client.key, client.cache, price, batch)
-    out_tokens = summary_tokens if summary_tokens is not None else int(replay["summary_max_tokens"])
+    out_tokens = summary_tokens if summary_tokens is not None else replay.summary_max_tokens
     chars_per_token = 4
     summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
     sessions, total, rows = sample_sessions(exp, run, sample)
@@ -344,7 +346,7 @@ def build_plan(
         f"stand-in summary of {out_tokens} tokens"
         + (" (summary_max_tokens, an upper bound)" if summary_tokens is None else " (as assumed)"),
     ]
-    name = str(model.get("model", ""))
+    name = model.model
     judge = _judge_params(exp)
     if judge is not None and not offline_backend(model):
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
@@ -361,7 +363,7 @@ def build_plan(
             sid = result.events[arm][i].session
             ledger.add(arm, "judge", ans, answer, sid)
             ledger.add(arm, "judge", jud, grade, sid)
-        conc = max(1, int(model.get("concurrency", 16)))
+        conc = model.concurrency
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
         notes.append(
@@ -370,11 +372,11 @@ def build_plan(
             + f", grades {grade}"
             + (" (max_tokens, an upper bound)" if grade_tokens is None else "")
         )
-    cont = exp.section("continuation")
-    if cont.get("enabled", True) and not _proxy_agent(cont) and not offline_backend(model):
+    cont = exp.config.continuation
+    if cont.enabled and not _proxy_agent(cont) and not offline_backend(model):
         _agent_lines(ledger, result.events, cont, name)
         notes.append(
-            f"continuation agent: an upper bound, {cont.get('max_calls', 30)} calls per continuation, "
+            f"continuation agent: an upper bound, {cont.max_calls} calls per continuation, "
             f"each growing by {AGENT_STEP_TOKENS} tokens"
         )
     lines = ledger.finish()
@@ -384,7 +386,7 @@ def build_plan(
     # Requests grow with a session's size (messages under a message trigger, else bytes), so the
     # sample is scaled by the corpus's size over the sample's (a ratio estimate) when the corpus's
     # sizes are known, else by its session count.
-    size_key = "messages" if replay.get("trigger") == "messages" else "bytes"
+    size_key = "messages" if replay.trigger == "messages" else "bytes"
     sizes = [float(rows[s.id][size_key]) if s.id in rows else None for s in sessions]
     by_size = bool(rows) and len(sessions) < total and all(x for x in sizes)
     corpus_size = sum(float(r.get(size_key) or 0) for r in rows.values()) if by_size else 0.0
@@ -406,7 +408,7 @@ def build_plan(
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
     plan = Plan(
         exp.name,
-        str(model.get("backend", "")),
+        model.backend,
         name,
         total,
         len(sessions),
@@ -414,14 +416,14 @@ def build_plan(
         {
             "summary_tokens": out_tokens,
             "latency_s": latency_s,
-            "concurrency": int(model.get("concurrency", 16)),
-            "replay_workers": int(replay.get("workers") or 0) or os.cpu_count() or 1,
+            "concurrency": model.concurrency,
+            "replay_workers": replay.workers or os.cpu_count() or 1,
             # Processes of the scoring stage (one per core) and the continuation stage; each takes
             # whole sessions, so no more of them work than there are sessions.
             "score_workers": max(1, min(os.cpu_count() or 1, total)),
-            "agent_workers": max(1, min(int(cont.get("workers") or 0) or os.cpu_count() or 1, total)),
+            "agent_workers": max(1, min(cont.workers or os.cpu_count() or 1, total)),
             "batch": batch,
-            "prices": (model.get("prices") or {}).get(name),
+            "prices": model.prices.get(name),
         },
         notes=notes,
         sampling=sampling,
@@ -459,25 +461,26 @@ def sampling_error(
     return out
 
 
-def offline_backend(model: dict) -> bool:
+def offline_backend(model: ModelConfig) -> bool:
+    """True when ``[model]``'s backend is an offline stand-in (it sends nothing, costs nothing)."""
     from evalkit.models import is_offline_standin
 
     try:
-        return is_offline_standin(str(model.get("backend", "extractive")))
+        return is_offline_standin(model.backend)
     except KeyError:
         return False
 
 
-def _proxy_agent(cont: dict) -> bool:
+def _proxy_agent(cont: ContinuationConfig) -> bool:
     from evalkit.continuation.agents import is_proxy
 
-    return is_proxy(str(cont.get("agent", "heuristic")))
+    return is_proxy(cont.agent)
 
 
-def _agent_lines(ledger: Ledger, events, cont: dict, model: str) -> None:
+def _agent_lines(ledger: Ledger, events, cont: ContinuationConfig, model: str) -> None:
     """Upper bound for a model agent: ``max_calls`` calls, each resending the context and growing."""
-    n = int(cont.get("max_calls", 30))
-    out = int(cont.get("max_tokens") or 1024)
+    n = cont.max_calls
+    out = cont.max_tokens or 1024  # no cap set: assume a typical reply
     for arm, evs in events.items():
         ln = ledger.line(arm, "agent")
         for ev in evs:

@@ -138,6 +138,6 @@ def plan_before_run(exp: Experiment, run_dir: str | os.PathLike) -> Path | None:
     (``evalkit plan`` writes it with the researcher's assumptions); the report compares it with the
     actual calls. None when the backend is the offline stand-in (nothing to pay)."""
     path = RunPaths(run_dir).plan
-    if path.exists() or offline_backend(exp.section("model")):
+    if path.exists() or offline_backend(exp.config.model):
         return None
     return write_plan(build_plan(exp, run_dir), path)
