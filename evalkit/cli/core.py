@@ -119,7 +119,9 @@ def cmd_synth(args) -> int:
         return 0
     if not args.out:
         raise SystemExit("evalkit synth: --out is required (or --compare CORPUS)")
-    m = build_corpus({"kind": "synth", "sessions": args.sessions or 200}, args.seed, args.out)
+    from evalkit.contracts.config import CorpusConfig
+
+    m = build_corpus(CorpusConfig(kind="synth", sessions=args.sessions or 200), args.seed, args.out)
     print(json.dumps(m["stats"], indent=2))
     return 0
 
