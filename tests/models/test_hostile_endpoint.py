@@ -73,6 +73,23 @@ def huge(h, body):
 _BOMB: list[bytes] = []
 
 
+def huge_error(status: int):
+    """``status`` with a 100 MB body, chunked (no Content-Length to refuse it by)."""
+
+    def answer(h, body):
+        h.send_response(status)
+        h.send_header("Content-Type", "text/plain")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        block = b"e" * MB
+        for part in [b"upstream exploded: ", *([block] * 100)]:
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        h.wfile.write(b"0\r\n\r\n")
+
+    answer.__name__ = f"huge_error_{status}"
+    return answer
+
+
 def gzip_bomb(h, body):
     """A ~64 KB gzip body that inflates to 64 MB of answer."""
     if not _BOMB:
@@ -204,6 +221,9 @@ SWEEP = [
     pytest.param(huge, "oversized answer", 1, id="3-huge-body"),
     pytest.param(gzip_bomb, "oversized answer", 1, id="3-gzip-bomb"),
     pytest.param(long_answer, "characters for max_tokens=100", 1, id="3-long-answer"),
+    # an error status with a huge body: read within a bound, like a 200's (retried: 5xx, 3 sends)
+    pytest.param(huge_error(500), "HTTP 500 from", 3, id="41-huge-500-body"),
+    pytest.param(huge_error(400), "HTTP 400 from", 1, id="41-huge-400-body"),
 ]
 
 
@@ -220,6 +240,41 @@ def test_a_hostile_answer_is_one_error_never_cached(hostile, tmp_path, behaviour
     assert cached(tmp_path) == []  # never replayed, never sent back in a later request
     (line,) = read_ledger(tmp_path)
     assert line["outcome"] == "failed"  # recorded as an error, not as an empty answer
+
+
+RSS_SCRIPT = """
+import json, sys
+from evalkit.models import ChatRequest
+from evalkit.models.client import build_client
+client = build_client(json.loads(sys.argv[1]))
+resp = client(ChatRequest("fake-model", ({"role": "user", "content": "hi"},), max_tokens=100))
+# VmHWM, not ru_maxrss: the latter keeps the forking pytest process's peak across exec
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+print(json.dumps([hwm, resp.error]))
+"""
+
+
+def _peak_rss_kb(url: str) -> tuple[int, str | None]:
+    import subprocess
+    import sys
+
+    conf = json.dumps(settings(url, max_retries=0, fail_fast_after=0, cache="off"))
+    done = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, conf], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_huge_error_body_is_read_within_a_bound(hostile):
+    """A 500 with 100 MB of body: the SDK read error bodies whole (peak RSS +100 MB or more); now
+    the peak is that of a healthy call within a few MB, and the error is one line."""
+    healthy, none = _peak_rss_kb(hostile(ok).url)
+    hurt, error = _peak_rss_kb(hostile(huge_error(500)).url)
+    assert none is None and error.startswith("failed after 1 attempts: HTTP 500 from"), error
+    assert "\n" not in error and len(error) < 600
+    print(f"peak RSS: healthy call {healthy / 1024:.1f} MB, 100 MB error body {hurt / 1024:.1f} MB")
+    assert hurt - healthy < 8 * 1024, (healthy, hurt)
 
 
 def test_an_oversized_answer_is_not_sent_back_in_the_next_request(hostile, tmp_path):
