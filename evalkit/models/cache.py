@@ -286,5 +286,20 @@ class CallCache:
                 "response": json.loads(unpack(resp)),
             }
 
+    def output_lengths(self, model: str, base_url: str, per_purpose: int = 200) -> dict[str, list[int]]:
+        """The answer lengths (completion tokens) of up to ``per_purpose`` of the latest stored
+        calls of ``model`` at ``base_url``, by purpose (summarize, answer, judge...)."""
+        out: dict[str, list[int]] = {}
+        rows = self._conn().execute(
+            "SELECT purpose, tokens_out FROM calls WHERE model = ? AND base_url = ? AND tokens_out IS NOT NULL"
+            " ORDER BY created_at DESC",
+            (model, base_url),
+        )
+        for purpose, n in rows:
+            got = out.setdefault(purpose, [])
+            if len(got) < per_purpose:
+                got.append(int(n))
+        return out
+
     def keys(self) -> set[str]:
         return {r[0] for r in self._conn().execute("SELECT key FROM calls")}
