@@ -29,8 +29,9 @@ def _plan_args(p):
         type=int,
         default=None,
         metavar="N",
-        help="answer lengths not in the call cache are measured by N real calls per kind, stored in "
-        "the run's call cache so the run does not pay for them again (default 4 for a model endpoint)",
+        help="answer lengths not in the call cache are measured by real calls of one arm in N sessions "
+        "(at most 3N a kind), stored in the run's call cache so the run does not pay for them again "
+        "(default 4 for a model endpoint)",
     )
     p.add_argument(
         "--no-pilot",
