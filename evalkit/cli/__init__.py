@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except KeyboardInterrupt as e:
+        # Stopping already: a second Ctrl-C must not turn the way out into a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         # One line, no traceback; what finished stays (resume picks it up).
         how = "terminated (SIGTERM)" if isinstance(e, Terminated) else "interrupted"
         hint = "; run it again with --resume to continue" if args.verb == "run" else ""

@@ -24,6 +24,20 @@ def _plan_args(p):
     p.add_argument(
         "--grade-tokens", type=int, help="assumed judge-grade length (default: its max_tokens, 300)"
     )
+    p.add_argument(
+        "--pilot",
+        type=int,
+        default=None,
+        metavar="N",
+        help="answer lengths not in the call cache are measured by real calls of one arm in N sessions "
+        "(at most 3N a kind), stored in the run's call cache so the run does not pay for them again "
+        "(default 4 for a model endpoint)",
+    )
+    p.add_argument(
+        "--no-pilot",
+        action="store_true",
+        help="send nothing: lengths from the call cache, else max_tokens (an upper bound)",
+    )
     p.add_argument("--latency", type=float, default=10.0, help="assumed seconds per call (default 10)")
     p.add_argument("--backend", help="plan as if [model] backend were this (e.g. openai)")
 
@@ -33,6 +47,7 @@ def _plan_args(p):
 def cmd_plan(args) -> int:
     from evalkit.contracts.config import load_experiment
     from evalkit.pipeline.plan import build_plan, render_plan, write_plan
+    from evalkit.pipeline.plan.lengths import PILOT_CALLS
     from evalkit.pipeline.run import default_run_dir, prepare
 
     exp = prepare(
@@ -47,6 +62,7 @@ def cmd_plan(args) -> int:
         args.latency,
         args.answer_tokens,
         args.grade_tokens,
+        pilot=0 if args.no_pilot else (PILOT_CALLS if args.pilot is None else args.pilot),
     )
     print(render_plan(plan))
     if run.exists():

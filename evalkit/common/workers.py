@@ -84,6 +84,29 @@ def worker_pool(max_workers: int) -> ProcessPoolExecutor:
     )
 
 
+def stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel ``pool``'s queued jobs and end its workers now (SIGTERM: a worker ends quietly).
+
+    For work that keeps nothing (a simulation): on Ctrl-C its running jobs are not worth waiting
+    for, and a worker must not sit in the job queue while a second Ctrl-C arrives."""
+    # The executor keeps its processes in a private table (emptied by shutdown); there is no
+    # public terminate before Python 3.14's terminate_workers().
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    # A second Ctrl-C while the workers end must not cut this short and leave them running.
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.join(5)
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+
+
 def bounded_map(pool: ProcessPoolExecutor, fn: Callable, jobs: Iterable, window: int) -> Iterator:
     """``pool.map(fn, jobs)`` in order, with at most ``window`` jobs in flight: ``Executor.map``
     takes every job at once and keeps each result that finishes ahead of a slow one, so its

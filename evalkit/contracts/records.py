@@ -294,6 +294,8 @@ class Calibration(Record):
 
     run: str | None = None
     rows: list[dict[str, Any]] = Field(default_factory=list)
+    # The rules it was computed for (decide.calibrate.rules_hash): a re-decide under others drops it.
+    rules_hash: str | None = None
 
 
 RECORDS: tuple[type[Record], ...] = (

@@ -304,9 +304,46 @@ def calibrate_run(
     from evalkit.contracts.runs import save_record
 
     md = Path(out) if out else run / "calibration.md"
-    save_record(md.with_suffix(".json"), CalibrationRecord, cal.to_json())
+    # The rules it was computed for: a re-decide under other rules drops it (drop_stale_calibration).
+    save_record(md.with_suffix(".json"), CalibrationRecord, {**cal.to_json(), "rules_hash": rules_hash(rules)})
     md.write_text(cal.markdown(), encoding="utf-8")
     return cal
 
 
-__all__ = ["Calibration", "calibrate_run", "null_experiments", "render"]
+def rules_hash(rules: Rules) -> str:
+    """A digest of the rules as the decide stage applies them."""
+    import hashlib
+    import json
+
+    return hashlib.sha256(json.dumps(asdict(rules), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def drop_stale_calibration(run: str | os.PathLike, rules: Rules) -> bool:
+    """Remove the run's ``calibration.json``/``.md`` when they were computed for other rules (or
+    do not say for which): after a rules-only re-decide they no longer describe the verdicts, and
+    the report would show them as current. True when something was removed."""
+    import json
+
+    path = Path(run) / "calibration.json"
+    if not path.is_file():
+        return False
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+        current = isinstance(body, dict) and body.get("rules_hash") == rules_hash(rules)
+    except (OSError, ValueError):
+        current = False
+    if current:
+        return False
+    path.unlink(missing_ok=True)
+    path.with_suffix(".md").unlink(missing_ok=True)
+    return True
+
+
+__all__ = [
+    "Calibration",
+    "calibrate_run",
+    "drop_stale_calibration",
+    "null_experiments",
+    "render",
+    "rules_hash",
+]

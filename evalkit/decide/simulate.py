@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy import stats as sps
 from scipy.special import expit, logit
 
+from evalkit.common.workers import stop_workers, worker_pool
 from evalkit.decide import bootstrap, design, stats
 
 SHAPES = ("binary-0.2", "binary-0.9", "lognormal", "zero-inflated")
@@ -325,7 +325,10 @@ def simulate(
     full = [(*j, int(seeds[i]), alpha, power, resamples) for i, j in enumerate(jobs)]
     workers = workers or min(2, os.cpu_count() or 1)
     parts: list[dict] = []
-    with ProcessPoolExecutor(workers) as pool:
+    # Workers that leave Ctrl-C to this process (a worker waiting for its next job printed a
+    # traceback); on Ctrl-C they are ended at once, as a simulation keeps nothing half-done.
+    pool = worker_pool(workers)
+    try:
         for res in tqdm(pool.map(_job, full), total=len(full), desc="simulate", disable=not progress):
             parts += res
         # Power at the MDE a run of each shape reports (median over its A/A experiments).
@@ -355,6 +358,10 @@ def simulate(
         ]
         for res in tqdm(pool.map(_power_job, pjobs), total=len(pjobs), desc="power", disable=not progress):
             parts += res
+    except BaseException:
+        stop_workers(pool)
+        raise
+    pool.shutdown()
     return _merge(parts)
 
 

@@ -16,6 +16,7 @@ cache of a run was 8.7 times the size of its corpus.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -32,6 +33,12 @@ from evalkit.models.backends import StoreFailed
 from evalkit.models.request import ChatRequest, ChatResponse
 
 BUSY_S = 30.0  # how long a statement waits for another process's lock on the file
+# Space reserved next to the cache while calls are sent (a "ballast" file, per process): freed at
+# the first "disk full", so the answers already on the wire can still be stored (paid for once)
+# while the run stops. Per answer in flight: a stored row (request and answer, compressed) is
+# tens of KB for a context window; plus room for SQLite's write-ahead log.
+BALLAST_PER_CALL = 256 << 10
+BALLAST_BASE = 1 << 20
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (
@@ -93,6 +100,8 @@ class CallCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.stale_s = stale_s
         self._local = threading.local()
+        self._ballast: Path | None = None
+        self._ballast_lock = threading.Lock()
         try:
             self._create_tables()
         except sqlite3.DatabaseError as e:
@@ -163,10 +172,58 @@ class CallCache:
         try:
             self._insert(key, request, response, base_url, body)
         except sqlite3.Error as e:  # "database or disk is full" names no file
+            if not self.release_ballast():
+                raise StoreFailed(
+                    f"{self.path}: cannot store a paid answer ({e}); free space, then rerun with --resume"
+                ) from None
+            # The reserved space is free now: this answer, and those still on the wire, are
+            # stored; the run stops here all the same (nothing more is sent).
+            try:
+                self._insert(key, request, response, base_url, body)
+            except sqlite3.Error:
+                raise StoreFailed(
+                    f"{self.path}: cannot store a paid answer ({e}); free space, then rerun with --resume"
+                ) from None
+            self.release(key)
             raise StoreFailed(
-                f"{self.path}: cannot store a paid answer ({e}); free space, then rerun with --resume"
+                f"{self.path}: disk full ({e}); the answers already paid for are stored; "
+                "free space, then rerun with --resume"
             ) from None
         self.release(key)
+
+    # -- reserved space for the answers in flight ------------------------------------------------
+    def reserve(self, calls: int) -> None:
+        """Reserve room for ``calls`` answers in flight (once per process), before sending."""
+        with self._ballast_lock:
+            if self._ballast is not None:
+                return
+            # Hidden, and not named like the cache: nothing counting "model-calls.sqlite*" sees it.
+            for old in self.path.parent.glob(f".{self.path.name}.ballast-*"):
+                pid = old.name.rsplit("-", 1)[-1]
+                if pid.isdigit() and not _alive(int(pid)):  # left by a process that died
+                    old.unlink(missing_ok=True)
+            path = self.path.with_name(f".{self.path.name}.ballast-{os.getpid()}")
+            size = BALLAST_BASE + max(1, calls) * BALLAST_PER_CALL
+            try:
+                with open(path, "wb") as fh:
+                    os.posix_fallocate(fh.fileno(), 0, size)
+            except OSError as e:
+                path.unlink(missing_ok=True)
+                raise StoreFailed(
+                    f"{path}: cannot reserve {size:,} bytes beside the call cache for the answers in "
+                    f"flight ({e.strerror or e}); free space, then rerun"
+                ) from None
+            self._ballast = path
+            atexit.register(path.unlink, missing_ok=True)
+
+    def release_ballast(self) -> bool:
+        """Free the reserved space; True if there was some to free."""
+        with self._ballast_lock:
+            path, self._ballast = self._ballast, None
+        if path is None:
+            return False
+        path.unlink(missing_ok=True)
+        return True
 
     def _insert(
         self, key: str, request: ChatRequest, response: ChatResponse, base_url: str, body: dict
@@ -285,6 +342,21 @@ class CallCache:
                 "request": json.loads(unpack(req)),
                 "response": json.loads(unpack(resp)),
             }
+
+    def output_lengths(self, model: str, base_url: str, per_purpose: int = 200) -> dict[str, list[int]]:
+        """The answer lengths (completion tokens) of up to ``per_purpose`` of the latest stored
+        calls of ``model`` at ``base_url``, by purpose (summarize, answer, judge...)."""
+        out: dict[str, list[int]] = {}
+        rows = self._conn().execute(
+            "SELECT purpose, tokens_out FROM calls WHERE model = ? AND base_url = ? AND tokens_out IS NOT NULL"
+            " ORDER BY created_at DESC",
+            (model, base_url),
+        )
+        for purpose, n in rows:
+            got = out.setdefault(purpose, [])
+            if len(got) < per_purpose:
+                got.append(int(n))
+        return out
 
     def keys(self) -> set[str]:
         return {r[0] for r in self._conn().execute("SELECT key FROM calls")}

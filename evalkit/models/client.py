@@ -166,6 +166,10 @@ class ModelClient:
                 cache.release(key)
                 return self._hit(hit, key, request)
         try:
+            if self._claims():
+                # Room for the answers in flight before the first is sent: a full disk then
+                # still stores what was already paid for (CallCache.reserve).
+                cache.reserve(self.backend.concurrency)
             return self.budget.reserve(request) if self.budget else 0.0
         except BaseException:
             self._release(key)
@@ -387,6 +391,8 @@ class ModelClient:
 
     def close(self) -> None:
         self.backend.close()
+        if self.cache is not None:
+            self.cache.release_ballast()
 
 
 def _stops(x) -> bool:

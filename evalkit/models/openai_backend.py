@@ -36,6 +36,10 @@ MAX_RETRY_AFTER_S = 120.0
 # under 1 MB of JSON; an endpoint sending 100 MB answers (or a 300 KB gzip bomb) otherwise
 # filled memory and the call cache, and the answer went back out in the next request.
 MAX_BODY_BYTES = 16 << 20
+# An error status's body (4xx/5xx): the SDK read it whole before raising, so a 500 with 100 MB of
+# body cost 100 MB and more of memory per attempt. Only its first few hundred characters reach
+# the error message, so far less is read than for an answer.
+MAX_ERROR_BODY_BYTES = 64 << 10
 
 
 def base_url_of(settings: ModelConfig) -> str:
@@ -111,6 +115,28 @@ def same_origin_hook(endpoint_origin):
     return check
 
 
+async def bounded_error_body(response) -> None:
+    """An httpx response hook reading an error status's body within :data:`MAX_ERROR_BODY_BYTES`
+    (decompressed) and closing the connection, before the SDK reads the body whole to build its
+    ``APIStatusError``; the bounded part is the body the SDK then sees."""
+    if response.status_code < 400:
+        return
+    chunks, n = [], 0
+    try:
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+            n += len(chunk)
+            if n >= MAX_ERROR_BODY_BYTES:
+                break
+    except Exception:  # a broken error body: what arrived is still the message
+        pass
+    finally:
+        await response.aclose()
+    # httpx keeps a read body in ``_content`` (what ``aread``/``text`` return once closed); there
+    # is no public way to hand a closed response a body.
+    response._content = b"".join(chunks)[:MAX_ERROR_BODY_BYTES]
+
+
 def http_client(endpoint: str):
     """The SDK's aiohttp transport (``openai[aiohttp]``), or the SDK's default (httpx) when
     aiohttp is not installed or the endpoint carries credentials (``user:pass@host``: aiohttp
@@ -123,7 +149,7 @@ def http_client(endpoint: str):
     machine; the aiohttp transport ~1.5 ms (docs/models.md, "Benchmark")."""
     import openai
 
-    hooks = {"request": [same_origin_hook(_origin(endpoint))]}
+    hooks = {"request": [same_origin_hook(_origin(endpoint))], "response": [bounded_error_body]}
     # By hand, not urlsplit: a redacted URL read back from config.json ("[REDACTED:...]@host")
     # is not one urlsplit accepts, and httpx has always sent it.
     if "@" not in endpoint.split("://", 1)[-1].split("/", 1)[0]:

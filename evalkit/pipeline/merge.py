@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -213,5 +214,11 @@ def merge_shards(dirs: list[str | Path], out_dir: str | Path, argv: list[str] | 
     stage_decide(exp, paths)
     timings.update(merge=round(start - t0, 3), decide=round(time.perf_counter() - start, 3))
     write_record(out, Timings, timings)
+    from evalkit.pipeline import warnings as run_warnings
+
+    # As a plain run does: the report's "Read these first" and the stderr summary read them.
+    body = run_warnings.write(out, config)
     stage_report(exp, paths)
+    for line in run_warnings.summary_lines(body):
+        print(line, file=sys.stderr)
     return out

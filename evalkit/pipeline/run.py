@@ -201,9 +201,14 @@ def stage_health(exp: Experiment, paths: RunPaths) -> dict:
 
 def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide import decide_run
+    from evalkit.decide.calibrate import drop_stale_calibration
     from evalkit.decide.health import annotate_decision
+    from evalkit.decide.rules import resolve_rules
 
-    return annotate_decision(paths.root, decide_run(paths.root, exp))
+    decision = annotate_decision(paths.root, decide_run(paths.root, exp))
+    if drop_stale_calibration(paths.root, resolve_rules(exp.config.rules, exp.root)):
+        log("decide: calibration.json was computed for other rules: removed (rerun evalkit calibrate)")
+    return decision
 
 
 def stage_report(exp: Experiment, paths: RunPaths, out: Path | None = None) -> Path:

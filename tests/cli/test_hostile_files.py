@@ -7,6 +7,7 @@ or created where it should not be."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -411,6 +412,50 @@ def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
     again = evalkit(*argv, "--resume")
     assert again.returncode == 0, again.stderr
     assert (run / "decision.json").is_file()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def test_ctrl_c_during_calibrate_simulate_is_one_line_exit_130(tmp_path):
+    """Issue 41 item 13 for ``calibrate --simulate``: Ctrl-C, pressed twice as an impatient user
+    does (SIGINT to the whole process group, as a terminal sends it), once its workers simulate.
+    Before: tracebacks from the workers waiting on the job queue and from the parent, and the
+    command could hang; now one line, exit 130, and no worker left behind."""
+    p = subprocess.Popen(
+        evalkit_cmd(
+            "calibrate", "--simulate", "--experiments", "100", "--resamples", "100", "--workers", "2"
+        ),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 60
+    while len(_children(p.pid)) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    workers = _children(p.pid)
+    assert len(workers) >= 2, "the simulation's workers never started"
+    time.sleep(1)
+    try:
+        os.killpg(p.pid, signal.SIGINT)
+        time.sleep(0.3)
+        with contextlib.suppress(ProcessLookupError):  # already gone: what a quick exit looks like
+            os.killpg(p.pid, signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:  # hung: end it and every worker of its group
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+    assert p.returncode == 130, (p.returncode, err[-3000:])
+    assert "Traceback" not in err + out, err[-3000:]
+    assert [ln for ln in err.splitlines() if ln.strip()] == ["evalkit calibrate: interrupted"], err[-3000:]
+    assert not [w for w in workers if Path(f"/proc/{w}").exists()], "a worker outlived the command"
 
 
 def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):

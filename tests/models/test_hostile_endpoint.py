@@ -74,6 +74,23 @@ def huge(h, body):
 _BOMB: list[bytes] = []
 
 
+def huge_error(status: int):
+    """``status`` with a 100 MB body, chunked (no Content-Length to refuse it by)."""
+
+    def answer(h, body):
+        h.send_response(status)
+        h.send_header("Content-Type", "text/plain")
+        h.send_header("Transfer-Encoding", "chunked")
+        h.end_headers()
+        block = b"e" * MB
+        for part in [b"upstream exploded: ", *([block] * 100)]:
+            h.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+        h.wfile.write(b"0\r\n\r\n")
+
+    answer.__name__ = f"huge_error_{status}"
+    return answer
+
+
 def gzip_bomb(h, body):
     """A ~64 KB gzip body that inflates to 64 MB of answer."""
     if not _BOMB:
@@ -207,6 +224,9 @@ SWEEP = [
     pytest.param(huge, "oversized answer", 1, id="3-huge-body"),
     pytest.param(gzip_bomb, "oversized answer", 1, id="3-gzip-bomb"),
     pytest.param(long_answer, "characters for max_tokens=100", 1, id="3-long-answer"),
+    # an error status with a huge body: read within a bound, like a 200's (retried: 5xx, 3 sends)
+    pytest.param(huge_error(500), "HTTP 500 from", 3, id="41-huge-500-body"),
+    pytest.param(huge_error(400), "HTTP 400 from", 1, id="41-huge-400-body"),
 ]
 
 
@@ -223,6 +243,41 @@ def test_a_hostile_answer_is_one_error_never_cached(hostile, tmp_path, behaviour
     assert cached(tmp_path) == []  # never replayed, never sent back in a later request
     (line,) = read_ledger(tmp_path)
     assert line["outcome"] == "failed"  # recorded as an error, not as an empty answer
+
+
+RSS_SCRIPT = """
+import json, sys
+from evalkit.models import ChatRequest
+from evalkit.models.client import build_client
+client = build_client(json.loads(sys.argv[1]))
+resp = client(ChatRequest("fake-model", ({"role": "user", "content": "hi"},), max_tokens=100))
+# VmHWM, not ru_maxrss: the latter keeps the forking pytest process's peak across exec
+hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
+print(json.dumps([hwm, resp.error]))
+"""
+
+
+def _peak_rss_kb(url: str) -> tuple[int, str | None]:
+    import subprocess
+    import sys
+
+    conf = json.dumps(settings(url, max_retries=0, fail_fast_after=0, cache="off"))
+    done = subprocess.run(
+        [sys.executable, "-c", RSS_SCRIPT, conf], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return tuple(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_huge_error_body_is_read_within_a_bound(hostile):
+    """A 500 with 100 MB of body: the SDK read error bodies whole (peak RSS +100 MB or more); now
+    the peak is that of a healthy call within a few MB, and the error is one line."""
+    healthy, none = _peak_rss_kb(hostile(ok).url)
+    hurt, error = _peak_rss_kb(hostile(huge_error(500)).url)
+    assert none is None and error.startswith("failed after 1 attempts: HTTP 500 from"), error
+    assert "\n" not in error and len(error) < 600
+    print(f"peak RSS: healthy call {healthy / 1024:.1f} MB, 100 MB error body {hurt / 1024:.1f} MB")
+    assert hurt - healthy < 8 * 1024, (healthy, hurt)
 
 
 def test_an_oversized_answer_is_not_sent_back_in_the_next_request(hostile, tmp_path):
@@ -422,7 +477,8 @@ from evalkit.models.client import build_client
 disk, url = Path(sys.argv[1]), sys.argv[2]
 run = disk / "run"
 run.mkdir()
-(disk / "filler").write_bytes(os.urandom(7900 * 1024))  # freed before the second pass
+# freed before the second pass; leaves ~300 KB beside the 2 MB the client reserves for 4 in flight
+(disk / "filler").write_bytes(os.urandom(5852 * 1024))
 settings = {"backend": "openai", "model": "fake-model", "base_url": url, "concurrency": 4, "max_retries": 0}
 asks = [ChatRequest("fake-model", ({"role": "user", "content": f"q{i} " + "x" * 5000},)) for i in range(100)]
 
@@ -481,14 +537,20 @@ def test_a_full_disk_stops_sending_names_the_file_and_nothing_stored_is_paid_aga
     first, stored_first, between, second, stored_second = map(json.loads, done.stdout.splitlines())
     # The first pass stops at the first answer it cannot store, naming the file.
     assert first["first"] == "stopped" and first["type"] == "StoreFailed", first
-    assert "run/model-calls.sqlite: cannot store a paid answer" in first["error"]
+    assert "run/model-calls.sqlite: disk full" in first["error"]
+    assert "the answers already paid for are stored" in first["error"]
     assert "database or disk is full" in first["error"]
     stored = set(stored_first["stored"])
     assert 0 < len(stored) < 100
     log = settled_log(srv.log_path, quiet=0.5)
     sent_first = [e["key"] for e in log if e["ts"] < between["between"]]
-    # Nothing was sent after the failure but what was already on the wire (concurrency 4).
+    # Nothing was sent after the failure but what was already on the wire (concurrency 4), and
+    # every answer received was stored: the space reserved beside the cache (freed at the first
+    # "disk full") took the answers in flight. Before it, up to 4 of them were paid again.
     assert len(sent_first) <= len(stored) + 4, (len(sent_first), len(stored))
+    print(f"answers received but not stored (paid again on resume): {len(set(sent_first) - stored)}")
+    assert set(sent_first) <= stored, (len(sent_first), len(stored))
+    assert not list((disk / "run").glob(".*.ballast-*"))  # the reserve is gone when the process ends
     # With room again, only what was not stored is asked again: nothing paid for twice.
     assert second == {"second": "done", "failed": 0}
     assert len(stored_second["stored"]) == 100

@@ -76,7 +76,7 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     run = tmp_path / "run"
     plan = build_plan(exp, run, sample=10, summary_tokens=ECHO_TOKENS, answer_tokens=ECHO_TOKENS)
     text = render_plan(plan)
-    assert "summarizer" in text and "judge" in text and "stand-in summary of 106 tokens" in text
+    assert "summarizer" in text and "judge" in text and "summaries 106 tokens (as given)" in text
     assert plan.sampled == plan.sessions == 2
     write_plan(plan, run / "plan.json")  # the run keeps it; the report compares it with the actual calls
     run_experiment(exp, run)

@@ -24,6 +24,7 @@ from evalkit.contracts.session import Session, session_from_dict
 from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
+from evalkit.pipeline.plan.lengths import KINDS, OutputLengths
 
 if TYPE_CHECKING:
     from evalkit.facts import Facts
@@ -106,8 +107,13 @@ class Plan:
 class Ledger:
     """Collects requests as the run would send them: distinct by cache key, in order."""
 
-    def __init__(self, tokens, key, cache, price, batch: bool):
+    def __init__(self, tokens, key, cache, price, batch: bool, lengths: OutputLengths | None = None):
         self.tokens, self.key, self.cache, self.price, self.batch = tokens, key, cache, price, batch
+        self.lengths = lengths or OutputLengths({k: 0.0 for k in KINDS})
+        # Requests whose answer length is estimated: priced in finish(), once the lengths are known
+        # (the pilot measures them as the plan goes). (line, session, kind, input, cached prefix)
+        self.estimated: list[tuple[Line, str, str, float, float]] = []
+        self.answered: dict[str, ChatResponse] = {}  # answers the pilot paid for, by key
         self.lines: dict[tuple[str, str], Line] = {}
         self.seen: set[str] = set()
         self.prefix = PrefixIndex()
@@ -124,18 +130,22 @@ class Ledger:
         row[0] += requests
         row[1] += cost or 0.0
 
-    def add(
-        self, arm: str, stage: str, request: ChatRequest, expected_out: float, session: str = ""
-    ) -> ChatResponse | None:
-        """Record a request; returns its cached answer when the call cache holds one."""
+    def add(self, arm: str, stage: str, request: ChatRequest, session: str = "") -> ChatResponse | None:
+        """Record a request; returns its answer when the call cache holds one or the pilot sent it."""
         key = self.key(request)
         ln = self.line(arm, stage)
         if key in self.seen:
             ln.shared_calls += 1
-            return self.cache.get(key) if self.cache else None
+            return self.answered.get(key) or (self.cache.get(key) if self.cache else None)
         self.seen.add(key)
         hit = self.cache.get(key) if self.cache else None
         text = prompt_text(request)
+        if hit is None and STANDIN not in text and self.lengths.wants_pilot(request.purpose, session, arm):
+            # Built on no stand-in: the run sends exactly this request, so the pilot's answer,
+            # stored in the run's call cache, is one the run will not pay for again.
+            hit = self.lengths.pilot(request)
+            if hit is not None:
+                self.answered[key] = hit
         n_in = self.tokens(text)
         ln.requests += 1
         ln.input_tokens += n_in
@@ -147,17 +157,31 @@ class Ledger:
             ln.output_tokens += hit.usage.get("completion_tokens", 0)
             return hit
         ln.cached_prefix_tokens += reused
-        ln.output_tokens += expected_out
-        cost = self.price.cost(n_in, expected_out, reused, self.batch) if self.price is not None else None
-        if cost is not None:
-            ln.cost_usd = (ln.cost_usd or 0.0) + cost
-        self.count(session, 1, cost)
+        self.estimated.append((ln, session, request.purpose, n_in, reused))
+        self.count(session, 1, None)
         return None
 
     def finish(self) -> list[Line]:
         for ln, i, per_char in self.index:
             ln.shared_prefix_tokens += self.prefix.shared(i) * per_char
+        for ln, session, kind, n_in, reused in self.estimated:
+            out = self.lengths.expected(kind) if kind in KINDS else 0.0
+            ln.output_tokens += out
+            if self.price is not None:
+                cost = self.price.cost(n_in, out, reused, self.batch)
+                ln.cost_usd = (ln.cost_usd or 0.0) + cost
+                self.count(session, 0, cost)
         return list(self.lines.values())
+
+    def estimated_output_se(self) -> float:
+        """One standard error of the estimated requests' output dollars, from the lengths'
+        standard errors (0 without prices, or when every length was given)."""
+        if self.price is None:
+            return 0.0
+        n = Counter(kind for _, _, kind, _, _ in self.estimated)
+        rate = self.price.cost(0, 1_000_000, 0, self.batch) / 1e6
+        se = [n[k] * self.lengths.standard_error(k) * rate for k in n if k in KINDS]
+        return sum(x for x in se if x == x)
 
 
 def standin_summary(request: ChatRequest, chars: int) -> str:
@@ -177,17 +201,19 @@ class SummarizerClient:
     arm = ""
     session = ""  # set by the dry replay (evalkit.replay.frontier.walk) before each session
 
-    def __init__(self, ledger: Ledger, summary_chars: int, summary_tokens: float):
-        self.ledger, self.summary_chars, self.summary_tokens = ledger, summary_chars, summary_tokens
+    def __init__(self, ledger: Ledger, chars_per_token: int):
+        self.ledger, self.chars_per_token = ledger, chars_per_token
 
     def key(self, request: ChatRequest) -> str:
         return self.ledger.key(request)
 
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        hit = self.ledger.add(self.arm, "summarizer", request, self.summary_tokens, self.session)
+        hit = self.ledger.add(self.arm, "summarizer", request, self.session)
         if hit is not None:
             return hit
-        return ChatResponse(standin_summary(request, self.summary_chars), "plan", request.model)
+        # As long as the summaries measured so far (by the cache or the pilot), else the bound.
+        chars = int(self.ledger.lengths.expected("summarize") * self.chars_per_token)
+        return ChatResponse(standin_summary(request, chars), "plan", request.model)
 
 
 def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int, dict[str, dict]]:
@@ -273,14 +299,13 @@ def _judge_requests(
     model: str,
     per_kind: int,
     reps: int,
-    answer_chars: int,
 ) -> Iterator:
-    """(arm, event number, answer request, judge request) per question the judge probe would ask;
-    a session's facts from ``known`` when there, else computed."""
+    """(arm, event number, answer request, question, replicate) per question the judge probe
+    would ask; a session's facts from ``known`` when there, else computed."""
     from evalkit.facts import compute_facts
     from evalkit.score.base import ProbeInput, SessionView
     from evalkit.score.judge import select_questions
-    from evalkit.score.judge_model import answer_request, judge_request
+    from evalkit.score.judge_model import answer_request
 
     views = {s.id: SessionView(s, known.get(s.id) or compute_facts(s)) for s in sessions}
     for arm, evs in events.items():
@@ -288,9 +313,7 @@ def _judge_requests(
             inp = ProbeInput(ev, views[ev.session])
             for q in select_questions(inp, per_kind):
                 for r in range(reps):
-                    # The judge grades an answer of the assumed length, distinct per answer.
-                    ans = answer_request(q, inp, model, r)
-                    yield arm, i, ans, judge_request(q, ans.key().ljust(answer_chars), model, r)
+                    yield arm, i, answer_request(q, inp, model, r), q, r
 
 
 def build_plan(
@@ -301,12 +324,18 @@ def build_plan(
     latency_s: float = 10.0,
     answer_tokens: int | None = None,
     grade_tokens: int | None = None,
+    pilot: int = 0,
 ) -> Plan:
-    """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up)."""
+    """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up).
+
+    Answer lengths (most of the dollars) are as given, else measured on the call cache's answers,
+    else by a ``pilot`` of that many real calls per kind (stored in the run's call cache, so the
+    run does not send them again), else max_tokens (evalkit.pipeline.plan.lengths)."""
     from evalkit.common.tokens import get_counter
     from evalkit.models.client import build_client
     from evalkit.replay.frontier import walk
     from evalkit.replay.variants import check_arm
+    from evalkit.score.judge_model import judge_request
 
     replay, model = exp.config.replay, exp.config.model
     arms = list(replay.arms)
@@ -319,15 +348,25 @@ def build_plan(
     )
     cached = Path(model.cache_path).exists()
     # Only for its keys and cache lookups: no budget ledger, no cache file created.
-    unmetered = {"max_calls": None, "max_cost_usd": None, "cache": "use" if cached else "off"}
-    client = build_client(model.model_copy(update=unmetered))
+    unmetered = {"max_calls": None, "max_cost_usd": None}
+    client = build_client(model.model_copy(update={**unmetered, "cache": "use" if cached else "off"}))
     price = price_of(model.prices, model.model)
     batch = model.batch
     counter = get_counter(replay.tokenizer)
-    ledger = Ledger(counter, client.key, client.cache, price, batch)
-    out_tokens = summary_tokens if summary_tokens is not None else replay.summary_max_tokens
+    name = model.model
+    offline = offline_backend(model)
+    lengths = OutputLengths(
+        {"summarize": float(replay.summary_max_tokens), "answer": ANSWER_MAX, "judge": JUDGE_MAX},
+        {"summarize": summary_tokens, "answer": answer_tokens, "judge": grade_tokens},
+        cached=client.cache.output_lengths(name, client.backend.base_url)
+        if client.cache and not offline
+        else {},
+        pilot_calls=0 if offline else max(0, pilot),
+        make_client=lambda: build_client(model.model_copy(update={**unmetered, "cache": "use"})),
+    )
+    ledger = Ledger(counter, client.key, client.cache, price, batch, lengths)
     chars_per_token = 4
-    summarizer = SummarizerClient(ledger, out_tokens * chars_per_token, out_tokens)
+    summarizer = SummarizerClient(ledger, chars_per_token)
     sessions, total, rows = sample_sessions(exp, run, sample)
     result = walk(sessions, arms, replay, model, summarizer)
     for arm, evs in result.events.items():
@@ -341,45 +380,55 @@ def build_plan(
         for e in evs:
             per_session[e.session] = max(per_session.get(e.session, 0), e.round)
         rounds[arm] = max(per_session.values(), default=0)
-    notes = [
-        f"summarizer rounds after the first are estimated: uncached requests are answered with a "
-        f"stand-in summary of {out_tokens} tokens"
-        + (" (summary_max_tokens, an upper bound)" if summary_tokens is None else " (as assumed)"),
-    ]
-    name = model.model
+    notes: list[str] = []
     judge = _judge_params(exp)
-    if judge is not None and not offline_backend(model):
+    if judge is not None and not offline:
         reps, per_kind = int(judge.get("replicates", 1)), int(judge.get("per_kind", 1))
-        answer = min(answer_tokens or ANSWER_MAX, ANSWER_MAX)
-        grade = min(grade_tokens or JUDGE_MAX, JUDGE_MAX)
         asked: Counter = Counter()
         # The sampled sessions come from the run's corpus when it has one, and so do their facts:
         # computing them again took ~0.2-0.4 s a session on the default corpus.
         known = corpus_facts(run, [s.id for s in sessions])
-        for arm, i, ans, jud in _judge_requests(
-            sessions, known, result.events, name, per_kind, reps, answer * chars_per_token
-        ):
+        for arm, i, ans, q, r in _judge_requests(sessions, known, result.events, name, per_kind, reps):
             asked[arm, i] += 1
             sid = result.events[arm][i].session
-            ledger.add(arm, "judge", ans, answer, sid)
-            ledger.add(arm, "judge", jud, grade, sid)
+            got = ledger.add(arm, "judge", ans, sid)
+            # The judge grades the answer: the cached or piloted one, else a stand-in of the
+            # expected length, distinct per answer.
+            text = (
+                got.text if got is not None and got.text else _standin_answer(ans, lengths, chars_per_token)
+            )
+            ledger.add(arm, "judge", judge_request(q, text, name, r), sid)
         conc = model.concurrency
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
-        notes.append(
-            f"judge: an answer and a grade per question; answers assumed {answer} tokens"
-            + (" (max_tokens, an upper bound)" if answer_tokens is None else "")
-            + f", grades {grade}"
-            + (" (max_tokens, an upper bound)" if grade_tokens is None else "")
-        )
+        notes.append("judge: an answer and a grade per question")
     cont = exp.config.continuation
-    if cont.enabled and not _proxy_agent(cont) and not offline_backend(model):
+    if cont.enabled and not _proxy_agent(cont) and not offline:
         _agent_lines(ledger, result.events, cont, name)
         notes.append(
             f"continuation agent: an upper bound, {cont.max_calls} calls per continuation, "
             f"each growing by {AGENT_STEP_TOKENS} tokens"
         )
     lines = ledger.finish()
+    kinds = ["summarize", *(("answer", "judge") if judge is not None and not offline else ())]
+    notes.insert(
+        0,
+        "output lengths: "
+        + "; ".join(lengths.describe(k) for k in kinds)
+        + ". Summarizer rounds after the first are estimated: uncached requests are answered with a "
+        "stand-in summary of that length",
+    )
+    if lengths.pilot_sent():
+        notes.insert(
+            1,
+            f"pilot: {lengths.pilot_sent()} real calls sent now ("
+            + (f"${lengths.pilot_cost_usd:.4f}, " if price is not None else "")
+            + "stored in the run's call cache: the run will not send them again; not in the totals)",
+        )
+    if lengths.pilot_error:
+        notes.insert(1, f"pilot stopped: {lengths.pilot_error}")
+    output_se = ledger.estimated_output_se()
+    lengths.close()
     for ln in lines:
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
@@ -397,6 +446,14 @@ def build_plan(
     else:
         k = total / max(1, len(sessions))
         sampling = sampling_error(per_session, total)
+    # The answer lengths' own error (cache or pilot sample), scaled like the dollars it prices.
+    sampling["output_cost_se"] = output_se * (k if len(sessions) < total else 1.0)
+    sampling["pilot_calls"] = lengths.pilot_sent()
+    sampling["pilot_cost_usd"] = lengths.pilot_cost_usd
+    sampling["output_lengths"] = {
+        kd: {"tokens": lengths.expected(kd), "se": lengths.standard_error(kd), "source": lengths.source(kd)}
+        for kd in kinds
+    }
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
         basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
@@ -414,7 +471,7 @@ def build_plan(
         len(sessions),
         lines,
         {
-            "summary_tokens": out_tokens,
+            "summary_tokens": lengths.expected("summarize"),
             "latency_s": latency_s,
             "concurrency": model.concurrency,
             "replay_workers": replay.workers or os.cpu_count() or 1,
@@ -431,6 +488,10 @@ def build_plan(
     plan.wall_s = wall_time(plan, latency_s)
     client.close()
     return plan
+
+
+def _standin_answer(ans: ChatRequest, lengths: OutputLengths, chars_per_token: int) -> str:
+    return (STANDIN + ans.key()).ljust(int(lengths.expected("answer") * chars_per_token))
 
 
 def sampling_error(

@@ -80,6 +80,14 @@ def _sampling_line(plan: Plan) -> str:
     )
 
 
+def _lengths_line(plan: Plan) -> list[str]:
+    """The dollars' uncertainty from estimated answer lengths (their own sample's error)."""
+    se = (plan.sampling or {}).get("output_cost_se")
+    if not se or plan.totals().cost_usd is None:
+        return []
+    return [f"answer-length error: ± {_usd(se)} (one standard error of the measured output lengths)"]
+
+
 def render_plan(plan: Plan) -> str:
     """The plan table: one row per arm and stage, then totals, wall time and the assumptions."""
     rows = [_row(ln) for ln in sorted(plan.lines, key=lambda x: (STAGES.index(x.stage), x.arm))]
@@ -105,6 +113,7 @@ def render_plan(plan: Plan) -> str:
         f"request sent (provider cache hits if the cache lives that long)",
         f"cost: {_usd(tot.cost_usd)}" + (" (batch prices)" if a["batch"] else ""),
         _sampling_line(plan),
+        *_lengths_line(plan),
         "wall time at "
         + f"{a['latency_s']:g} s per call: "
         + ", ".join(f"{s} {_hms(t)}" for s, t in plan.wall_s.items())
