@@ -248,8 +248,9 @@ def test_a_hostile_answer_is_one_error_never_cached(hostile, tmp_path, behaviour
 RSS_SCRIPT = """
 import json, sys
 from evalkit.models import ChatRequest
+from evalkit.contracts.config import ModelConfig
 from evalkit.models.client import build_client
-client = build_client(json.loads(sys.argv[1]))
+client = build_client(ModelConfig.model_validate(json.loads(sys.argv[1])))
 resp = client(ChatRequest("fake-model", ({"role": "user", "content": "hi"},), max_tokens=100))
 # VmHWM, not ru_maxrss: the latter keeps the forking pytest process's peak across exec
 hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
@@ -261,7 +262,7 @@ def _peak_rss_kb(url: str) -> tuple[int, str | None]:
     import subprocess
     import sys
 
-    conf = json.dumps(settings(url, max_retries=0, fail_fast_after=0, cache="off"))
+    conf = settings(url, max_retries=0, fail_fast_after=0, cache="off").model_dump_json()
     done = subprocess.run(
         [sys.executable, "-c", RSS_SCRIPT, conf], capture_output=True, text=True, timeout=120
     )
