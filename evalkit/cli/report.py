@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evalkit.cli.commands import arguments, command
+from evalkit.cli.commands import arguments, command, require_run_folders
 
 
 def _compare_args(p):
@@ -17,6 +17,7 @@ def _compare_args(p):
 @command("compare", "Markdown of what changed between two runs (verdicts, effect sizes), for PR comments")
 @arguments(_compare_args)
 def cmd_compare(args) -> int:
+    require_run_folders(args.run_a, args.run_b)
     from evalkit.report.compare import render_compare
 
     text = render_compare(args.run_a, args.run_b)
