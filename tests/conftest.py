@@ -135,6 +135,16 @@ def transcripts() -> Path:
     return TRANSCRIPTS
 
 
+@pytest.fixture(scope="session")
+def shared_tiny_run(tmp_path_factory) -> Path:
+    """One finished tiny offline run per test worker (tests/support/runs.py:finished_tiny_run:
+    2 sessions, 2 arms, continuation on), shared by every test that asks for it: read it in
+    place, or copy it first (``copy_run``) to change it. ``exp.toml`` is beside it."""
+    from tests.support.runs import finished_tiny_run
+
+    return finished_tiny_run(tmp_path_factory.mktemp("shared-tiny-run"))
+
+
 # -- the fake OpenAI-compatible server (evalkit.testing.fakeserver) ---------------------------------
 @pytest.fixture
 def fake_server(tmp_path):
