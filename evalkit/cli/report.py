@@ -40,12 +40,12 @@ def _view_args(p):
 @command("view", "write a static viewer of a run into RUN/view/ (opens from file://, no server)")
 @arguments(_view_args)
 def cmd_view(args) -> int:
-    from evalkit.report.view.build import write_view
-
     run = Path(args.run)
     if not run.is_dir():
         print(f"evalkit view: {run}: no such run folder", file=sys.stderr)
         return 2
+    from evalkit.report.view.build import write_view  # after the check: it loads the report stack
+
     try:
         index = write_view(run, args.workers)
     except FileNotFoundError as e:
