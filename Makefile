@@ -44,7 +44,9 @@ eval: $(VENV)/.installed
 # compiled once first (compileall skips what is up to date). --dist loadgroup hands each test to
 # whichever worker is free, keeping the tests that share a costly fixture together (tests/conftest.py).
 COMPILE_SOURCES = @if [ -n "$$PYTHONDONTWRITEBYTECODE" ]; then PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q -j 0 evalkit tests; fi
-PYTEST_XDIST = $(BIN)/pytest -n auto --dist loadgroup -q
+# PYTEST_ARGS: more pytest options, e.g. make test PYTEST_ARGS=--durations=30
+PYTEST_ARGS ?=
+PYTEST_XDIST = $(BIN)/pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
 
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
