@@ -39,15 +39,26 @@ eval: $(VENV)/.installed
 # Every test runs under a timeout (pyproject: [tool.pytest.ini_options] timeout) and the suite fails
 # if it changed the checkout (tests/conftest.py). test-fast leaves out the tests marked `whole`
 # (pipeline runs, servers, CLI subprocesses, Ray).
+# The tests start hundreds of `python -m evalkit` processes: where PYTHONDONTWRITEBYTECODE is set,
+# every module edited since the install would be compiled again in each of them, so the sources are
+# compiled once first (compileall skips what is up to date). --dist loadgroup hands each test to
+# whichever worker is free, keeping the tests that share a costly fixture together (tests/conftest.py).
+COMPILE_SOURCES = @if [ -n "$$PYTHONDONTWRITEBYTECODE" ]; then PYTHONDONTWRITEBYTECODE= $(PY) -m compileall -q -j 0 evalkit tests; fi
+# PYTEST_ARGS: more pytest options, e.g. make test PYTEST_ARGS=--durations=30
+PYTEST_ARGS ?=
+PYTEST_XDIST = $(BIN)/pytest -n auto --dist loadgroup -q $(PYTEST_ARGS)
+
 test: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/pytest -n auto -q
+	$(COMPILE_SOURCES)
+	$(PYTEST_XDIST)
 
 test-fast: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/pytest -n auto -q -m "not whole"
+	$(COMPILE_SOURCES)
+	$(PYTEST_XDIST) -m "not whole"
 
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .

@@ -42,15 +42,35 @@ def _is_whole(item) -> bool:
     return any(call in _source(fn) for fn in funcs if fn is not None for call in WHOLE_CALLS)
 
 
+# ``make test`` runs ``--dist loadgroup``: each test is its own unit of work, handed to whichever
+# worker is free, except the tests sharing a module- or session-scoped fixture of ours (a finished
+# run, a replayed corpus), which go to one worker together so the fixture is built once. A group
+# holds at most SHARED_FIXTURE_GROUP tests, so one long module cannot keep a worker busy alone
+# while the other idles (each further group builds its fixture again).
+SHARED_FIXTURE_GROUP = 20
+
+
+def _shared_fixtures(item) -> tuple[str, ...]:
+    """Names of the module-, package- or session-scoped fixtures defined in tests/ that ``item`` uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    names = []
+    for name, defs in (info.name2fixturedefs.items() if info else ()):
+        d = defs[-1]
+        if d.scope != "function" and getattr(d.func, "__module__", "").startswith("tests"):
+            names.append(name)
+    return tuple(sorted(names))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
-    """Mark whole-run tests ``whole`` (see WHOLE_CALLS); then run the modules holding ``slow``
-    tests first, their slow tests first within them.
+    """Mark whole-run tests ``whole`` (see WHOLE_CALLS); group the tests sharing a costly fixture
+    (see SHARED_FIXTURE_GROUP); then run the modules holding ``slow`` tests first, their slow tests
+    first within them.
 
     ``make test`` spreads the tests over two workers; the run ends when the last long test does.
     Collected late, a 70-second test ran near the end with the other core mostly idle. Longest
-    first is the usual fix for that. A module stays in one piece, so its module-scoped fixtures
-    are still built once per worker. The sort is stable: ties keep the collection's order.
-    """
+    first is the usual fix for that; loadgroup hands out the largest groups first, then the single
+    tests in this order. The sort is stable: ties keep the collection's order."""
     for item in items:
         if _is_whole(item):
             item.add_marker(pytest.mark.whole)
@@ -64,6 +84,12 @@ def pytest_collection_modifyitems(items):
         return (module not in slow_modules, first_seen[module], item.get_closest_marker("slow") is None)
 
     items.sort(key=key)
+    grouped: dict[str, int] = {}
+    for item in items:
+        if _shared_fixtures(item):
+            module = item.module.__name__
+            k = grouped[module] = grouped.get(module, -1) + 1
+            item.add_marker(pytest.mark.xdist_group(f"{module}-shared-{k // SHARED_FIXTURE_GROUP}"))
 
 
 def _checkout_state() -> str | None:
@@ -107,6 +133,16 @@ def transcripts() -> Path:
     if not TRANSCRIPTS.is_dir():
         pytest.skip("../shared/transcripts not present")
     return TRANSCRIPTS
+
+
+@pytest.fixture(scope="session")
+def shared_tiny_run(tmp_path_factory) -> Path:
+    """One finished tiny offline run per test worker (tests/support/runs.py:finished_tiny_run:
+    2 sessions, 2 arms, continuation on), shared by every test that asks for it: read it in
+    place, or copy it first (``copy_run``) to change it. ``exp.toml`` is beside it."""
+    from tests.support.runs import finished_tiny_run
+
+    return finished_tiny_run(tmp_path_factory.mktemp("shared-tiny-run"))
 
 
 # -- the fake OpenAI-compatible server (evalkit.testing.fakeserver) ---------------------------------

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from evalkit.cli.commands import arguments, command
+from evalkit.cli.commands import arguments, command, require_run_folders
 
 
 def _calibrate_args(p):
@@ -67,6 +67,7 @@ def cmd_calibrate(args) -> int:
         return 0
     if args.run is None:
         raise ValueError("calibrate: give a RUN folder, or --simulate")
+    require_run_folders(args.run)
     from evalkit.decide.calibrate import calibrate_run
 
     result = calibrate_run(

@@ -61,6 +61,16 @@ def terminal_safe(text: str) -> str:
     return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def require_run_folders(*paths, marks: tuple[str, ...] = ("config.json",)) -> None:
+    """Refuse what is not a run folder (:func:`evalkit.contracts.runs.run_folder`) before a verb
+    imports the libraries its work needs: the report, decide and calibrate stacks cost a process
+    about two seconds of imports (scipy, matplotlib), a refusal a fraction of that."""
+    from evalkit.contracts.runs import run_folder
+
+    for path in paths:
+        run_folder(path, marks)
+
+
 def load_all() -> None:
     for m in MODULES:
         importlib.import_module(f"evalkit.cli.{m}")

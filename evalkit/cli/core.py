@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from evalkit.cli.commands import arguments, command, terminal_safe
+from evalkit.cli.commands import arguments, command, require_run_folders, terminal_safe
 
 
 def writable_folder(path: str, setting: str) -> None:
@@ -187,6 +187,7 @@ def _report_args(p):
 @command("report", "write the Markdown report of a run folder")
 @arguments(_report_args)
 def cmd_report(args) -> int:
+    require_run_folders(args.run)
     from evalkit.report import write_report
 
     print(write_report(args.run, args.out))

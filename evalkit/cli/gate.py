@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from evalkit.cli.commands import arguments, command
+from evalkit.cli.commands import arguments, command, require_run_folders
 
 
 def _gate_args(p):
@@ -33,6 +33,7 @@ def _gate_args(p):
 )
 @arguments(_gate_args)
 def cmd_gate(args) -> int:
+    require_run_folders(args.run, marks=("config.json", "metrics.parquet"))
     import pandas as pd
 
     from evalkit.decide import decide

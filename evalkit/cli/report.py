@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from evalkit.cli.commands import arguments, command
+from evalkit.cli.commands import arguments, command, require_run_folders
 
 
 def _compare_args(p):
@@ -17,6 +17,7 @@ def _compare_args(p):
 @command("compare", "Markdown of what changed between two runs (verdicts, effect sizes), for PR comments")
 @arguments(_compare_args)
 def cmd_compare(args) -> int:
+    require_run_folders(args.run_a, args.run_b)
     from evalkit.report.compare import render_compare
 
     text = render_compare(args.run_a, args.run_b)
@@ -39,12 +40,12 @@ def _view_args(p):
 @command("view", "write a static viewer of a run into RUN/view/ (opens from file://, no server)")
 @arguments(_view_args)
 def cmd_view(args) -> int:
-    from evalkit.report.view.build import write_view
-
     run = Path(args.run)
     if not run.is_dir():
         print(f"evalkit view: {run}: no such run folder", file=sys.stderr)
         return 2
+    from evalkit.report.view.build import write_view  # after the check: it loads the report stack
+
     try:
         index = write_view(run, args.workers)
     except FileNotFoundError as e:

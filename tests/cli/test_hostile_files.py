@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.runs import evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
+from tests.support.runs import copy_run, evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
 
 # Every case starts evalkit processes, most on a whole (tiny) run: none belongs in a fast lane.
 pytestmark = pytest.mark.slow
@@ -40,23 +40,11 @@ def no_traceback(done: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory) -> Path:
+@pytest.fixture
+def base_run(shared_tiny_run) -> Path:
     """One finished tiny offline run (2 sessions, 2 arms, continuation on), copied by the tests
     that damage it."""
-    root = tmp_path_factory.mktemp("hostile-base")
-    corpus = tiny_corpus(root / "src", n=2)
-    exp = write_experiment(root / "exp.toml", corpus, continuation={"enabled": True})
-    run = root / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
-    assert done.returncode == 0, done.stderr
-    return run
-
-
-def copy_run(base: Path, tmp_path: Path, name: str = "run") -> Path:
-    dst = tmp_path / name
-    shutil.copytree(base, dst, ignore=shutil.ignore_patterns("*.lock"))
-    return dst
+    return shared_tiny_run
 
 
 # --------------------------------------------------------------------------- verbs on a non-run folder

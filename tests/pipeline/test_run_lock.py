@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 from evalkit.testing.serverlog import answered, settled_log
-from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.runs import copy_run, evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 def _openai(url: str, **kw) -> dict:
@@ -95,13 +95,10 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
 
 @pytest.mark.slow
 @pytest.mark.parametrize("verb", ["score", "continue"])
-def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, verb):
+def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, shared_tiny_run, verb):
     from evalkit.pipeline.lock import run_lock
 
-    corpus = tiny_corpus(tmp_path / "corpus")
-    exp = write_experiment(tmp_path / "exp.toml", corpus)
-    run = tmp_path / "run"
-    assert evalkit("run", "--config", str(exp), "--run-dir", str(run)).returncode == 0
+    run = copy_run(shared_tiny_run, tmp_path)
     with run_lock(run, "the test holding it"):
         done = evalkit(verb, str(run))
     assert done.returncode == 2 and f"pid {os.getpid()}" in done.stderr, done.stderr

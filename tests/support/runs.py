@@ -4,6 +4,7 @@ subprocess."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -104,6 +105,25 @@ def evalkit(*args: str, env: dict | None = None, timeout: float = 300, **kw) -> 
         timeout=timeout,
         **kw,
     )
+
+
+def finished_tiny_run(root: Path) -> Path:
+    """A finished tiny offline run under ``root`` (``src/`` 2 sessions, ``exp.toml`` with 2 arms
+    and continuation on, ``run/``), written by ``python -m evalkit run`` as a user runs it."""
+    corpus = tiny_corpus(root / "src", n=2)
+    exp = write_experiment(root / "exp.toml", corpus, continuation={"enabled": True})
+    run = root / "run"
+    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
+    assert done.returncode == 0, done.stderr
+    return run
+
+
+def copy_run(base: Path, tmp_path: Path, name: str = "run") -> Path:
+    """A copy of the run folder ``base`` (its lock left out) at ``tmp_path/name``, for a test
+    that changes it."""
+    dst = tmp_path / name
+    shutil.copytree(base, dst, ignore=shutil.ignore_patterns("*.lock"))
+    return dst
 
 
 def files_under(root: Path) -> list[Path]:
