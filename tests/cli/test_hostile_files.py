@@ -359,18 +359,22 @@ def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_r
 # --------------------------------------------------------------------------- signals (items 13, 16)
 
 
-def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path]:
-    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes."""
-    url, _ = fake_server_process("--latency", "1.5", "--no-bodies")
+def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path, Path]:
+    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes; and
+    the endpoint's request log."""
+    url, log = fake_server_process("--latency", "1.5", "--no-bodies")
     corpus = tiny_corpus(tmp_path / "src", n=2)
     model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model, replay={"workers": 2})
-    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run"
+    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run", log
 
 
-def _stop_in_replay(argv: list[str], sig: int, group: bool, env: dict) -> subprocess.CompletedProcess:
-    """Start ``evalkit ARGV``, send ``sig`` once replay is under way (to the whole process group,
-    as a terminal's Ctrl-C does, when ``group``), and wait for it."""
+def _stop_in_replay(
+    argv: list[str], sig: int, group: bool, env: dict, log: Path
+) -> subprocess.CompletedProcess:
+    """Start ``evalkit ARGV``, send ``sig`` once replay is under way (its first request reached the
+    endpoint: to the whole process group, as a terminal's Ctrl-C does, when ``group``), and wait.
+    A fixed sleep instead let a loaded machine's run finish before the signal."""
     p = subprocess.Popen(
         evalkit_cmd(*argv),
         stdout=subprocess.PIPE,
@@ -384,15 +388,20 @@ def _stop_in_replay(argv: list[str], sig: int, group: bool, env: dict) -> subpro
         err.append(line)
         if line.startswith("[evalkit] corpus: ") and "messages" in line:
             break
-    time.sleep(4)  # into replay: summaries in flight in the workers
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and p.poll() is None:
+        if log.exists() and '"POST"' in log.read_text(encoding="utf-8", errors="replace"):
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)  # summaries in flight in the workers (each answer takes 1.5 s)
     os.killpg(p.pid, sig) if group else p.send_signal(sig)
     out, rest = p.communicate(timeout=120)
     return subprocess.CompletedProcess(p.args, p.returncode, out, "".join(err) + rest)
 
 
 def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
-    argv, run = _slow_run(tmp_path, fake_server_process)
-    done = _stop_in_replay(argv, signal.SIGINT, group=True, env={})
+    argv, run, log = _slow_run(tmp_path, fake_server_process)
+    done = _stop_in_replay(argv, signal.SIGINT, group=True, env={}, log=log)
     assert done.returncode == 130, done.stderr
     no_traceback(done)
     lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")]
@@ -447,10 +456,10 @@ def test_ctrl_c_during_calibrate_simulate_is_one_line_exit_130(tmp_path):
 
 
 def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):
-    argv, run = _slow_run(tmp_path, fake_server_process)
+    argv, run, log = _slow_run(tmp_path, fake_server_process)
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    done = _stop_in_replay(argv, signal.SIGTERM, group=False, env={"TMPDIR": str(tmpdir)})
+    done = _stop_in_replay(argv, signal.SIGTERM, group=False, env={"TMPDIR": str(tmpdir)}, log=log)
     assert done.returncode == 143, done.stderr
     no_traceback(done)
     assert [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")] == [
