@@ -84,7 +84,7 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
             "base_url": url,
             "prices": {"fake-model": PRICES},
         }
-        return load_experiment(None, {"corpus": {"sessions": 2}, "model": model})
+        return load_experiment(None, {"corpus": {"sessions": 1}, "model": model})
 
     # The same experiment without a plan: what the run sends when nothing was piloted. (Its own
     # server: a server's prompt-prefix cache, warmed by an earlier run, would make the next
@@ -95,7 +95,7 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
 
     url, log = fake_server_process("--no-bodies")
     r = plan_and_run(experiment(url), tmp_path / "planned", log)
-    # A pilot of each kind: one arm's calls in each of the 2 sessions, at most 12 a kind.
+    # A pilot of each kind: one arm's calls in the session, at most 12 a kind.
     lengths = r["text"].split("output lengths:", 1)[1].split("\n", 1)[0]
     assert lengths.count("pilot of") == 3 and "upper bound" not in lengths, lengths
     assert 6 <= r["piloted"] <= 36, r["text"]
