@@ -31,7 +31,10 @@ def _openai(url: str, **kw) -> dict:
 
 @pytest.mark.slow
 def test_second_run_into_a_busy_folder_exits_2_naming_the_holder(tmp_path, fake_server_process):
-    url, _ = fake_server_process("--latency", "0.2", "--no-bodies")
+    # Each answer takes 2 s, so the first run is still waiting on one while the second starts: with
+    # 0.2 s a loaded machine's first run finished before the second took the lock, and the second
+    # found a complete run.
+    url, log = fake_server_process("--latency", "2.0", "--no-bodies")
     corpus = tiny_corpus(tmp_path / "corpus")
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=_openai(url))
     run = tmp_path / "run"
@@ -39,8 +42,10 @@ def test_second_run_into_a_busy_folder_exits_2_naming_the_holder(tmp_path, fake_
     first = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.time() + 60
-        # config.json is written once the folder is the run's (after its lock is taken).
-        while not (run / "config.json").exists() and first.poll() is None and time.time() < deadline:
+        # Its first request reached the endpoint: the folder is the run's (the lock is taken before).
+        while first.poll() is None and time.time() < deadline:
+            if log.exists() and '"POST"' in log.read_text(encoding="utf-8", errors="replace"):
+                break
             time.sleep(0.05)
         assert first.poll() is None, "the first run ended before the second started"
         second = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
