@@ -305,7 +305,9 @@ def calibrate_run(
 
     md = Path(out) if out else run / "calibration.md"
     # The rules it was computed for: a re-decide under other rules drops it (drop_stale_calibration).
-    save_record(md.with_suffix(".json"), CalibrationRecord, {**cal.to_json(), "rules_hash": rules_hash(rules)})
+    save_record(
+        md.with_suffix(".json"), CalibrationRecord, {**cal.to_json(), "rules_hash": rules_hash(rules)}
+    )
     md.write_text(cal.markdown(), encoding="utf-8")
     return cal
 
@@ -322,15 +324,15 @@ def drop_stale_calibration(run: str | os.PathLike, rules: Rules) -> bool:
     """Remove the run's ``calibration.json``/``.md`` when they were computed for other rules (or
     do not say for which): after a rules-only re-decide they no longer describe the verdicts, and
     the report would show them as current. True when something was removed."""
-    import json
+    from evalkit.contracts.records import Calibration as CalibrationRecord
+    from evalkit.contracts.runs import RunFolderError, RunPaths, read_record
 
-    path = Path(run) / "calibration.json"
+    path = RunPaths(Path(run)).record(CalibrationRecord)
     if not path.is_file():
         return False
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-        current = isinstance(body, dict) and body.get("rules_hash") == rules_hash(rules)
-    except (OSError, ValueError):
+        current = read_record(run, CalibrationRecord).rules_hash == rules_hash(rules)
+    except RunFolderError:  # unreadable or of another version: not current either
         current = False
     if current:
         return False

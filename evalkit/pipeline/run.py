@@ -205,8 +205,9 @@ def stage_decide(exp: Experiment, paths: RunPaths) -> dict:
     from evalkit.decide.health import annotate_decision
     from evalkit.decide.rules import resolve_rules
 
-    decision = annotate_decision(paths.root, decide_run(paths.root, exp))
-    if drop_stale_calibration(paths.root, resolve_rules(exp.config.rules, exp.root)):
+    rules = resolve_rules(exp.config.rules, exp.root)
+    decision = annotate_decision(paths.root, decide_run(paths.root, exp, rules))
+    if drop_stale_calibration(paths.root, rules):
         log("decide: calibration.json was computed for other rules: removed (rerun evalkit calibrate)")
     return decision
 

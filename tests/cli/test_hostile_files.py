@@ -18,22 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.runs import copy_run, evalkit, evalkit_cmd, files_under, tiny_corpus, write_experiment
+from tests.support.runs import (
+    copy_run,
+    evalkit,
+    evalkit_cmd,
+    files_under,
+    refused,
+    tiny_corpus,
+    write_experiment,
+)
 
 # Every case starts evalkit processes, most on a whole (tiny) run: none belongs in a fast lane.
 pytestmark = pytest.mark.slow
-
-
-def refused(done: subprocess.CompletedProcess, *names: str) -> str:
-    """Assert a one-line refusal (exit 2, no traceback) naming every one of ``names``."""
-    err = done.stderr.strip()
-    assert done.returncode == 2, (done.returncode, done.stdout[-500:], err[-2000:])
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if not ln.startswith("[evalkit]")]
-    assert len(lines) == 1, err
-    for n in names:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:

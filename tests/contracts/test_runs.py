@@ -39,7 +39,7 @@ from evalkit.contracts.runs import (
 )
 from tests.conftest import FIXTURES
 from tests.support.runs import evalkit as evalkit_process
-from tests.support.runs import tiny_corpus, write_experiment
+from tests.support.runs import refused, tiny_corpus, write_experiment
 
 # A run folder written by evalkit 1656aa3 (`evalkit run --sessions 4`), its JSON records cut down
 # to two verdicts: README.md there says how it was made.
@@ -146,17 +146,6 @@ def test_usage_of_an_older_folder_reads_model_calls_json(tmp_path):
 # --------------------------------------------------------------------------- real processes
 
 
-def _refused(done, *names: str) -> str:
-    err = done.stderr.strip()
-    assert done.returncode == 2, (done.returncode, err[-2000:])
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if not ln.startswith("[evalkit]")]
-    assert len(lines) == 1, err
-    for n in names:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
 @pytest.mark.slow
 def test_a_1656aa3_folder_is_reported_and_compared(tmp_path):
     run = _copy_old(tmp_path)
@@ -180,7 +169,7 @@ def test_a_newer_record_version_is_one_line_exit_2(tmp_path, verb):
     body = {**_old("config.json"), "schema_version": 7}
     (run / "config.json").write_text(json.dumps(body))
     argv = {"report": ["report", str(run), "--out", str(tmp_path / "rep")], "gate": ["gate", str(run)]}[verb]
-    line = _refused(evalkit_process(*argv, cwd=tmp_path), str(run / "config.json"), "schema 7")
+    line = refused(evalkit_process(*argv, cwd=tmp_path), str(run / "config.json"), "schema 7")
     assert f"reads schema 1 to {SCHEMA_VERSION}" in line
     assert not (tmp_path / "rep").exists()
 
@@ -191,7 +180,7 @@ def test_a_decision_of_the_wrong_shape_is_one_line_exit_2(tmp_path):
     body = _old("decision.json")
     body["verdicts"]["bridge"]["metrics"] = ["not", "an", "object"]
     (run / "decision.json").write_text(json.dumps(body))
-    line = _refused(evalkit_process("report", str(run), "--out", str(tmp_path / "rep"), cwd=tmp_path))
+    line = refused(evalkit_process("report", str(run), "--out", str(tmp_path / "rep"), cwd=tmp_path))
     assert f"{run / 'decision.json'}: field 'verdicts.bridge.metrics': " in line, line
 
 

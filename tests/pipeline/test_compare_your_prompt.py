@@ -10,21 +10,16 @@ import tomllib
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-from tests.support.runs import evalkit, verdict_script
+from tests.support.runs import evalkit, starter_experiment, verdict_script
 
 FOLDER = "claude-code/d-kimuson-claude-code-viewer"  # 3 sessions of 21-25 messages
 
 
 @pytest.mark.slow
 def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
-    sessions = transcripts / FOLDER
-    if not sessions.is_dir():
-        pytest.skip(f"{sessions} not present")
     work = tmp_path / "work"
     # 1. a starter experiment: the sessions imported, the trigger chosen from their sizes
-    done = evalkit("init", str(sessions), "--out", str(work), "--name", "mine")
-    assert done.returncode == 0, done.stderr
-    exp = work / "mine.toml"
+    exp = starter_experiment(transcripts, FOLDER, work)
     cfg = tomllib.loads(exp.read_text())
     assert cfg["replay"]["trigger"] == "messages" and cfg["replay"]["max_messages"] == 11
     assert (work / "corpus" / "sessions.jsonl").is_file()

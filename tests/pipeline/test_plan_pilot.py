@@ -16,7 +16,7 @@ from evalkit.models.usage import read_ledger
 from evalkit.pipeline.plan import build_plan, render_plan
 from evalkit.pipeline.run import run_experiment
 from evalkit.testing.serverlog import settled_log
-from tests.support.runs import evalkit, verdict_script
+from tests.support.runs import starter_experiment, verdict_script
 
 PRICES = {"input": 1.0, "cached_input": 0.25, "output": 4.0}
 FOLDER = "claude-code/daaain-claude-code-log"  # 28 real sessions (the closing note's real corpus)
@@ -112,13 +112,7 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
 
 @pytest.mark.slow
 def test_the_plan_measures_answer_lengths_on_real_sessions(tmp_path, transcripts, fake_server_process):
-    sessions = transcripts / FOLDER
-    if not sessions.is_dir():
-        pytest.skip(f"{sessions} not present")
-    work = tmp_path / "work"
-    done = evalkit("init", str(sessions), "--out", str(work), "--name", "mine")
-    assert done.returncode == 0, done.stderr
-    exp_file = work / "mine.toml"
+    exp_file = starter_experiment(transcripts, FOLDER, tmp_path / "work")
     assert tomllib.loads(exp_file.read_text())["replay"]["trigger"] == "messages"
     url, log = fake_server_process("--script", str(verdict_script(tmp_path)), "--no-bodies")
     exp_file.write_text(

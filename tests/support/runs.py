@@ -158,3 +158,28 @@ def facts_check(labels: Path, transcripts: Path) -> str:
         text=True,
         check=True,
     ).stdout
+
+
+def refused(done: subprocess.CompletedProcess, *names: str) -> str:
+    """Assert a one-line refusal (exit 2, no traceback) naming every one of ``names``."""
+    err = done.stderr.strip()
+    assert done.returncode == 2, (done.returncode, done.stdout[-500:], err[-2000:])
+    assert "Traceback" not in err, err
+    lines = [ln for ln in err.splitlines() if not ln.startswith("[evalkit]")]
+    assert len(lines) == 1, err
+    for n in names:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def starter_experiment(transcripts: Path, folder: str, work: Path, name: str = "mine") -> Path:
+    """``evalkit init`` on a folder of real sessions under ``../shared/transcripts`` (the test is
+    skipped when it is absent): the path of the starter experiment it wrote into ``work``."""
+    import pytest
+
+    sessions = transcripts / folder
+    if not sessions.is_dir():
+        pytest.skip(f"{sessions} not present")
+    done = evalkit("init", str(sessions), "--out", str(work), "--name", name)
+    assert done.returncode == 0, done.stderr
+    return work / f"{name}.toml"
