@@ -238,3 +238,96 @@ def test_an_output_where_no_line_says_error_has_no_error_string():
     ) == {"jq: parse error: Invalid numeric literal"}
     longer = "Exit code 1\nstep 1\nstep 2\nstep 3\nstep 4\nbuild failed: missing header foo.h"
     assert _ids(compute_facts(_claude_exit(longer)), "error") == {"build failed: missing header foo.h"}
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+def test_a_standing_clause_inside_a_request_in_question_form():
+    request = (
+        "Can you please read @public/tokenizer.js and do a thorough code review and while keeping it "
+        "simple and dependency free (except for transformers.js) and compilation free, see TODOs and "
+        "propose a plan how to refactor it?"
+    )
+    assert _rules(request) == [
+        "while keeping it simple and dependency free (except for transformers.js) and compilation free"
+    ]
+    # The same property as a sentence of its own, with a space for the hyphen.
+    assert _rules("Add the export. Keep it simple and dependency free.") == [
+        "Keep it simple and dependency free."
+    ]
+    # Negative: a real question about the property, and a one-off change to a named thing.
+    assert _rules("Fix the tokenizer. Does it still load fast while keeping it dependency free?") == []
+    assert _rules("Add the export. Make the tokenizer a bit neater.") == []
+
+
+def test_id_like_to_keep_asks_the_agent_as_an_imperative_does():
+    text = (
+        "Review the three files. So I'd like to keep it the same 3 simple files, but add the features "
+        "from the TODOs and make the Javascript a bit neater."
+    )
+    assert _rules(text) == ["So I'd like to keep it the same 3 simple files"]
+    # Negative: a condition opened by "But only if" is no "only" limit of the agent's work, and a
+    # wish about the code with no "keep" is the task.
+    assert _rules("Add the file to the chat. But only if it is part of the repo.") == []
+    assert _rules("Review the files. I'd like to see a dark mode in the page.") == []
+
+
+def test_focus_only_on_limits_the_scope():
+    assert _rules("Fix the type errors. Focus only on the chats.py:") == ["Focus only on the chats.py:"]
+    # Negative: a focus with no "only" names what to look at (the task), and "focus" as a noun.
+    assert _rules("Fix the type errors. Focus on the chats.py first.") == []
+    assert _rules("Fix the type errors. The focus only shifted after the refactor.") == []
+
+
+def test_an_orchestrators_delegation_is_a_rule_on_how_the_work_is_done():
+    text = (
+        "OK, we're going to make a little experiment here. Now, hand over this research to teammates, have "
+        "each write a work/ document summarizing the point, then, once all three documents are available, "
+        "have each teammate to read the other two, and add a Comparison section in its own document. Now, "
+        "the twist: have each teammate create a worktree for its own use. When their research is done they "
+        "can commit."
+    )
+    assert _rules(text) == [
+        "Now, hand over this research to teammates",
+        "Now, the twist: have each teammate create a worktree for its own use.",
+    ]
+    # Negative: handing something over to a person, and a permission to the teammates.
+    assert _rules("Write the report. Then hand over the keys to the client, and close the ticket.") == []
+    assert _rules("Write the report. The teammates can commit when they are done.") == []
+
+
+def test_a_chain_of_process_steps_stays_one_sentence():
+    # Negative for the delegation clause cut: when the clause after the comma is a step too, the
+    # whole sentence is the rule (dev37's "search for …, analyze …, so that you can figure out …").
+    text = (
+        "Find when the session ended. search for /clear command in ~/.claude folders - there are plenty of "
+        "sessions with this command, analyze file creation date and update date and find closest files, so "
+        "that you can figure out when the previous session ended"
+    )
+    (rule,) = _rules(text)
+    assert rule.startswith("search for /clear command") and rule.endswith("when the previous session ended")
+
+
+def test_keep_in_mind_states_a_consideration_not_a_rule():
+    reason = "Look into backend/config.py first. But we have to keep in mind that we want to stick to the dotenv way."
+    assert _rules(reason, reason=True) == ["Look into backend/config.py first."]
+    # Negative: a prohibition after "keep in mind" still binds the agent; "we have to" alone does.
+    assert _rules("Fix it. Keep in mind that you must not push to main.") == [
+        "Keep in mind that you must not push to main."
+    ]
+    assert _rules("Fix it. We have to run the linter before each commit.") == [
+        "We have to run the linter before each commit."
+    ]
+
+
+def test_a_request_for_an_overview_is_an_investigation():
+    text = (
+        "Give me a comprehensive overview of the code organization in the /workspace/claude-code-log "
+        "project. Explore the directory structure, identify main components, and summarize the overall "
+        "architecture."
+    )
+    assert _rules(text) == []
+    # Negative: the same step under a request that changes the code is a rule on how to work.
+    change = "Refactor the CLI into modules. Explore the directory structure before you move anything."
+    assert _rules(change) == ["Explore the directory structure before you move anything."]
