@@ -142,8 +142,9 @@ _DIRECTIVE_LEAD = (
     # A file named before the imperative that acts on it: '"LM Studio configuration.md" read this'.
     r"^(?:(?:\"[^\"]{1,120}\"|`[^`]{1,120}`)\s*[,:—–-]?\s*(?=\w+\s+(?:this|it|that|them)\b))?"
     r"(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
-    # A short label before a colon: "Now, the twist: have each teammate …".
-    r"(?:(?:the\s+)?[a-z]+(?:\s+[a-z]+)?:\s+)?"
+    # A short label before a colon: "Now, the twist: have each teammate …" (with its article, so
+    # "Bug: read fails on empty files" is no imperative).
+    r"(?:the\s+[a-z]+(?:\s+[a-z]+)?:\s+)?"
     r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
 )
 _DIRECTIVE = re.compile(

@@ -189,7 +189,7 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
         return "rejection"
     if res.is_error:
         return "error flag"
-    if _REFUSAL_START.match(out) or _TOOL_FAILED.match(res.output):
+    if _REFUSAL_START.match(out) or (res.exit_code is None and _TOOL_FAILED.match(res.output)):
         return "refusal"
     if _TIMED_OUT.match(own_output(out)):
         return "timeout"

@@ -79,14 +79,14 @@ def without_written_content(text: str) -> str:
 
 # A publisher's redaction placeholder ("[REDACTED_TEXT len=3021 sha=dc9e82a0]") stands for text
 # that is gone: its hash marks the redaction, it names nothing a continuation could pick up.
-_REDACTED = re.compile(r"\[REDACTED\w*(?:\s[^\]\n]{0,200})?\]")
+_REDACTED = re.compile(r"\[REDACTED\w*(?:\s[^\]\n]{0,200})?\]", re.I)
 
 
 def in_text(text: str, urls: bool = True) -> Iterator[tuple[str, str]]:
     """(kind, value) of the PR/issue numbers, SHAs and URLs in a message's or call's text;
     ``urls=False`` for file content an edit writes (a URL there is content, not an anchor).
     Redaction placeholders are not read (``_REDACTED``)."""
-    if "[REDACTED" in text:
+    if "[REDACTED" in text or "[redacted" in text:
         text = _REDACTED.sub(" ", text)
     # Substring checks first: most texts hold no URL and no "#N".
     text_urls = without_written_content(text) if urls and "://" in text else ""

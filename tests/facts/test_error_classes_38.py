@@ -295,6 +295,8 @@ def test_an_orchestrators_delegation_is_a_rule_on_how_the_work_is_done():
     # Negative: handing something over to a person, and a permission to the teammates.
     assert _rules("Write the report. Then hand over the keys to the client, and close the ticket.") == []
     assert _rules("Write the report. The teammates can commit when they are done.") == []
+    # A label before a colon leads in to a step only with its article ("the twist:").
+    assert _rules("Fix the parser. Bug: read fails on empty files.") == []
 
 
 def test_a_chain_of_process_steps_stays_one_sentence():
