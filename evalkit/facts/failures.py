@@ -5,7 +5,9 @@ exit code, the harness's error flag (``is_error``, an error status), an editor o
 refusal ("ERROR:", ``<tool_use_error>``, "No replacement was performed", "apply_patch
 verification failed"), a call the user rejected, and, where the format records no exit code
 (aider, SWE-agent), a test run whose tally shows failures or a command that died with a
-traceback. A search that found nothing (``grep`` exit 1 with no output) did not fail.
+traceback, and a call the harness killed for running too long. A search that found nothing
+(``grep`` exit 1 with no output) did not fail, and a command still running (Codex's "Process
+running with session ID N") has not failed yet: the poll that reports its exit says how it went.
 """
 
 from __future__ import annotations
