@@ -142,6 +142,8 @@ _DIRECTIVE_LEAD = (
     # A file named before the imperative that acts on it: '"LM Studio configuration.md" read this'.
     r"^(?:(?:\"[^\"]{1,120}\"|`[^`]{1,120}`)\s*[,:—–-]?\s*(?=\w+\s+(?:this|it|that|them)\b))?"
     r"(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
+    # A request put as a question asks the agent to act: "Could you please run the tests again?".
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
     # A short label before a colon: "Now, the twist: have each teammate …" (with its article, so
     # "Bug: read fails on empty files" is no imperative).
     r"(?:the\s+[a-z]+(?:\s+[a-z]+)?:\s+)?"
@@ -502,7 +504,8 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
             if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):
                 yield standing.group(0).strip(), "standing"
                 continue
-            if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
+            question = s.endswith("?") and not _POLITE_REQUEST.match(s)
+            if len(s) < 8 or question or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue

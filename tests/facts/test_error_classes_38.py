@@ -333,3 +333,14 @@ def test_a_request_for_an_overview_is_an_investigation():
     # Negative: the same step under a request that changes the code is a rule on how to work.
     change = "Refactor the CLI into modules. Explore the directory structure before you move anything."
     assert _rules(change) == ["Explore the directory structure before you move anything."]
+
+
+def test_a_later_request_in_question_form_is_read_by_the_test():
+    text = "Add the export. Could you please run the linter before each commit? Can you only edit main.py?"
+    assert _rules(text) == [
+        "Could you please run the linter before each commit?",
+        "Can you only edit main.py?",
+    ]
+    # Negative: real questions, and a polite request for the deliverable.
+    assert _rules("Add the export. Does it only run on main? Should we never cache it?") == []
+    assert _rules("Add the export. Can you tell me why the build fails?") == []
