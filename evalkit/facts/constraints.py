@@ -103,7 +103,8 @@ _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
-    r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to)\s+)?"
+    r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to|"
+    r"(?:can|could|would|will)\s+you)\s+)?"
     r"(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
     # Tools to study with before the task: "use app tools to go to … to understand its capabilities"
     # ("Use the web browser tool to navigate to X" alone is the task).

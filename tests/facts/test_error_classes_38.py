@@ -336,10 +336,14 @@ def test_a_request_for_an_overview_is_an_investigation():
 
 
 def test_a_later_request_in_question_form_is_read_by_the_test():
-    text = "Add the export. Could you please run the linter before each commit? Can you only edit main.py?"
+    text = (
+        "Add the export. Could you please run the linter before each commit? Can you only edit main.py? "
+        "Could you keep the public API unchanged?"
+    )
     assert _rules(text) == [
         "Could you please run the linter before each commit?",
         "Can you only edit main.py?",
+        "Could you keep the public API unchanged?",
     ]
     # Negative: real questions, and a polite request for the deliverable.
     assert _rules("Add the export. Does it only run on main? Should we never cache it?") == []
