@@ -163,7 +163,7 @@ def label_source(session: Session, kind: str, label) -> str:
     be read per class. A label the classes do not cover is "other"."""
     from evalkit.facts.commands import _path_arg
     from evalkit.facts.constraints import is_template
-    from evalkit.facts.failures import edit_lint_error, failure_source
+    from evalkit.facts.failures import Polls, edit_lint_error, failure_source
     from evalkit.facts.identifiers import HARNESS_COMMIT, NEW_TEXT_KEYS
     from evalkit.facts.tallies import find_tally
 
@@ -180,8 +180,13 @@ def label_source(session: Session, kind: str, label) -> str:
         res = m.tool_results()[0] if m is not None and m.tool_results() else None
         if res is None:
             return "other"
-        call = next((c for x in session.messages for c in x.tool_calls() if c.id == res.call_id), None)
-        src = failure_source(call, res, find_tally(res.output))
+        calls = {c.id: c for x in session.messages for c in x.tool_calls()}
+        polls = Polls()  # a poll's result reports on the command it polls
+        for x in session.messages[: session.messages.index(m)]:
+            for r in x.tool_results():
+                polls.note(calls.get(r.call_id), r)
+        call = calls.get(res.call_id)
+        src = failure_source(polls.subject(call), res, find_tally(res.output))
         if src is None and edit_lint_error(call, res.output):
             return "lint"  # an applied edit whose lint reported errors in its file (Cline)
         if src is None and res.output.startswith("Applied edit to"):

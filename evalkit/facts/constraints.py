@@ -39,15 +39,18 @@ _OBLIGE = (
 # "only" limits a scope when it sits next to an action verb.
 _ONLY = (
     r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
-    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b"
+    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b|"
+    # "Focus only on the chats.py": where the work may go, as "only edit" does.
+    r"focus only on\b"
 )
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
     # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
     r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
     r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
-    # "all the files you need to and run …": an elided verb is a permission, not a rule.
-    r"(?!\s+(?:and|or)\b|\s*[,.;:!)])"
+    # "all the files you need to and run …": an elided verb is a permission, not a rule;
+    # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
+    r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"
 )
 # Rules with no marker word: answer-form limits and the wordings the issue names.
 _KEYWORDLESS = (
@@ -68,11 +71,25 @@ _KEYWORDLESS = (
 )
 # A standing property of all the work from now on, said in passing: "let's make it cross-browser",
 # "keep it backwards compatible" (a one-off change names a thing: "make `x` an optional param").
-_STANDING = (
-    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
-    r"(?:\w+\s+)?(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+-(?:safe|agnostic|free|independent|compatible)|"
+_PROPERTY = (
+    r"(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+[- ](?:safe|agnostic|free|independent|compatible)\b|"
     r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic)"
 )
+_STANDING = (
+    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
+    rf"(?:\w+\s+(?:and\s+)?){{0,2}}{_PROPERTY}"
+)
+# The same property as a clause of a longer request, even one in question form ("Can you please
+# read …, do a code review and while keeping it simple and dependency free (except for X) and
+# compilation free, see TODOs …?"): the clause runs to the next comma or sentence mark.
+_CLAUSE_TEXT = r"(?:[^,;?!.()]|\([^()]*\)|\.(?=\w))"
+_STANDING_CLAUSE = re.compile(
+    rf"\b(?:while|whilst)\s+(?:keeping|making)\s+(?:it|this|them|everything|the code)\s+{_CLAUSE_TEXT}*?"
+    rf"{_PROPERTY}{_CLAUSE_TEXT}*",
+    re.I,
+)
+# A request put as a question ("Can you please read … and …?") asks the agent to act.
+_POLITE_REQUEST = re.compile(r"^(?:(?:so|and|ok|okay|now),?\s+)?(?:can|could|would|will)\s+you\s+", re.I)
 _RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}", re.I)
 _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
@@ -85,7 +102,10 @@ _CLAUSE_START = re.compile(
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 _IMPERATIVE = re.compile(
-    r"^(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
+    # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
+    r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to|"
+    r"(?:can|could|would|will)\s+you)\s+)?"
+    r"(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
     # Tools to study with before the task: "use app tools to go to … to understand its capabilities"
     # ("Use the web browser tool to navigate to X" alone is the task).
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
@@ -110,6 +130,12 @@ _PROCESS_VERB = (
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
     r"(?<!re)(?<!re-)search|look up|(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup)|"
+    # Which agents do the work: an orchestrator handing it to its teammates or sub-agents ("hand
+    # over this research to teammates", "have each teammate create a worktree").
+    r"(?:hand|pass|farm)\s+(?:over|off|out)(?=\s[^,.;]{0,80}?\bto\s+(?:the\s+|your\s+|its\s+|\w+\s+)?"
+    r"(?:teammates?|sub-?agents?|agents?|workers?)\b)|delegate(?=\s)|"
+    r"have(?=\s+(?:each|every|all|the|your|its)\s+(?:of\s+(?:the|your|its)\s+)?(?:\w+\s+)?"
+    r"(?:teammates?|sub-?agents?|agents?|workers?)\b)|"
     # Version control on a branch is process ("Merge master into your branch"); merging code is not.
     r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
@@ -117,6 +143,11 @@ _DIRECTIVE_LEAD = (
     # A file named before the imperative that acts on it: '"LM Studio configuration.md" read this'.
     r"^(?:(?:\"[^\"]{1,120}\"|`[^`]{1,120}`)\s*[,:—–-]?\s*(?=\w+\s+(?:this|it|that|them)\b))?"
     r"(?:(?:please|also|then|now|first|finally|next|and|so),?\s+)*"
+    # A request put as a question asks the agent to act: "Could you please run the tests again?".
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+    # A short label before a colon: "Now, the twist: have each teammate …" (with its article, so
+    # "Bug: read fails on empty files" is no imperative).
+    r"(?:the\s+[a-z]+(?:\s+[a-z]+)?:\s+)?"
     r"(?:(?:carefully|always|just|again|thoroughly|only)\s+)?"
 )
 _DIRECTIVE = re.compile(
@@ -140,7 +171,9 @@ _INVESTIGATION = re.compile(
     r"help me\s+(?:understand|find out|figure out)\b)|"
     r"^(?:please\s+)?(?:investigate|research|review|audit|analy[sz]e|examine|explore|inspect|"
     r"check|look into|look up|look at|look for|look through|find out|find where|find which|identify|determine|"
-    r"figure out|understand|trace|diagnose|survey|assess|search|"
+    r"figure out|understand|trace|diagnose|survey|assess|search|explain|describe|"
+    # An account of what is there is the deliverable: "Give me a comprehensive overview of …".
+    r"(?:give|provide|write)\s+(?:me\s+|us\s+)?(?:a|an)\s+(?:\w+\s+){0,2}(?:overview|summary|explanation|description|walkthrough)|"
     r"(?:do|perform|run) (?:a |an )?(?:quick |web |online |internet )?(?:search|research|lookup))\b",
     re.I,
 )
@@ -331,10 +364,18 @@ _AGENT_TO = re.compile(
 )
 
 
+# "we have to keep in mind that we want to stick to the dotenv way": what follows states a
+# consideration about the code; only a prohibition there still binds the agent.
+_MINDFUL = re.compile(r"\b(?:keep|bear)\s+in\s+mind\b", re.I)
+_PROHIBIT_RE = re.compile(rf"\b(?:{_PROHIBIT})\b", re.I)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
+        if _MINDFUL.search(before) and not _PROHIBIT_RE.fullmatch(m.group(0)):
+            continue
         if _USE_INSTEAD.match(m.group(0)) and re.search(r"\bto\s*$", before) and not _AGENT_TO.search(before):
             continue
         if (
@@ -362,6 +403,23 @@ def _directive(sentence: str, investigation: bool = False) -> bool:
     if _CHECK_VERB.match(s) and _CHECK_AND_DELIVER.search(s):
         return False
     return bool(_DIRECTIVE.match(s) or _CHECK_PURPOSE.match(s))
+
+
+def _directive_clause(sentence: str) -> str:
+    """A long sentence that chains a process step with the task by commas ("Now, hand over this
+    research to teammates, have each write a work/ document …, then …"): the directive is its
+    first clause (as ``_clauses`` keeps a rule's clause before ", and" and the task). When the
+    next clause is a step or a rule too, the sentence is one list of steps and stays whole."""
+    if len(sentence.split()) <= 20:
+        return sentence
+    frame = _FRAME.match(sentence)
+    start = frame.end() if frame else 0
+    m = _DIRECTIVE.match(sentence[start:]) or _CHECK_PURPOSE.match(sentence[start:])
+    cut = sentence.find(", ", start + m.end()) if m else -1
+    if cut < 0:
+        return sentence
+    nxt = sentence[cut + 2 :].split(", ", 1)[0]
+    return sentence if _rule_in(nxt) or _directive(nxt) else sentence[:cut]
 
 
 # A rule drawn as a consequence of a statement ("the environment is set up, so you don't need to
@@ -443,7 +501,12 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
             first = first and (heading or not s)
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
-            if len(s) < 8 or s.endswith("?") or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
+            standing = _STANDING_CLAUSE.search(s)
+            if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):
+                yield standing.group(0).strip(), "standing"
+                continue
+            question = s.endswith("?") and not _POLITE_REQUEST.match(s)
+            if len(s) < 8 or question or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
@@ -453,7 +516,7 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
                     and (not opening or _BARE_STOP.match(s) or _ORDER_FRAME.match(s))
                     and _directive(s, investigation)
                 ):
-                    yield s, "directive"
+                    yield _directive_clause(s), "directive"
                 elif reason and _IMPERATIVE_START.match(s):
                     yield s, "rejection"
                 continue

@@ -15,6 +15,7 @@ from evalkit.facts import identifiers
 from evalkit.facts.commands import _path_arg, command_of, files_of, normalize_command
 from evalkit.facts.constraints import constraint_lines, constraint_sentences, is_template, rejection_reason
 from evalkit.facts.failures import (
+    Polls,
     attempt_key,
     edit_lint_error,
     failure_source,
@@ -22,6 +23,7 @@ from evalkit.facts.failures import (
     never_returned,
     own_output,
     result_body,
+    running_session,
 )
 from evalkit.facts.tallies import find_tally
 
@@ -83,7 +85,7 @@ class FileTouch:
 # ``evalkit facts --check`` can score each class apart.
 SOURCES = {
     "constraints": ("user turn", "rejection reason", "task template"),
-    "failures": ("exit code", "error flag", "refusal", "rejection", "lint", "test tally", "crash"),
+    "failures": ("exit code", "error flag", "refusal", "rejection", "lint", "test tally", "crash", "timeout"),
     "identifiers": ("message", "call arguments", "edit text", "tool error", "harness commit"),
 }
 
@@ -233,6 +235,7 @@ class _Builder:
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
         self.last_edit: tuple[int, ToolCall, object] | None = None  # the latest applied edit (aider lint)
+        self.polls = Polls()
 
     def identifier(self, i: int, kind: str, value: str, source: str = "message") -> None:
         if value and (kind, value) not in self.seen_ids:
@@ -319,7 +322,11 @@ class _Builder:
 
     def result(self, i: int, res) -> None:
         at, call, modified = self.calls.get(res.call_id, (i, None, []))
-        cmd = command_of(call) if call else None
+        # A poll of a background command reports on that command (failures.Polls).
+        subject = self.polls.subject(call)
+        self.polls.note(call, res)
+        running = running_session(res.output) is not None
+        cmd = command_of(subject) if subject else None
         tally = find_tally(res.output)
         if tally:
             self.facts.tallies.append(
@@ -338,9 +345,9 @@ class _Builder:
                     tally.unit,
                 )
             )
-        elif cmd and is_test_command(cmd):
+        elif cmd and is_test_command(cmd) and not running:
             self.facts.untallied_runs.append(i)
-        source = failure_source(call, res, tally)
+        source = failure_source(subject, res, tally)
         failed = source is not None
         for sha in identifiers.HARNESS_COMMIT.findall(res.output) if "Commit " in res.output else ():
             self.identifier(at, "sha", sha, "harness commit")
@@ -371,17 +378,17 @@ class _Builder:
             if self.cwd is None:
                 self.resolve_earlier(cwd[0])
             self.cwd = cwd[-1]
-        if call is None:
+        if call is None or running:  # a command still running has neither failed nor succeeded yet
             return
         lint = None if failed else edit_lint_error(call, res.output)
         if not failed and modified:
             self.last_edit = (i, call, res)
         if not (failed or lint or self.open_failures):
             return
-        key = attempt_key(call)
+        key = attempt_key(subject)
         if failed:
             error = identifiers.error_string(res.output, refused=res.is_error and not cmd)
-            self.fail(i, call, res, source, error)
+            self.fail(i, subject, res, source, error)
         else:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):

@@ -5,7 +5,9 @@ exit code, the harness's error flag (``is_error``, an error status), an editor o
 refusal ("ERROR:", ``<tool_use_error>``, "No replacement was performed", "apply_patch
 verification failed"), a call the user rejected, and, where the format records no exit code
 (aider, SWE-agent), a test run whose tally shows failures or a command that died with a
-traceback. A search that found nothing (``grep`` exit 1 with no output) did not fail.
+traceback, and a call the harness killed for running too long. A search that found nothing
+(``grep`` exit 1 with no output) did not fail, and a command still running (Codex's "Process
+running with session ID N") has not failed yet: the poll that reports its exit says how it went.
 """
 
 from __future__ import annotations
@@ -125,9 +127,57 @@ def never_returned(res: ToolResult) -> bool:
     return bool(_INTERRUPTED.match(res.output))
 
 
+# A harness tool that answers in its own name that it failed ("write_stdin failed: stdin is closed
+# for this session …"): the whole result, with no command output header above it.
+_TOOL_FAILED = re.compile(r"^\s*[a-z]+_[a-z_]+ failed: ")
+# The harness killed a call that ran too long: SWE-agent's "EXECUTION TIMED OUT", its later
+# "The command '…' was cancelled because it took more than N seconds", mini-swe-agent's "The last
+# command … timed out and has been killed". (OpenHands' "no new output after 30 seconds" is a
+# command still running, not one killed.)
+_TIMED_OUT = re.compile(
+    r"^\s*(?:EXECUTION TIMED OUT\b|The command .{0,500}? was cancelled because it took more than \d+ seconds|"
+    r"The last command .{0,500}? timed out and has been killed)",
+    re.S,
+)
+# Codex runs a command that outlives its first result in the background: that result says
+# "Process running with session ID N", and a later ``write_stdin`` poll of session N reports
+# "Process exited with code N" with the output. The command's failure is read on that poll.
+_RUNNING = re.compile(r"^Process running with session ID (\d+)\s*$", re.M)
+
+
+def running_session(output: str) -> str | None:
+    """The background session id when this result was recorded while its command still ran."""
+    head = output[:300]
+    m = _RUNNING.search(head) if "Process running" in head else None
+    return m.group(1) if m else None
+
+
+class Polls:
+    """Which command a poll reports on: a call with no command of its own whose ``session_id``
+    names a command still running (Codex's ``write_stdin``) stands for that command, so the
+    no-match rule, the error string and ``fixed`` read the polled command."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, ToolCall] = {}
+
+    def note(self, call: ToolCall | None, res: ToolResult) -> None:
+        sid = running_session(res.output)
+        if sid and call is not None:
+            self.running[sid] = self.subject(call)
+
+    def subject(self, call: ToolCall | None) -> ToolCall | None:
+        """The call whose command ``call``'s result reports on (``call`` itself unless it polls)."""
+        if call is None or command_of(call) is not None or "session_id" not in call.args:
+            return call
+        return self.running.get(str(call.args["session_id"]), call)
+
+
 def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> str | None:
     """How the result ``res`` says its call failed (one of ``extract.SOURCES["failures"]``), or
-    None when it did not fail (see the module docstring)."""
+    None when it did not fail (see the module docstring). ``call`` is the call the result
+    reports on (for a poll, the polled command: :class:`Polls`)."""
+    if running_session(res.output):
+        return None  # the command had not ended: the poll that reports its exit says how it went
     cmd = command_of(call) if call else None
     out = result_body(res.output)
     if res.exit_code not in (None, 0):
@@ -141,8 +191,10 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
         return "rejection"
     if res.is_error:
         return "error flag"
-    if _REFUSAL_START.match(out):
+    if _REFUSAL_START.match(out) or (res.exit_code is None and _TOOL_FAILED.match(res.output)):
         return "refusal"
+    if _TIMED_OUT.match(own_output(out)):
+        return "timeout"
     if any(n in out[:4000].lower() for n in _REFUSAL_ANYWHERE):
         return "refusal"
     if res.exit_code is None and tally is not None and (tally.failed or tally.errors):

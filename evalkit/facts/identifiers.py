@@ -77,9 +77,17 @@ def without_written_content(text: str) -> str:
     return text
 
 
+# A publisher's redaction placeholder ("[REDACTED_TEXT len=3021 sha=dc9e82a0]") stands for text
+# that is gone: its hash marks the redaction, it names nothing a continuation could pick up.
+_REDACTED = re.compile(r"\[REDACTED\w*(?:\s[^\]\n]{0,200})?\]", re.I)
+
+
 def in_text(text: str, urls: bool = True) -> Iterator[tuple[str, str]]:
     """(kind, value) of the PR/issue numbers, SHAs and URLs in a message's or call's text;
-    ``urls=False`` for file content an edit writes (a URL there is content, not an anchor)."""
+    ``urls=False`` for file content an edit writes (a URL there is content, not an anchor).
+    Redaction placeholders are not read (``_REDACTED``)."""
+    if "[REDACTED" in text or "[redacted" in text:
+        text = _REDACTED.sub(" ", text)
     # Substring checks first: most texts hold no URL and no "#N".
     text_urls = without_written_content(text) if urls and "://" in text else ""
     if "://" in text_urls:
@@ -123,7 +131,8 @@ _GENERIC_MESSAGE = re.compile(
     r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
     r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
     r"\[no result recorded\b|\[aborted\b|File does not exist\.?$|InputValidationError:|"
-    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$|Wrong flag!)",
+    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
+    r"EXECUTION TIMED OUT\b|\w+ failed: stdin is closed for this session\b)",
     re.I,
 )
 # Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
@@ -171,4 +180,6 @@ def error_string(output: str, refused: bool = False) -> str:
     for ln in reversed(lines):
         if _GENERIC_ERROR.search(ln):
             return ln[:300]
-    return lines[-1][:300]
+    # Several lines and none says what went wrong (a usage or options list after "Exit code 1"):
+    # any line picked would be an arbitrary one, not the failure's error string.
+    return ""
