@@ -53,8 +53,13 @@ class Line:
     # another within a scoring process).
     trips: int = 0
     cost_usd: float | None = None
+    # Requests the pilot sent while planning (counted in ``requests`` and priced in ``cost_usd``
+    # like any other until settle() moves them to ``in_cache``).
+    piloted: int = 0
+    piloted_usd: float = 0.0
 
     def scaled(self, k: float) -> Line:
+        """The sample's counts scaled to the corpus; the pilot's, a fixed set of calls, are not."""
         counts = ("requests", "shared_calls", "in_cache", "trips")
         tokens = ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens")
         d = asdict(self)
@@ -65,6 +70,17 @@ class Line:
         if d["cost_usd"] is not None:  # dollars scale with the tokens they pay for
             d["cost_usd"] = d["cost_usd"] * k
         return Line(**d)
+
+    def settle(self) -> Line:
+        """The pilot's requests as answered in the call cache: the run will not send them.
+
+        They stand for themselves in the sample (its requests and dollars, scaled like the rest),
+        and are taken off after scaling: taken off before, they were scaled too, and a pilot of 36
+        calls in a sample scaled x2.8 took 100 requests off the corpus's estimate."""
+        self.in_cache += self.piloted
+        if self.cost_usd is not None:
+            self.cost_usd -= self.piloted_usd
+        return self
 
 
 @dataclass
@@ -152,6 +168,17 @@ class Ledger:
         per_char = n_in / max(1, len(text))
         reused = self.prefix.add(text) * per_char
         self.index.append((ln, len(self.index), per_char))
+        if key in self.answered:  # sent by the pilot: a request of the sample like any other
+            out = hit.usage.get("completion_tokens", 0)
+            ln.piloted += 1
+            ln.output_tokens += out
+            ln.cached_prefix_tokens += reused
+            cost = self.price.cost(n_in, out, reused, self.batch) if self.price is not None else None
+            if cost is not None:
+                ln.cost_usd = (ln.cost_usd or 0.0) + cost
+                ln.piloted_usd += cost
+            self.count(session, 1, cost)
+            return hit
         if hit is not None:
             ln.in_cache += 1
             ln.output_tokens += hit.usage.get("completion_tokens", 0)
@@ -456,6 +483,8 @@ def build_plan(
     }
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
+    lines = [ln.settle() for ln in lines]
+    if len(sessions) < total:
         basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
         notes.append(
             f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f} "
