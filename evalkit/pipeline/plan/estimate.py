@@ -24,7 +24,7 @@ from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.pipeline.plan.lengths import KINDS, OutputLengths
-from evalkit.pipeline.plan.sample import sample_sessions, sampling_error
+from evalkit.pipeline.plan.sample import FULL_REPLAY_MB, Drawn, sample_sessions, sampling_error, scale_factor
 
 if TYPE_CHECKING:
     from evalkit.facts import Facts
@@ -294,14 +294,15 @@ def _judge_requests(
 def build_plan(
     exp: Experiment,
     run_dir: str | os.PathLike,
-    sample: int = 8,
+    sample: int | None = None,
     summary_tokens: int | None = None,
     latency_s: float = 10.0,
     answer_tokens: int | None = None,
     grade_tokens: int | None = None,
     pilot: int = 0,
 ) -> Plan:
-    """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up).
+    """The plan of ``exp``: every session dry-replayed when the corpus is small enough, else a
+    sample of ``sample`` sessions, or as many as fit (evalkit.pipeline.plan.sample), scaled up.
 
     Answer lengths (most of the dollars) are as given, else measured on the call cache's answers,
     else by a ``pilot`` of that many real calls per kind (stored in the run's call cache, so the
@@ -342,7 +343,8 @@ def build_plan(
     ledger = Ledger(counter, client.key, client.cache, price, batch, lengths)
     chars_per_token = 4
     summarizer = SummarizerClient(ledger, chars_per_token)
-    sessions, total, rows = sample_sessions(exp, run, sample)
+    drawn = sample_sessions(exp, run, sample)
+    sessions, total = drawn.sessions, drawn.total
     result = walk(sessions, arms, replay, model, summarizer)
     for arm, evs in result.events.items():
         # Within a session the engine answers an arm's request from another arm's equal call
@@ -407,20 +409,14 @@ def build_plan(
     for ln in lines:
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
-    # Requests grow with a session's size (messages under a message trigger, else bytes), so the
-    # sample is scaled by the corpus's size over the sample's (a ratio estimate) when the corpus's
-    # sizes are known, else by its session count.
-    size_key = "messages" if replay.trigger == "messages" else "bytes"
-    sizes = [float(rows[s.id][size_key]) if s.id in rows else None for s in sessions]
-    by_size = bool(rows) and len(sessions) < total and all(x for x in sizes)
-    corpus_size = sum(float(r.get(size_key) or 0) for r in rows.values()) if by_size else 0.0
+    # Requests grow with a session's compactions, so a sample is scaled by the corpus's size past
+    # the trigger over the sample's (a ratio estimate) when the corpus's sizes are known, else by
+    # its session count.
+    k, sizes, basis = scale_factor(drawn, replay)
     per_session = [ledger.by_session.get(s.id, [0, 0.0]) for s in sessions]
-    if by_size:
-        k = corpus_size / sum(sizes)
-        sampling = sampling_error(per_session, total, sizes)
-    else:
-        k = total / max(1, len(sessions))
-        sampling = sampling_error(per_session, total)
+    sampling = sampling_error(per_session, total, sizes)
+    sampling["drawn"] = drawn.how
+    sampling["volume_mb"] = drawn.volume_mb
     # The answer lengths' own error (cache or pilot sample), scaled like the dollars it prices.
     sampling["output_cost_se"] = output_se * (k if len(sessions) < total else 1.0)
     sampling["pilot_calls"] = lengths.pilot_sent()
@@ -432,12 +428,7 @@ def build_plan(
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
     lines = [ln.settle() for ln in lines]
-    if len(sessions) < total:
-        basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
-        notes.append(
-            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f} "
-            f"({basis})"
-        )
+    notes.append(_sample_note(drawn, k, basis))
     if price is None:
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
     plan = Plan(
@@ -465,6 +456,23 @@ def build_plan(
     plan.wall_s = wall_time(plan, latency_s)
     client.close()
     return plan
+
+
+def _sample_note(drawn: Drawn, k: float, basis: str) -> str:
+    """What the plan dry-replayed, and how it scaled the sample up."""
+    n = len(drawn.sessions)
+    volume = (
+        f"{drawn.volume_mb:,.0f} MB of sessions x arms x replicates"
+        if drawn.volume_mb is not None
+        else "the corpus's size unknown before it is built"
+    )
+    if n >= drawn.total:
+        return f"dry-replayed every one of the {drawn.total} sessions ({volume}): nothing scaled"
+    return (
+        f"dry-replayed {n} of {drawn.total} sessions drawn at random, seeded by the experiment "
+        f"({volume}; every session is dry-replayed up to {FULL_REPLAY_MB:.0f} MB, or with --sample "
+        f"{drawn.total}); counts, tokens and dollars scaled x{k:.2f} ({basis})"
+    )
 
 
 def _standin_answer(ans: ChatRequest, lengths: OutputLengths, chars_per_token: int) -> str:
