@@ -65,3 +65,13 @@ def test_a_sessions_size_is_measured_past_the_trigger():
     by_tokens = ReplayConfig(window=40_000, reserve=4_000, keep_recent=5_000)
     assert expected_compactions({"messages": 99, "bytes": 4 * 36_000}, by_tokens) == 0
     assert expected_compactions({"messages": 99, "bytes": 4 * 46_000}, by_tokens) == 10_000
+
+
+def test_a_small_synthetic_corpus_not_yet_built_is_dry_replayed_whole(tmp_path):
+    """Before any run a synthetic corpus is generated only as far as the sample; when the sample's
+    sizes say the whole fits in the full dry replay's volume, the whole is generated and replayed."""
+    replay = {"arms": ["baseline"], "window": 40_000, "reserve": 4_000, "keep_recent": 5_000}
+    exp = load_experiment(None, {"corpus": {"sessions": 10, "session_tokens": 3_000}, "replay": replay})
+    plan = build_plan(exp, tmp_path / "none")
+    assert plan.sampled == plan.sessions == 10 and plan.sampling["drawn"] == "all"
+    assert plan.sampling["volume_mb"] < 1

@@ -50,16 +50,22 @@ def sample_sessions(exp: Experiment, run_dir: Path, k: int | None = None) -> Dra
             build_corpus(section, exp.seed, d, exp.resolve_path(section.path), workers=1)
             return _draw(Path(d) / "sessions.jsonl", exp, k, per_session)
         n = section.sessions
-        want = MIN_SAMPLE if k is None else k
-        chosen = set(range(n)) if n <= want else set(_rng(exp).sample(range(n), want))
+        order = _rng(exp).sample(range(n), n)
+        chosen = set(order[: MIN_SAMPLE if k is None else k])
         build_corpus(section, exp.seed, d, workers=1, select=chosen.__contains__)
         rows = _manifest_list(Path(d))
         if len(chosen) < n and k is None and rows:
-            # Synthetic sessions are independent draws: the sample's mean size tells the whole's.
-            volume = statistics.fmean(float(r.get("bytes") or 0) for r in rows) * n * per_session / 1e6
-            if volume <= FULL_REPLAY_MB:
+            # Synthetic sessions are independent draws: the sample's mean size tells how many of
+            # them fit in the volume of a full dry replay.
+            mb = statistics.fmean(float(r.get("bytes") or 0) for r in rows) * per_session / 1e6
+            fit = int(FULL_REPLAY_MB // mb) if mb > 0 else n
+            if fit >= n:
                 build_corpus(section, exp.seed, d, workers=1)
                 return _draw(Path(d) / "sessions.jsonl", exp, None, per_session)
+            if fit > len(chosen):
+                chosen = set(order[:fit])
+                build_corpus(section, exp.seed, d, workers=1, select=chosen.__contains__)
+                rows = _manifest_list(Path(d))
         sessions = _read_positions(Path(d) / "sessions.jsonl", None)
         if len(chosen) >= n:
             return Drawn(sessions, n, _by_id(rows), "all", _volume(rows, per_session))
