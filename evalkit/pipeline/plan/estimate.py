@@ -128,7 +128,7 @@ class Ledger:
         self.lengths = lengths or OutputLengths({k: 0.0 for k in KINDS})
         # Requests whose answer length is estimated: priced in finish(), once the lengths are known
         # (the pilot measures them as the plan goes). (line, session, kind, input, cached prefix)
-        self.estimated: list[tuple[Line, str, str, float, float]] = []
+        self.estimated: list[tuple[Line, str, str, float, float, int]] = []
         self.answered: dict[str, ChatResponse] = {}  # answers the pilot paid for, by key
         self.lines: dict[tuple[str, str], Line] = {}
         self.seen: set[str] = set()
@@ -184,15 +184,16 @@ class Ledger:
             ln.output_tokens += hit.usage.get("completion_tokens", 0)
             return hit
         ln.cached_prefix_tokens += reused
-        self.estimated.append((ln, session, request.purpose, n_in, reused))
+        self.estimated.append((ln, session, request.purpose, n_in, reused, request.max_tokens or 0))
         self.count(session, 1, None)
         return None
 
     def finish(self) -> list[Line]:
         for ln, i, per_char in self.index:
             ln.shared_prefix_tokens += self.prefix.shared(i) * per_char
-        for ln, session, kind, n_in, reused in self.estimated:
-            out = self.lengths.expected(kind) if kind in KINDS else 0.0
+        for ln, session, kind, n_in, reused, max_tokens in self.estimated:
+            # A kind whose lengths are not measured (the recovery arm's search query): its bound.
+            out = self.lengths.expected(kind) if kind in KINDS else float(max_tokens)
             ln.output_tokens += out
             if self.price is not None:
                 cost = self.price.cost(n_in, out, reused, self.batch)
@@ -205,7 +206,7 @@ class Ledger:
         standard errors (0 without prices, or when every length was given)."""
         if self.price is None:
             return 0.0
-        n = Counter(kind for _, _, kind, _, _ in self.estimated)
+        n = Counter(kind for _, _, kind, _, _, _ in self.estimated)
         rate = self.price.cost(0, 1_000_000, 0, self.batch) / 1e6
         se = [n[k] * self.lengths.standard_error(k) * rate for k in n if k in KINDS]
         return sum(x for x in se if x == x)
@@ -267,28 +268,32 @@ def corpus_facts(run_dir: Path, ids: list[str]) -> dict[str, Facts]:
     return out
 
 
-def _judge_requests(
-    sessions: list[Session],
-    known: dict[str, Facts],
-    events,
-    model: str,
-    per_kind: int,
-    reps: int,
-) -> Iterator:
-    """(arm, event number, answer request, question, replicate) per question the judge probe
-    would ask; a session's facts from ``known`` when there, else computed."""
+def _judge_questions(sessions: list[Session], known: dict[str, Facts], events, per_kind: int) -> Iterator:
+    """(arm, event number, probe input, question) per question the judge probe would ask; a
+    session's facts from ``known`` when there, else computed."""
     from evalkit.facts import compute_facts
     from evalkit.score.base import ProbeInput, SessionView
     from evalkit.score.judge import select_questions
-    from evalkit.score.judge_model import answer_request
 
     views = {s.id: SessionView(s, known.get(s.id) or compute_facts(s)) for s in sessions}
     for arm, evs in events.items():
         for i, ev in enumerate(evs):
             inp = ProbeInput(ev, views[ev.session])
             for q in select_questions(inp, per_kind):
-                for r in range(reps):
-                    yield arm, i, answer_request(q, inp, model, r), q, r
+                yield arm, i, inp, q
+
+
+def _recovered(ledger: Ledger, arm: str, inp, q: dict, model: str) -> str:
+    """The recovery arm's one search per question (evalkit.score.recovery): its query call, and
+    what the search adds to the answer's context, for the query the cache or the pilot holds,
+    else for the question itself (the offline query); "" for an arm that does not recover."""
+    from evalkit.score.recovery import is_recovery, query_request, recovered_block
+
+    if not is_recovery(inp):
+        return ""
+    got = ledger.add(arm, "judge", query_request(inp, q["text"], model), inp.event.session)
+    query = (got.text or "").strip() if got is not None else ""
+    return recovered_block(inp, query or q["text"])
 
 
 def build_plan(
@@ -311,7 +316,7 @@ def build_plan(
     from evalkit.models.client import build_client
     from evalkit.replay.frontier import walk
     from evalkit.replay.variants import check_arm
-    from evalkit.score.judge_model import judge_request
+    from evalkit.score.judge_model import answer_request, judge_request
 
     replay, model = exp.config.replay, exp.config.model
     arms = list(replay.arms)
@@ -365,16 +370,21 @@ def build_plan(
         # The sampled sessions come from the run's corpus when it has one, and so do their facts:
         # computing them again took ~0.2-0.4 s a session on the default corpus.
         known = corpus_facts(run, [s.id for s in sessions])
-        for arm, i, ans, q, r in _judge_requests(sessions, known, result.events, name, per_kind, reps):
-            asked[arm, i] += 1
-            sid = result.events[arm][i].session
-            got = ledger.add(arm, "judge", ans, sid)
-            # The judge grades the answer: the cached or piloted one, else a stand-in of the
-            # expected length, distinct per answer.
-            text = (
-                got.text if got is not None and got.text else _standin_answer(ans, lengths, chars_per_token)
-            )
-            ledger.add(arm, "judge", judge_request(q, text, name, r), sid)
+        for arm, i, inp, q in _judge_questions(sessions, known, result.events, per_kind):
+            sid = inp.event.session
+            found = _recovered(ledger, arm, inp, q, name)
+            for r in range(reps):
+                asked[arm, i] += 1
+                ans = answer_request(q, inp, name, r, found)
+                got = ledger.add(arm, "judge", ans, sid)
+                # The judge grades the answer: the cached or piloted one, else a stand-in of the
+                # expected length, distinct per answer.
+                text = (
+                    got.text
+                    if got is not None and got.text
+                    else _standin_answer(ans, lengths, chars_per_token)
+                )
+                ledger.add(arm, "judge", judge_request(q, text, name, r), sid)
         conc = model.concurrency
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
