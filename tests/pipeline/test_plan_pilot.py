@@ -101,6 +101,10 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
     assert 6 <= r["piloted"] <= 36, r["text"]
     # Nothing the pilot paid for is paid again by the run.
     assert r["sent"] == unplanned - r["piloted"], (r["sent"], unplanned, r["piloted"])
+    # The plan is above the run by the A/A arm's questions: the fake server's echo ignores the
+    # replicate index, so that arm's summaries equal the baseline's there (never at a sampled
+    # endpoint) and the run answers their questions once. Without the A/A arm plan and run agree
+    # to the request.
     within_ten_percent(r)
 
     # Planned again over the run's cache: lengths measured there, nothing sent, nothing to pay.
