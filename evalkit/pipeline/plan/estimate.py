@@ -472,7 +472,7 @@ def _sample_note(drawn: Drawn, k: float, basis: str) -> str:
     """What the plan dry-replayed, and how it scaled the sample up."""
     n = len(drawn.sessions)
     volume = (
-        f"{drawn.volume_mb:,.0f} MB of sessions x arms x replicates"
+        f"{drawn.volume_mb:,.1f} MB of sessions x arms x replicates"
         if drawn.volume_mb is not None
         else "the corpus's size unknown before it is built"
     )
