@@ -89,7 +89,8 @@ def _draw(path: Path, exp: Experiment, k: int | None, per_session: int) -> Drawn
                 break
             chosen.append(i)
             used += mb
-    return Drawn(_read_positions(path, set(chosen)), n, _by_id(rows), "random", volume)
+    how = "all" if len(chosen) >= n else "random"  # a corpus of up to 8 without a manifest
+    return Drawn(_read_positions(path, set(chosen)), n, _by_id(rows), how, volume)
 
 
 def _rng(exp: Experiment) -> random.Random:
