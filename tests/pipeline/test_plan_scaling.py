@@ -11,7 +11,10 @@ from tests.pipeline.test_plan import write_config
 
 
 def test_trap3_dollars_scale_with_tokens_and_the_sampling_error_is_stated(tmp_path):
-    exp = load_experiment(write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=3))
+    cfg = write_config(tmp_path, "http://127.0.0.1:9/v1", arms=("baseline",), sessions=3)
+    # Sessions of a few compactions each at the test's 40,000-token window: cheap to dry-replay.
+    cfg.write_text(cfg.read_text().replace("sessions = 3\n", "sessions = 3\nsession_tokens = 90000\n"))
+    exp = load_experiment(cfg)
     part = build_plan(exp, tmp_path / "none", sample=2)
     whole = build_plan(exp, tmp_path / "none", sample=3)
     p, w = part.totals(), whole.totals()
