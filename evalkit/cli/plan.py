@@ -13,7 +13,11 @@ def _plan_args(p):
         "--run-dir", help="run folder (default: runs/<name>-<hash8>); its corpus and cache are used"
     )
     p.add_argument(
-        "--sample", type=int, default=8, help="sessions to dry-replay; counts are scaled (default 8)"
+        "--sample",
+        type=int,
+        default=None,
+        help="sessions to dry-replay, drawn at random; counts are scaled (default: every session when "
+        "the corpus's MB x arms x replicates is at most 100, else as many as fit, at least 8)",
     )
     p.add_argument(
         "--summary-tokens", type=int, help="assumed summary length (default: [replay] summary_max_tokens)"
@@ -57,7 +61,7 @@ def cmd_plan(args) -> int:
     plan = build_plan(
         exp,
         run,
-        max(1, args.sample),
+        None if args.sample is None else max(1, args.sample),
         args.summary_tokens,
         args.latency,
         args.answer_tokens,

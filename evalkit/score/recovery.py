@@ -70,13 +70,12 @@ def search(inp: ProbeInput, query: str) -> str:
     return cache[query]
 
 
-def _model_query(inp: ProbeInput, question: str, model: ModelConfig) -> tuple[str, int]:
-    """The answering model's query and the call's tokens (input + output)."""
+def query_request(inp: ProbeInput, question: str, model: str):
+    """The call that asks the answering model for its search query (the cost plan builds it too)."""
     from evalkit.models import ChatRequest
-    from evalkit.score.base import model_client
 
-    req = ChatRequest(
-        model=model.model,
+    return ChatRequest(
+        model=model,
         messages=(
             {"role": "system", "content": QUERY_SYSTEM},
             {
@@ -87,6 +86,18 @@ def _model_query(inp: ProbeInput, question: str, model: ModelConfig) -> tuple[st
         max_tokens=40,
         purpose="search",
     )
+
+
+def recovered_block(inp: ProbeInput, query: str) -> str:
+    """What the search for ``query`` adds to the context."""
+    return f"\n\n<recovered>\n{search(inp, query)}\n</recovered>"
+
+
+def _model_query(inp: ProbeInput, question: str, model: ModelConfig) -> tuple[str, int]:
+    """The answering model's query and the call's tokens (input + output)."""
+    from evalkit.score.base import model_client
+
+    req = query_request(inp, question, model.model)
     resp = model_client(inp)(req)
     if not resp.ok:
         raise RuntimeError(f"search query call failed: {resp.error}")
@@ -103,6 +114,5 @@ def recovered(inp: ProbeInput, q: dict[str, Any], model: ModelConfig | None = No
     if not is_recovery(inp):
         return "", 0
     query, spent = (q["text"], 0) if model is None else _model_query(inp, q["text"], model)
-    found = search(inp, query)
-    spent += -(-(len(query) + len(found)) // 4)
-    return f"\n\n<recovered>\n{found}\n</recovered>", spent
+    spent += -(-(len(query) + len(search(inp, query))) // 4)
+    return recovered_block(inp, query), spent

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -20,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalkit.contracts.config import ContinuationConfig, Experiment, ModelConfig
-from evalkit.contracts.session import Session, session_from_dict
+from evalkit.contracts.session import Session
 from evalkit.models.prefix import PrefixIndex, prompt_text
 from evalkit.models.prices import price_of
 from evalkit.models.request import ChatRequest, ChatResponse
 from evalkit.pipeline.plan.lengths import KINDS, OutputLengths
+from evalkit.pipeline.plan.sample import FULL_REPLAY_MB, Drawn, sample_sessions, sampling_error, scale_factor
 
 if TYPE_CHECKING:
     from evalkit.facts import Facts
@@ -53,8 +53,13 @@ class Line:
     # another within a scoring process).
     trips: int = 0
     cost_usd: float | None = None
+    # Requests the pilot sent while planning (counted in ``requests`` and priced in ``cost_usd``
+    # like any other until settle() moves them to ``in_cache``).
+    piloted: int = 0
+    piloted_usd: float = 0.0
 
     def scaled(self, k: float) -> Line:
+        """The sample's counts scaled to the corpus; the pilot's, a fixed set of calls, are not."""
         counts = ("requests", "shared_calls", "in_cache", "trips")
         tokens = ("input_tokens", "shared_prefix_tokens", "cached_prefix_tokens", "output_tokens")
         d = asdict(self)
@@ -65,6 +70,17 @@ class Line:
         if d["cost_usd"] is not None:  # dollars scale with the tokens they pay for
             d["cost_usd"] = d["cost_usd"] * k
         return Line(**d)
+
+    def settle(self) -> Line:
+        """The pilot's requests as answered in the call cache: the run will not send them.
+
+        They stand for themselves in the sample (its requests and dollars, scaled like the rest),
+        and are taken off after scaling: taken off before, they were scaled too, and a pilot of 36
+        calls in a sample scaled x2.8 took 100 requests off the corpus's estimate."""
+        self.in_cache += self.piloted
+        if self.cost_usd is not None:
+            self.cost_usd -= self.piloted_usd
+        return self
 
 
 @dataclass
@@ -112,7 +128,7 @@ class Ledger:
         self.lengths = lengths or OutputLengths({k: 0.0 for k in KINDS})
         # Requests whose answer length is estimated: priced in finish(), once the lengths are known
         # (the pilot measures them as the plan goes). (line, session, kind, input, cached prefix)
-        self.estimated: list[tuple[Line, str, str, float, float]] = []
+        self.estimated: list[tuple[Line, str, str, float, float, int]] = []
         self.answered: dict[str, ChatResponse] = {}  # answers the pilot paid for, by key
         self.lines: dict[tuple[str, str], Line] = {}
         self.seen: set[str] = set()
@@ -152,20 +168,32 @@ class Ledger:
         per_char = n_in / max(1, len(text))
         reused = self.prefix.add(text) * per_char
         self.index.append((ln, len(self.index), per_char))
+        if key in self.answered:  # sent by the pilot: a request of the sample like any other
+            out = hit.usage.get("completion_tokens", 0)
+            ln.piloted += 1
+            ln.output_tokens += out
+            ln.cached_prefix_tokens += reused
+            cost = self.price.cost(n_in, out, reused, self.batch) if self.price is not None else None
+            if cost is not None:
+                ln.cost_usd = (ln.cost_usd or 0.0) + cost
+                ln.piloted_usd += cost
+            self.count(session, 1, cost)
+            return hit
         if hit is not None:
             ln.in_cache += 1
             ln.output_tokens += hit.usage.get("completion_tokens", 0)
             return hit
         ln.cached_prefix_tokens += reused
-        self.estimated.append((ln, session, request.purpose, n_in, reused))
+        self.estimated.append((ln, session, request.purpose, n_in, reused, request.max_tokens or 0))
         self.count(session, 1, None)
         return None
 
     def finish(self) -> list[Line]:
         for ln, i, per_char in self.index:
             ln.shared_prefix_tokens += self.prefix.shared(i) * per_char
-        for ln, session, kind, n_in, reused in self.estimated:
-            out = self.lengths.expected(kind) if kind in KINDS else 0.0
+        for ln, session, kind, n_in, reused, max_tokens in self.estimated:
+            # A kind whose lengths are not measured (the recovery arm's search query): its bound.
+            out = self.lengths.expected(kind) if kind in KINDS else float(max_tokens)
             ln.output_tokens += out
             if self.price is not None:
                 cost = self.price.cost(n_in, out, reused, self.batch)
@@ -178,7 +206,7 @@ class Ledger:
         standard errors (0 without prices, or when every length was given)."""
         if self.price is None:
             return 0.0
-        n = Counter(kind for _, _, kind, _, _ in self.estimated)
+        n = Counter(kind for _, _, kind, _, _, _ in self.estimated)
         rate = self.price.cost(0, 1_000_000, 0, self.batch) / 1e6
         se = [n[k] * self.lengths.standard_error(k) * rate for k in n if k in KINDS]
         return sum(x for x in se if x == x)
@@ -216,58 +244,6 @@ class SummarizerClient:
         return ChatResponse(standin_summary(request, chars), "plan", request.model)
 
 
-def sample_sessions(exp: Experiment, run_dir: Path, k: int) -> tuple[list[Session], int, dict[str, dict]]:
-    """Up to ``k`` sessions: from the run folder's corpus when it exists, else generated (the first
-    ``k`` of a synthetic corpus are the same whatever its size); the corpus size; and the corpus
-    manifest's rows by session id (messages, bytes) when the whole corpus was read ({} for a
-    synthetic corpus generated only as far as the sample)."""
-    from evalkit.corpus import build_corpus
-
-    section = exp.config.corpus
-    existing = run_dir / "corpus" / "sessions.jsonl"
-    if existing.is_file():
-        return _read_sessions(existing, k), _count_lines(existing), _manifest_rows(existing.parent)
-    if section.kind == "synth":
-        n = section.sessions
-        with tempfile.TemporaryDirectory() as d:
-            build_corpus(section.model_copy(update={"sessions": min(k, n)}), exp.seed, d, workers=1)
-            rows = _manifest_rows(Path(d)) if n <= k else {}
-            return _read_sessions(Path(d) / "sessions.jsonl", k), n, rows
-    with tempfile.TemporaryDirectory() as d:
-        build_corpus(section, exp.seed, d, exp.resolve_path(section.path), workers=1)
-        p = Path(d) / "sessions.jsonl"
-        return _read_sessions(p, k), _count_lines(p), _manifest_rows(Path(d))
-
-
-def _manifest_rows(corpus: Path) -> dict[str, dict]:
-    from evalkit.contracts.records import CorpusManifest
-    from evalkit.contracts.runs import RunFolderError, load_record
-
-    try:
-        rows = load_record(corpus / CorpusManifest.NAME, CorpusManifest).sessions
-    except (OSError, RunFolderError):
-        return {}
-    return {str(r.get("id")): r for r in rows if isinstance(r, dict)}
-
-
-def _read_sessions(path: Path, k: int) -> list[Session]:
-    import json
-
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                out.append(session_from_dict(json.loads(line)))
-                if len(out) >= k:
-                    break
-    return out
-
-
-def _count_lines(path: Path) -> int:
-    with open(path, "rb") as fh:
-        return sum(1 for ln in fh if ln.strip())
-
-
 def _judge_params(exp: Experiment) -> dict | None:
     from evalkit.score.suite import find_suite
 
@@ -292,41 +268,46 @@ def corpus_facts(run_dir: Path, ids: list[str]) -> dict[str, Facts]:
     return out
 
 
-def _judge_requests(
-    sessions: list[Session],
-    known: dict[str, Facts],
-    events,
-    model: str,
-    per_kind: int,
-    reps: int,
-) -> Iterator:
-    """(arm, event number, answer request, question, replicate) per question the judge probe
-    would ask; a session's facts from ``known`` when there, else computed."""
+def _judge_questions(sessions: list[Session], known: dict[str, Facts], events, per_kind: int) -> Iterator:
+    """(arm, event number, probe input, question) per question the judge probe would ask; a
+    session's facts from ``known`` when there, else computed."""
     from evalkit.facts import compute_facts
     from evalkit.score.base import ProbeInput, SessionView
     from evalkit.score.judge import select_questions
-    from evalkit.score.judge_model import answer_request
 
     views = {s.id: SessionView(s, known.get(s.id) or compute_facts(s)) for s in sessions}
     for arm, evs in events.items():
         for i, ev in enumerate(evs):
             inp = ProbeInput(ev, views[ev.session])
             for q in select_questions(inp, per_kind):
-                for r in range(reps):
-                    yield arm, i, answer_request(q, inp, model, r), q, r
+                yield arm, i, inp, q
+
+
+def _recovered(ledger: Ledger, arm: str, inp, q: dict, model: str) -> str:
+    """The recovery arm's one search per question (evalkit.score.recovery): its query call, and
+    what the search adds to the answer's context, for the query the cache or the pilot holds,
+    else for the question itself (the offline query); "" for an arm that does not recover."""
+    from evalkit.score.recovery import is_recovery, query_request, recovered_block
+
+    if not is_recovery(inp):
+        return ""
+    got = ledger.add(arm, "judge", query_request(inp, q["text"], model), inp.event.session)
+    query = (got.text or "").strip() if got is not None else ""
+    return recovered_block(inp, query or q["text"])
 
 
 def build_plan(
     exp: Experiment,
     run_dir: str | os.PathLike,
-    sample: int = 8,
+    sample: int | None = None,
     summary_tokens: int | None = None,
     latency_s: float = 10.0,
     answer_tokens: int | None = None,
     grade_tokens: int | None = None,
     pilot: int = 0,
 ) -> Plan:
-    """The plan of ``exp`` (its corpus sampled to ``sample`` sessions; counts scaled up).
+    """The plan of ``exp``: every session dry-replayed when the corpus is small enough, else a
+    sample of ``sample`` sessions, or as many as fit (evalkit.pipeline.plan.sample), scaled up.
 
     Answer lengths (most of the dollars) are as given, else measured on the call cache's answers,
     else by a ``pilot`` of that many real calls per kind (stored in the run's call cache, so the
@@ -335,7 +316,7 @@ def build_plan(
     from evalkit.models.client import build_client
     from evalkit.replay.frontier import walk
     from evalkit.replay.variants import check_arm
-    from evalkit.score.judge_model import judge_request
+    from evalkit.score.judge_model import answer_request, judge_request
 
     replay, model = exp.config.replay, exp.config.model
     arms = list(replay.arms)
@@ -367,7 +348,8 @@ def build_plan(
     ledger = Ledger(counter, client.key, client.cache, price, batch, lengths)
     chars_per_token = 4
     summarizer = SummarizerClient(ledger, chars_per_token)
-    sessions, total, rows = sample_sessions(exp, run, sample)
+    drawn = sample_sessions(exp, run, sample)
+    sessions, total = drawn.sessions, drawn.total
     result = walk(sessions, arms, replay, model, summarizer)
     for arm, evs in result.events.items():
         # Within a session the engine answers an arm's request from another arm's equal call
@@ -388,16 +370,21 @@ def build_plan(
         # The sampled sessions come from the run's corpus when it has one, and so do their facts:
         # computing them again took ~0.2-0.4 s a session on the default corpus.
         known = corpus_facts(run, [s.id for s in sessions])
-        for arm, i, ans, q, r in _judge_requests(sessions, known, result.events, name, per_kind, reps):
-            asked[arm, i] += 1
-            sid = result.events[arm][i].session
-            got = ledger.add(arm, "judge", ans, sid)
-            # The judge grades the answer: the cached or piloted one, else a stand-in of the
-            # expected length, distinct per answer.
-            text = (
-                got.text if got is not None and got.text else _standin_answer(ans, lengths, chars_per_token)
-            )
-            ledger.add(arm, "judge", judge_request(q, text, name, r), sid)
+        for arm, i, inp, q in _judge_questions(sessions, known, result.events, per_kind):
+            sid = inp.event.session
+            found = _recovered(ledger, arm, inp, q, name)
+            for r in range(reps):
+                asked[arm, i] += 1
+                ans = answer_request(q, inp, name, r, found)
+                got = ledger.add(arm, "judge", ans, sid)
+                # The judge grades the answer: the cached or piloted one, else a stand-in of the
+                # expected length, distinct per answer.
+                text = (
+                    got.text
+                    if got is not None and got.text
+                    else _standin_answer(ans, lengths, chars_per_token)
+                )
+                ledger.add(arm, "judge", judge_request(q, text, name, r), sid)
         conc = model.concurrency
         for (arm, _), k in asked.items():
             ledger.line(arm, "judge").trips += 2 * math.ceil(k / conc)
@@ -432,20 +419,14 @@ def build_plan(
     for ln in lines:
         if ln.stage == "summarizer":
             ln.rounds = rounds.get(ln.arm, 0)
-    # Requests grow with a session's size (messages under a message trigger, else bytes), so the
-    # sample is scaled by the corpus's size over the sample's (a ratio estimate) when the corpus's
-    # sizes are known, else by its session count.
-    size_key = "messages" if replay.trigger == "messages" else "bytes"
-    sizes = [float(rows[s.id][size_key]) if s.id in rows else None for s in sessions]
-    by_size = bool(rows) and len(sessions) < total and all(x for x in sizes)
-    corpus_size = sum(float(r.get(size_key) or 0) for r in rows.values()) if by_size else 0.0
+    # Requests grow with a session's compactions, so a sample is scaled by the corpus's size past
+    # the trigger over the sample's (a ratio estimate) when the corpus's sizes are known, else by
+    # its session count.
+    k, sizes, basis = scale_factor(drawn, replay)
     per_session = [ledger.by_session.get(s.id, [0, 0.0]) for s in sessions]
-    if by_size:
-        k = corpus_size / sum(sizes)
-        sampling = sampling_error(per_session, total, sizes)
-    else:
-        k = total / max(1, len(sessions))
-        sampling = sampling_error(per_session, total)
+    sampling = sampling_error(per_session, total, sizes)
+    sampling["drawn"] = drawn.how
+    sampling["volume_mb"] = drawn.volume_mb
     # The answer lengths' own error (cache or pilot sample), scaled like the dollars it prices.
     sampling["output_cost_se"] = output_se * (k if len(sessions) < total else 1.0)
     sampling["pilot_calls"] = lengths.pilot_sent()
@@ -456,11 +437,8 @@ def build_plan(
     }
     if len(sessions) < total:
         lines = [ln.scaled(k) for ln in lines]
-        basis = f"the corpus's {size_key} over the sample's" if by_size else "sessions"
-        notes.append(
-            f"dry-replayed {len(sessions)} of {total} sessions; counts, tokens and dollars scaled ×{k:.2f} "
-            f"({basis})"
-        )
+    lines = [ln.settle() for ln in lines]
+    notes.append(_sample_note(drawn, k, basis))
     if price is None:
         notes.append(f"no price for model {name!r} in [model.prices]: dollars unknown")
     plan = Plan(
@@ -490,36 +468,25 @@ def build_plan(
     return plan
 
 
+def _sample_note(drawn: Drawn, k: float, basis: str) -> str:
+    """What the plan dry-replayed, and how it scaled the sample up."""
+    n = len(drawn.sessions)
+    volume = (
+        f"{drawn.volume_mb:,.1f} MB of sessions x arms x replicates"
+        if drawn.volume_mb is not None
+        else "the corpus's size unknown before it is built"
+    )
+    if n >= drawn.total:
+        return f"dry-replayed every one of the {drawn.total} sessions ({volume}): nothing scaled"
+    return (
+        f"dry-replayed {n} of {drawn.total} sessions drawn at random, seeded by the experiment "
+        f"({volume}; every session is dry-replayed up to {FULL_REPLAY_MB:.0f} MB, or with --sample "
+        f"{drawn.total}); counts, tokens and dollars scaled x{k:.2f} ({basis})"
+    )
+
+
 def _standin_answer(ans: ChatRequest, lengths: OutputLengths, chars_per_token: int) -> str:
     return (STANDIN + ans.key()).ljust(int(lengths.expected("answer") * chars_per_token))
-
-
-def sampling_error(
-    per_session: list[list[float]],
-    total: int,
-    sizes: list[float] | None = None,
-) -> dict[str, Any]:
-    """One standard error of the scaled-up totals (requests, dollars) from the sampled sessions'
-    own counts, with the finite-population correction (0 when every session was sampled; None
-    when one session cannot tell). With the sampled sessions' ``sizes`` the totals are ratio
-    estimates and the error is the ratio estimator's (Cochran, Sampling Techniques §6.3)."""
-    import statistics
-
-    n = len(per_session)
-    out: dict[str, Any] = {"sampled": n, "sessions": total, "scaled_by": "size" if sizes else "sessions"}
-    for i, name in ((0, "requests_se"), (1, "cost_usd_se")):
-        ys = [float(r[i]) for r in per_session]
-        if n >= total:
-            out[name] = 0.0
-        elif n < 2:
-            out[name] = None
-        elif sizes:
-            ratio = sum(ys) / sum(sizes)
-            resid = [y - ratio * x for y, x in zip(ys, sizes, strict=True)]
-            out[name] = total * statistics.stdev(resid) / math.sqrt(n) * math.sqrt(1 - n / total)
-        else:
-            out[name] = total * statistics.stdev(ys) / math.sqrt(n) * math.sqrt(1 - n / total)
-    return out
 
 
 def offline_backend(model: ModelConfig) -> bool:

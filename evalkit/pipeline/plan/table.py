@@ -76,7 +76,8 @@ def _sampling_line(plan: Plan) -> str:
     dollars = f", ± {_usd(cost)}" if cost and plan.totals().cost_usd is not None else ""
     return (
         f"sampling error: ± {_n(sm['requests_se'])} requests{dollars} (one standard error from "
-        f"{sm['sampled']} of {sm['sessions']} sessions; --sample {sm['sessions']} removes it)"
+        f"{sm['sampled']} of {sm['sessions']} sessions drawn at random; --sample {sm['sessions']} "
+        "removes it)"
     )
 
 
