@@ -19,7 +19,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # or a pipeline stage over a corpus, itself or through a fixture it uses.
 WHOLE_FIXTURES = {"fake_server", "fake_server_process"}
 WHOLE_CALLS = (
-    "subprocess", "evalkit_cmd", "evalkit(", "run_experiment(", "replay_corpus(", "score_run(",
+    "subprocess", "evalkit_cmd", "evalkit(", "run_cli(", "run_experiment(", "replay_corpus(", "score_run(",
     "build_corpus(", "run_continuation(", "worker_pool(", "import ray", '"run"', "FakeServer(",
     "write_report(", "merge_shards(", "sys.executable",
 )
