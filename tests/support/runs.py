@@ -152,13 +152,11 @@ def cache_keys(path: Path, purpose: str | None = None) -> set[str]:
 
 
 def facts_check(labels: Path, transcripts: Path) -> str:
-    """What ``evalkit facts --check LABELS --transcripts DIR`` prints, run as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", "facts", "--check", str(labels), "--transcripts", str(transcripts)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """What ``evalkit facts --check LABELS --transcripts DIR`` prints (in-process), asserting it
+    exits 0."""
+    done = run_cli("facts", "--check", str(labels), "--transcripts", str(transcripts))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 def refused(done: subprocess.CompletedProcess, *names: str) -> str:
