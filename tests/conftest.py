@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+# pytest rewrites every test module's asserts on import and keeps the result beside it
+# (__pycache__, ignored by git), unless bytecode writing is off: where PYTHONDONTWRITEBYTECODE is set
+# (the Makefile compiles sources for such machines), each xdist worker rewrote all ~110 test modules
+# on every run, about a quarter of its collection. Only this process: the `evalkit` processes the
+# tests start keep the setting.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared beside the checkout; a git worktree one level deeper finds it further up.
@@ -25,6 +34,7 @@ WHOLE_CALLS = (
 )
 
 
+@functools.cache  # 800 tests share a few hundred functions and fixtures; tokenizing each once
 def _source(fn) -> str:
     try:
         return inspect.getsource(fn)
