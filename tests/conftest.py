@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+# pytest rewrites every test module's asserts on import and keeps the result beside it
+# (__pycache__, ignored by git), unless bytecode writing is off: where PYTHONDONTWRITEBYTECODE is set
+# (the Makefile compiles sources for such machines), each xdist worker rewrote all ~110 test modules
+# on every run, about a quarter of its collection. Only this process: the `evalkit` processes the
+# tests start keep the setting.
+sys.dont_write_bytecode = False
 
 ROOT = Path(__file__).resolve().parent.parent
 # ../shared beside the checkout; a git worktree one level deeper finds it further up.
@@ -19,12 +28,13 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # or a pipeline stage over a corpus, itself or through a fixture it uses.
 WHOLE_FIXTURES = {"fake_server", "fake_server_process"}
 WHOLE_CALLS = (
-    "subprocess", "evalkit_cmd", "evalkit(", "run_experiment(", "replay_corpus(", "score_run(",
+    "subprocess", "evalkit_cmd", "evalkit(", "run_cli(", "run_experiment(", "replay_corpus(", "score_run(",
     "build_corpus(", "run_continuation(", "worker_pool(", "import ray", '"run"', "FakeServer(",
     "write_report(", "merge_shards(", "sys.executable",
 )
 
 
+@functools.cache  # 800 tests share a few hundred functions and fixtures; tokenizing each once
 def _source(fn) -> str:
     try:
         return inspect.getsource(fn)

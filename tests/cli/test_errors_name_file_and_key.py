@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evalkit.cli import main
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 
 def _error_lines(err: str) -> list[str]:
@@ -82,10 +83,10 @@ def test_duplicate_session_ids_are_refused_by_validate_and_run(tmp_path, corpus)
     dup = tmp_path / "dup.jsonl"
     line = corpus.read_text().splitlines()[0]
     dup.write_text(line + "\n" + line + "\n")
-    done = evalkit("validate", str(dup), timeout=60)
+    done = run_cli("validate", str(dup))
     assert done.returncode == 2 and str(dup) in done.stderr and "lines 1, 2" in done.stderr, done.stderr
     exp = write_experiment(tmp_path / "exp.toml", dup)
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"), timeout=120)
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
     assert done.returncode == 2, done.stderr
     err = _error_lines(done.stderr)
     assert len(err) == 1 and str(dup) in err[0] and "Traceback" not in done.stderr, done.stderr

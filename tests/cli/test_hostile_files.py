@@ -1,9 +1,10 @@
-"""Hostile files and CLI misuse, as real processes (issue 41 items 2, 4, 5, 10, 11, 12, 13, 15, 16,
-19, 20, 21, 22, 24, 25; issue 39 item 6; issue 34 item 7).
+"""Hostile files and CLI misuse (issue 41 items 2, 4, 5, 10, 11, 12, 13, 15, 16, 19, 20, 21, 22,
+24, 25; issue 39 item 6; issue 34 item 7).
 
-Each case runs ``python -m evalkit`` in a temporary folder. Whatever the input: no traceback, a
-refusal is one line naming the file or setting with exit 2, and nothing already computed is lost
-or created where it should not be."""
+Each case runs ``evalkit`` on files in a temporary folder: in-process (tests/support/cli.py), or
+as a real ``python -m evalkit`` process where only a process shows it (signals, a closed pipe).
+Whatever the input: no traceback, a refusal is one line naming the file or setting with exit 2,
+and nothing already computed is lost or created where it should not be."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.runs import (
     copy_run,
-    evalkit,
     evalkit_cmd,
     files_under,
     refused,
@@ -95,7 +96,7 @@ def test_verbs_on_a_folder_no_run_wrote_exit_2_and_create_nothing(tmp_path, base
     work = tmp_path / "cwd"
     work.mkdir()
     before = sorted(map(str, tmp_path.rglob("*")))
-    done = evalkit(*verb_argv(verb, folder, tmp_path, base_run), cwd=work, timeout=120)
+    done = run_cli(*verb_argv(verb, folder, tmp_path, base_run), cwd=work)
     line = refused(done)
     assert (folder or "''") in line, line
     assert sorted(map(str, tmp_path.rglob("*"))) == before  # nothing created, not even --out
@@ -109,13 +110,13 @@ def test_report_out_keeps_the_users_own_figures(tmp_path, base_run):
     out = tmp_path / "mine"
     out.mkdir()
     (out / "fig-holiday.png").write_bytes(b"\x89PNG user photo")
-    done = evalkit("report", str(run), "--out", str(out))
+    done = run_cli("report", str(run), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert (out / "fig-holiday.png").read_bytes() == b"\x89PNG user photo"
     drawn = {p.name for p in out.glob("fig-*.png")} - {"fig-holiday.png"}
     assert drawn, "the report drew no figure: nothing exercised"
     # A second report into the same folder replaces its own figures, not the user's.
-    done = evalkit("report", str(run), "--out", str(out))
+    done = run_cli("report", str(run), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert (out / "fig-holiday.png").exists() and drawn <= {p.name for p in out.glob("fig-*.png")}
 
@@ -123,7 +124,7 @@ def test_report_out_keeps_the_users_own_figures(tmp_path, base_run):
 def test_report_calibrate_hint_quotes_the_run_path(tmp_path, base_run):
     """Item 21: the hint is meant to be pasted into a shell."""
     run = copy_run(base_run, tmp_path, "my run; rm -rf x")
-    done = evalkit("report", str(run))
+    done = run_cli("report", str(run))
     assert done.returncode == 0, done.stderr
     md = (run / "report" / "report.md").read_text()
     assert f"evalkit calibrate '{run}'" in md
@@ -176,7 +177,7 @@ def test_wrong_shape_run_files_are_one_line_naming_the_file(tmp_path, base_run, 
             "calibrate": ["calibrate", str(run), "--experiments", "4", "--workers", "1"],
             "resume": ["run", "--config", str(exp), "--run-dir", str(run), "--resume"],
         }[verb]
-        done = evalkit(*argv, cwd=tmp_path)
+        done = run_cli(*argv, cwd=tmp_path)
         refused(done, str(run / name))
         assert not (tmp_path / "rep").exists()
 
@@ -188,7 +189,7 @@ def test_a_damaged_completion_marker_reruns_its_stage(tmp_path, base_run, damage
     body = {"list": b"[]", "garbage": b"\x00\xff garbage", "fields": b'{"inputs": [], "outputs": 3}'}[damage]
     marker.write_bytes(body)
     exp = base_run.parent / "exp.toml"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert done.returncode == 0, done.stderr
     no_traceback(done)
     assert "resume: score runs again" in done.stderr and str(marker) in done.stderr
@@ -261,7 +262,7 @@ def test_import_redact_covers_secrets_and_people(tmp_path):
     src.mkdir()
     _openai_session(src / f"deploy-{ID_SECRET}.json", list(PLANTED.values()))
     out = tmp_path / "corpus"
-    done = evalkit("import", "openai", str(src), "--out", str(out), "--redact")
+    done = run_cli("import", "openai", str(src), "--out", str(out), "--redact")
     assert done.returncode == 0, done.stderr
     blob = (out / "sessions.jsonl").read_text() + (out / "manifest.json").read_text()
     for kind, leak in LEAK.items():
@@ -303,7 +304,7 @@ def test_report_excerpts_strip_controls_before_redacting(tmp_path, base_run):
     for line, label in zip(planted, ("split key", "coloured key", "glued key: KEY\\_"), strict=True):
         events = [{**e, "carried": [line, *(e.get("carried") or [])]} for e in original]
         p.write_text("".join(json.dumps(e) + "\n" for e in events))
-        done = evalkit("report", str(run))
+        done = run_cli("report", str(run))
         assert done.returncode == 0, done.stderr
         md = (run / "report" / "report.md").read_text()
         assert f"{label}: \\[REDACTED" in md or f"{label}\\[REDACTED" in md, (label, "not quoted")
@@ -327,12 +328,12 @@ def test_a_lone_surrogate_does_not_kill_the_report(tmp_path):
     corpus.write_text(json.dumps(s) + "\n" + "\n".join(lines[1:]) + "\n")  # ensure_ascii: "\ud83d"
     exp = write_experiment(tmp_path / "exp.toml", corpus)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     md = (run / "report" / "report.md").read_text(encoding="utf-8")
     assert "\ufffd" in md
     assert not list(run.rglob("*.tmp"))
-    again = evalkit("report", str(run))
+    again = run_cli("report", str(run))
     assert again.returncode == 0, again.stderr
 
 
@@ -344,7 +345,7 @@ def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_r
     before = {p: p.read_bytes() for p in files_under(run)}
     out = tmp_path / "cal" / "calibration.md"
     out.parent.mkdir()
-    done = evalkit("calibrate", str(run), "--experiments", "8", "--workers", "1", "--out", str(out))
+    done = run_cli("calibrate", str(run), "--experiments", "8", "--workers", "1", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert out.is_file() and out.with_suffix(".json").is_file()
     assert json.loads(out.with_suffix(".json").read_text())["experiments"] == 8
@@ -402,7 +403,7 @@ def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
     no_traceback(done)
     lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")]
     assert lines == ["evalkit run: interrupted; run it again with --resume to continue"], done.stderr
-    again = evalkit(*argv, "--resume")
+    again = run_cli(*argv, "--resume")
     assert again.returncode == 0, again.stderr
     assert (run / "decision.json").is_file()
 
@@ -507,7 +508,7 @@ def test_large_sessions_are_read_and_bad_ones_named(tmp_path):
         fh.write(b'{"id": "cut", "messages": [\n')
     exp = write_experiment(tmp_path / "exp.toml", corpus)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     manifest = json.loads((run / "corpus" / "manifest.json").read_text())
     assert big in {r["id"] for r in manifest["sessions"]} and manifest["stats"]["sessions"] == 2
@@ -523,7 +524,7 @@ def test_a_corpus_whose_every_session_is_skipped_is_exit_2(tmp_path):
     corpus = tmp_path / "bad.jsonl"
     corpus.write_bytes(b'{"id": "bad-\xff"}\n{"not": "a session"}\n')
     exp = write_experiment(tmp_path / "exp.toml", corpus)
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
     line = refused(done, str(corpus), "no session")
     assert "all 2 records were skipped" in line
     assert not (tmp_path / "run" / "metrics.parquet").exists()
@@ -538,11 +539,11 @@ def test_deeply_nested_json_is_a_file_line_error(tmp_path):
     corpus = tiny_corpus(tmp_path / "src", n=2)
     with open(corpus, "ab") as fh:
         fh.write(b'{"id": "deep", "messages": ' + DEEP + b"}\n")
-    done = evalkit("validate", str(corpus))
+    done = run_cli("validate", str(corpus))
     refused(done, f"{corpus}:3:", "nested")
     exp = write_experiment(tmp_path / "exp.toml", corpus)
     exp.write_text(exp.read_text().replace("[corpus]\n", '[corpus]\non_error = "raise"\n'))
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
     refused(done, f"{corpus}:3:", "nested")
 
 
@@ -577,7 +578,7 @@ def test_import_drops_only_the_deep_record(tmp_path, depth):
     src.parent.mkdir()
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "corpus"
-    done = evalkit("import", "claude-code", str(src), "--out", str(out), "--redact")
+    done = run_cli("import", "claude-code", str(src), "--out", str(out), "--redact")
     assert done.returncode == 0, done.stderr
     no_traceback(done)
     assert f"{src}:3:" in done.stderr and "nested" in done.stderr
@@ -601,14 +602,14 @@ def test_resume_rebuilds_a_damaged_stage_file(tmp_path, base_run, name):
     original = target.read_bytes()
     target.write_bytes(original[: len(original) // 2])  # a kill mid-write, a full disk
     exp = base_run.parent / "exp.toml"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert done.returncode == 0, done.stderr
     assert "resume: score runs again" in done.stderr, done.stderr
     if name.endswith(".parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(target), pd.read_parquet(base_run / name))
     else:
         assert target.read_bytes() == original
-    again = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    again = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert "resume: score is complete, skipped" in again.stderr, again.stderr
 
 
@@ -618,7 +619,7 @@ def test_resume_rebuilds_a_damaged_stage_file(tmp_path, base_run, name):
 def test_a_missing_events_file_is_a_report_caveat(tmp_path, base_run):
     run = copy_run(base_run, tmp_path)
     (run / "events" / "head-tail.jsonl").unlink()
-    done = evalkit("report", str(run))
+    done = run_cli("report", str(run))
     assert done.returncode == 0, done.stderr
     md = (run / "report" / "report.md").read_text()
     caveat = next(ln for ln in md.splitlines() if "**Missing from the run folder**" in ln)
@@ -645,16 +646,16 @@ def test_tool_call_ids_reused_across_turns_are_kept_with_a_warning(tmp_path):
     src.parent.mkdir()
     src.write_text(json.dumps({"messages": msgs}))
     out = tmp_path / "corpus"
-    done = evalkit("import", "openai", str(src), "--out", str(out))
+    done = run_cli("import", "openai", str(src), "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert "69  tool call id reused across turns" in done.stdout, done.stdout
     assert "tool calls 70" in done.stdout  # every call kept
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["import"]["warnings"] == {"tool call id reused across turns": 69}
-    checked = evalkit("validate", str(out))
+    checked = run_cli("validate", str(out))
     assert checked.returncode == 0 and "69 tool calls reuse an id of an earlier turn" in checked.stderr
     exp = write_experiment(tmp_path / "exp.toml", out / "sessions.jsonl")
-    ran = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
+    ran = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "run"))
     # the session is too short to compact at the test window: the run ends with nothing to judge
     assert ran.returncode == 1 and "nothing to judge" in ran.stderr, ran.stderr
     assert "1 sessions reuse tool-call ids across turns (69 calls)" in ran.stderr
@@ -685,7 +686,7 @@ def test_setting_errors_name_the_setting_before_any_stage(tmp_path, case):
             cache.write_text("not a database")
         argv += ["--warm-cache", str(cache)]
         names = [str(cache)]
-    done = evalkit(*argv)
+    done = run_cli(*argv)
     refused(done, *names)
     assert "[evalkit] corpus" not in done.stderr  # found before any stage
     assert not run.exists() or run.is_symlink()  # no run folder, no empty cache file in it
@@ -693,7 +694,7 @@ def test_setting_errors_name_the_setting_before_any_stage(tmp_path, case):
 
 def test_report_out_is_not_created_when_the_report_fails(tmp_path):
     out = tmp_path / "D"
-    done = evalkit("report", str(tmp_path / "no-run"), "--out", str(out))
+    done = run_cli("report", str(tmp_path / "no-run"), "--out", str(out))
     refused(done, str(tmp_path / "no-run"))
     assert not out.exists()
 
@@ -708,11 +709,11 @@ def test_a_cached_response_row_of_the_wrong_shape_names_the_cache(tmp_path, fake
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
     argv = ["run", "--config", str(exp), "--run-dir", str(run)]
-    assert evalkit(*argv).returncode == 0
+    assert run_cli(*argv).returncode == 0
     cache = run / "model-calls.sqlite"
     for body in ("[1, 2]", "garbage"):
         with sqlite3.connect(cache) as con:
             con.execute("UPDATE calls SET response = ? WHERE purpose = 'summarize'", (body,))
         shutil.rmtree(run / "events")  # replay asks the cache again
-        line = refused(evalkit(*argv, "--resume"), str(cache), "cached response")
+        line = refused(run_cli(*argv, "--resume"), str(cache), "cached response")
         assert "unreadable" in line

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 
 from evalkit.common.redact import redact_text
-from tests.support.runs import evalkit, files_under, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import files_under, tiny_corpus, write_experiment
 
 KEY = "sk-planted-ENVKEY-0123456789abcdef"
 URL_PASS = "planted-URLPASS-4242"
@@ -23,7 +24,7 @@ def test_api_key_in_config_is_refused_before_anything_is_written(tmp_path, backe
         model={"backend": backend, "api_key": CFG_KEY, "base_url": "http://127.0.0.1:9/v1"},
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "model.api_key" in lines[0] and str(exp) in lines[0], done.stderr
@@ -53,9 +54,9 @@ def test_no_planted_secret_in_any_file_a_run_writes(tmp_path, fake_server_proces
     }
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), env={"OPENAI_API_KEY": KEY})
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), env={"OPENAI_API_KEY": KEY})
     assert done.returncode == 0, done.stderr
-    rep = evalkit("report", str(run), "--out", str(tmp_path / "rep"), env={"OPENAI_API_KEY": KEY})
+    rep = run_cli("report", str(run), "--out", str(tmp_path / "rep"), env={"OPENAI_API_KEY": KEY})
     assert rep.returncode == 0, rep.stderr
     written = files_under(run) + files_under(tmp_path / "rep") + [log]
     assert any(p.name == "config.json" for p in written) and any(p.suffix == ".sqlite" for p in written)

@@ -17,7 +17,8 @@ import pytest
 from evalkit.corpus import read_sessions, write_sessions
 from evalkit.testing.serverlog import settled_log
 from tests.conftest import ROOT
-from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, verdict_script, write_experiment
 
 SCRIPT = ROOT / "tests" / "support" / "external_compactor.py"
 
@@ -46,7 +47,7 @@ def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake
         tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     with sqlite3.connect(run / "model-calls.sqlite") as con:
         purposes = dict(con.execute("SELECT purpose, COUNT(*) FROM calls GROUP BY purpose").fetchall())
@@ -57,7 +58,7 @@ def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake
     assert "are errors, above 5%" in done.stderr  # a failing judge is a warning a person sees
     n = _posts(log)
     for args in (["score", str(run)], ["run", "--config", str(exp), "--run-dir", str(run)]):
-        done = evalkit(*args)
+        done = run_cli(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert _posts(log) == n, args  # nothing asked again
     assert _judge_errors(run) == errors
@@ -68,7 +69,7 @@ def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake
         tmp_path / "exp2.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url2}
     )
     run2 = tmp_path / "run2"
-    assert evalkit("run", "--config", str(exp2), "--run-dir", str(run2)).returncode == 0
+    assert run_cli("run", "--config", str(exp2), "--run-dir", str(run2)).returncode == 0
     n = _posts(log2)
     assert n > 0
     for args in (
@@ -76,7 +77,7 @@ def test_unparseable_verdicts_stay_errors_and_reruns_send_nothing(tmp_path, fake
         ["report", str(run2)],
         ["run", "--config", str(exp2), "--run-dir", str(run2), "--resume"],
     ):
-        done = evalkit(*args)
+        done = run_cli(*args)
         assert done.returncode == 0, (args, done.stderr)
         assert _posts(log2) == n, args
 
@@ -86,7 +87,7 @@ def test_reproduce_command_and_external_evidence_links(tmp_path):
     arm = f"external:{sys.executable} {SCRIPT} ok\n<b>injected</b>"
     exp = write_experiment(tmp_path / "exp.toml", corpus)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--arms", f"baseline,{arm}")
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--arms", f"baseline,{arm}")
     assert done.returncode == 0, done.stderr
     command = json.loads((run / "config.json").read_text())["command"]
     assert "\n" not in command
@@ -117,7 +118,7 @@ def test_facts_prints_control_characters_escaped(tmp_path):
     s = next(iter(read_sessions(src)))
     evil = tmp_path / "evil.jsonl"
     write_sessions(evil, [replace(s, id="sess\x1b[31mRED\x1b]0;title\x07")])
-    done = evalkit("facts", str(evil), timeout=60)
+    done = run_cli("facts", str(evil))
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout + done.stderr and "\x07" not in done.stdout
     assert "sess\\x1b[31mRED" in done.stdout

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 
 from evalkit.contracts.session import Text, ToolResult
 from evalkit.facts import compute_facts
@@ -16,6 +14,7 @@ from evalkit.importers import detect_format, import_paths
 from evalkit.importers.building import unwrap_envelope
 from evalkit.importers.inputs import UNRECOGNISED
 from tests.importers.test_codex_opencode_fixtures import OPENCODE_PARTS, _check_opencode
+from tests.support.cli import run_cli
 
 CC_SMALL = "claude-code/moredip-session-share/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
 AIDER_0295 = "aider/Aider-AI-aider/sessions/aider-chat-history__session0295__2024-08-09T16-51-14.md"
@@ -90,21 +89,7 @@ def test_unrecognised_files_are_named_and_strict_fails(transcripts, tmp_path):
     }
 
     def run(*extra):
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "evalkit",
-                "import",
-                "auto",
-                str(src),
-                "--out",
-                str(tmp_path / "c"),
-                *extra,
-            ],
-            capture_output=True,
-            text=True,
-        )
+        return run_cli("import", "auto", str(src), "--out", str(tmp_path / "c"), *extra)
 
     ok = run()
     assert ok.returncode == 0 and "notes.txt" in ok.stderr and "empty.json" in ok.stderr

@@ -20,7 +20,8 @@ from evalkit.contracts.config import ModelConfig
 from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
 from evalkit.models.usage import read_ledger
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 MB = 1 << 20
 
@@ -352,7 +353,7 @@ def _run(tmp_path: Path, url: str, **model) -> tuple:
         model={"backend": "openai", "model": "fake-model", "base_url": url, "backoff_base": 0.01, **model},
     )
     run = tmp_path / "run"
-    return evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=120), run
+    return run_cli("run", "--config", str(exp), "--run-dir", str(run)), run
 
 
 @pytest.mark.slow
@@ -454,12 +455,10 @@ def test_a_live_cache_is_refused_before_anything_is_written(tmp_path, live, how)
     live("-" if how.endswith("shared") else run, target)
     if how == "warm-cache":
         exp = write_experiment(tmp_path / "exp.toml", None)
-        done = evalkit(
-            "run", "--config", str(exp), "--run-dir", str(run), "--warm-cache", str(src), timeout=60
-        )
+        done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--warm-cache", str(src))
         named = "in use by pid"
     else:
-        done = evalkit("cache", "merge", str(src), "--out", str(target), timeout=60)
+        done = run_cli("cache", "merge", str(src), "--out", str(target))
         named = "in use by pid" if how.endswith("run") else "open in another process"
     assert _keys(target) == before  # nothing written into the live cache
     assert done.returncode == 2, done.stderr

@@ -11,7 +11,8 @@ import pytest
 
 from evalkit.testing.faults import FaultPlan
 from evalkit.testing.serverlog import answered, settled_log
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 
 def _model(url: str, cache) -> dict:
@@ -35,7 +36,7 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
     cache = tmp_path / "calls.sqlite"
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=_model(url, cache))
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     events = [json.loads(x) for x in (run / "events" / "baseline.jsonl").read_text().splitlines()]
     assert events and all(e["summary_error"] and "truncated" in e["summary_error"] for e in events)
@@ -50,7 +51,7 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
     # The same requests against a healthy endpoint are sent again (nothing truncated was trusted).
     server.stop()
     healthy = fake_server(None, port=port, log_bodies=False)  # same endpoint, so the same cache keys
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "run2"))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "run2"))
     assert done.returncode == 0, done.stderr
     events2 = [
         json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()
@@ -64,5 +65,5 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
 def test_fault_rates_outside_0_1_are_refused():
     with pytest.raises(ValueError, match="outside"):
         FaultPlan({"500": -0.5, "429": 0.7})
-    done = evalkit("fake-server", "--fault", "500=-0.2", timeout=30)
+    done = run_cli("fake-server", "--fault", "500=-0.2")
     assert done.returncode == 2 and "outside" in done.stderr

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, verdict_script, write_experiment
 
 
 @pytest.mark.slow
@@ -27,7 +28,7 @@ def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, 
     }
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     posts = [e for e in settled_log(log) if e["method"] == "POST"]
     u = json.loads((run / "model-usage.json").read_text())["total"]
@@ -41,7 +42,7 @@ def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, 
 
     # A warm rerun into the same folder: nothing sent; every answered call is a cache hit.
     n = len(posts)
-    again = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    again = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert again.returncode == 0, again.stderr
     usage = json.loads((run / "model-usage.json").read_text())
     w = usage["total"]

@@ -10,7 +10,8 @@ import tomllib
 import pytest
 
 from evalkit.testing.serverlog import settled_log
-from tests.support.runs import evalkit, starter_experiment, verdict_script
+from tests.support.cli import run_cli
+from tests.support.runs import starter_experiment, verdict_script
 
 FOLDER = "claude-code/d-kimuson-claude-code-viewer"  # 3 sessions of 21-25 messages
 
@@ -32,7 +33,7 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
     exp.write_text(text)
 
     # 3. offline
-    offline = evalkit("run", "--config", str(exp), "--run-dir", str(tmp_path / "offline"))
+    offline = run_cli("run", "--config", str(exp), "--run-dir", str(tmp_path / "offline"))
     assert offline.returncode == 0, offline.stderr
     assert "no compaction events" not in offline.stderr
     decision = json.loads((tmp_path / "offline" / "decision.json").read_text())
@@ -48,7 +49,7 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
         .replace('# base_url = "http://localhost:8000/v1"', f'base_url = "{url}"')
     )
     run = tmp_path / "real"
-    real = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    real = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert real.returncode == 0, real.stderr
     sent = sum(e["method"] == "POST" for e in settled_log(log))
     assert sent > 0 and f"endpoint: model: {url}" in real.stderr
@@ -61,8 +62,8 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
     assert v["verdict"] == "untested" and ("min_sessions" in v["reason"] or "missing" in v["reason"])
 
     # 6. the gate: untested fails by default; a rerun sends nothing
-    gate = evalkit("gate", str(run), "--require", "my-prompt=ship")
+    gate = run_cli("gate", str(run), "--require", "my-prompt=ship")
     assert gate.returncode == 1, gate.stdout + gate.stderr
-    again = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    again = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert again.returncode == 0, again.stderr
     assert sum(e["method"] == "POST" for e in settled_log(log)) == sent

@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +21,7 @@ def test_executor_and_merge_runs_write_warnings_json(tmp_path):
         fh.write('{"id": "broken", "messages": [\n')
     exp = write_experiment(tmp_path / "exp.toml", corpus)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--executor", "local", "--shards", "2", "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--executor", "local", "--shards", "2", "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     body = json.loads((run / "warnings.json").read_text())
     assert [w["kind"] for w in body["warnings"]] == ["skipped_sessions"], body
@@ -30,7 +31,7 @@ def test_executor_and_merge_runs_write_warnings_json(tmp_path):
     assert "1 session record(s) skipped" in first[: first.index("\n## ")], report[:3000]
     shards = sorted((run / "shards").iterdir())
     merged = tmp_path / "merged"
-    again = evalkit("merge", *map(str, shards), "--out", str(merged))
+    again = run_cli("merge", *map(str, shards), "--out", str(merged))
     assert again.returncode == 0, again.stderr
     assert json.loads((merged / "warnings.json").read_text()) == body
     assert "1 session record(s) skipped" in again.stderr
@@ -40,13 +41,13 @@ def test_a_rules_only_redecide_drops_a_calibration_made_for_other_rules(tmp_path
     corpus = tiny_corpus(tmp_path / "corpus", n=2)
     exp = write_experiment(tmp_path / "exp.toml", corpus, rules={"min_sessions": 2})
     run = tmp_path / "run"
-    assert evalkit("run", "--config", str(exp), "--run-dir", str(run)).returncode == 0
+    assert run_cli("run", "--config", str(exp), "--run-dir", str(run)).returncode == 0
     # A calibration of an earlier version, for the rules of then (no record of which).
     old = {"run": str(run), "experiments": 7, "resamples": 13, "seed": 424242, "alpha": 0.025, "rows": []}
     (run / "calibration.json").write_text(json.dumps(old))
     (run / "calibration.md").write_text("old calibration, seed 424242\n")
     exp.write_text(exp.read_text().replace("min_sessions = 2", "min_sessions = 3"))
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert done.returncode == 0, done.stderr
     assert json.loads((run / "decision.json").read_text())["stats"]["min_sessions"] == 3
     assert not (run / "calibration.json").exists() and not (run / "calibration.md").exists()

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from evalkit.testing.serverlog import settled_log
+from tests.support.cli import run_cli
 from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
@@ -71,9 +72,9 @@ def test_trap1_41_1_another_config_into_a_used_folder_is_refused_not_mixed(tmp_p
     b = write_experiment(tmp_path / "b.toml", corpus, replay={"arms": ["baseline", "head-tail"]})
     b.write_text(b.read_text().replace("seed = 7", "seed = 8"))
     run = tmp_path / "D"
-    assert evalkit("run", "--config", str(a), "--run-dir", str(run)).returncode == 0
+    assert run_cli("run", "--config", str(a), "--run-dir", str(run)).returncode == 0
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.suffix != ".lock"}
-    done = evalkit("run", "--config", str(b), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(b), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     line = done.stderr.strip()
     assert "\n" not in line and str(run) in line
@@ -83,7 +84,7 @@ def test_trap1_41_1_another_config_into_a_used_folder_is_refused_not_mixed(tmp_p
     after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.suffix != ".lock"}
     assert after == before  # nothing of B was written
     # a new folder is the way out
-    assert evalkit("run", "--config", str(b), "--run-dir", str(tmp_path / "E")).returncode == 0
+    assert run_cli("run", "--config", str(b), "--run-dir", str(tmp_path / "E")).returncode == 0
 
 
 def test_trap2_experiment_rules_extend_the_project_rules(tmp_path):
@@ -152,7 +153,7 @@ def test_trap2_unknown_names_in_rules_fail_before_any_work(tmp_path, rules, name
     corpus = tiny_corpus(tmp_path / "corpus", n=1)
     exp = write_experiment(tmp_path / "exp.toml", corpus, rules=rules)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     assert named in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (run / "corpus").exists() and not (run / "events").exists()
@@ -166,7 +167,7 @@ def test_trap3_a_decide_setting_redecides_the_same_folder_with_no_request(tmp_pa
     corpus = tiny_corpus(tmp_path / "corpus", n=2)
     model = {"backend": "openai", "model": "m", "base_url": url}
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model, rules={"min_sessions": 2})
-    first = evalkit("run", "--config", str(exp))
+    first = run_cli("run", "--config", str(exp))
     assert first.returncode == 0, first.stderr
     (run,) = (tmp_path / "runs").iterdir()
     # trap 5: the endpoint used is recorded in the run, the report and the summary
@@ -177,13 +178,13 @@ def test_trap3_a_decide_setting_redecides_the_same_folder_with_no_request(tmp_pa
     sent = _posts(log)
     assert sent > 0
     exp.write_text(exp.read_text().replace("min_sessions = 2", "min_sessions = 3"))
-    again = evalkit("run", "--config", str(exp))  # no --run-dir: the default folder
+    again = run_cli("run", "--config", str(exp))  # no --run-dir: the default folder
     assert again.returncode == 0, again.stderr
     assert [p.name for p in (tmp_path / "runs").iterdir()] == [run.name]
     assert _posts(log) == sent
     assert json.loads((run / "decision.json").read_text())["stats"]["min_sessions"] == 3
     exp.write_text(exp.read_text().replace("min_sessions = 3", "min_sessions = 4"))
-    resumed = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    resumed = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert resumed.returncode == 0, resumed.stderr
     for stage in ("corpus", "replay", "score"):
         assert f"resume: {stage} is complete, skipped" in resumed.stderr
@@ -199,7 +200,7 @@ def test_trap5_an_endpoint_typo_fails_at_once(tmp_path, url):
         tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=60)
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     assert "base_url" in done.stderr and ("scheme" in done.stderr or "no host" in done.stderr)
     assert not run.exists()
@@ -210,9 +211,7 @@ def test_trap5_the_public_default_endpoint_needs_allow_remote(tmp_path):
     corpus = tiny_corpus(tmp_path / "corpus", n=1)
     exp = write_experiment(tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m"})
     run = tmp_path / "run"
-    done = evalkit(
-        "run", "--config", str(exp), "--run-dir", str(run), env={"OPENAI_BASE_URL": ""}, timeout=60
-    )
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), env={"OPENAI_BASE_URL": ""})
     assert done.returncode == 2, done.stderr
     assert "--allow-remote" in done.stderr and "api.openai.com" in done.stderr
     assert not run.exists()
@@ -228,7 +227,7 @@ def test_trap4_7_warnings_a_person_sees_and_strict(tmp_path):
         tmp_path / "exp.toml", corpus, replay={"window": 200_000, "reserve": 16_384, "keep_recent": 20_000}
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     # nothing compacted: nothing to judge, the gate's code for an empty result (issue 38)
     assert done.returncode == 1, done.stderr
     assert "warnings: 2" in done.stderr
@@ -239,5 +238,5 @@ def test_trap4_7_warnings_a_person_sees_and_strict(tmp_path):
     first = report.split("## Read these first")[1].split("\n## ")[0]
     assert "no compaction events" in first and "endpoint: none" in first
     assert "no compaction events" in report and "skipped while reading the corpus" in report
-    strict = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--strict")
+    strict = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--strict")
     assert strict.returncode == 2 and "--strict: 2 warning(s)" in strict.stderr

@@ -10,13 +10,14 @@ import pandas as pd
 import pytest
 
 from tests.conftest import ROOT
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 SCRIPT = ROOT / "tests" / "support" / "external_compactor.py"
 
 
 def _run(exp, run, *extra):
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), *extra)
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), *extra)
     assert done.returncode == 0, done.stderr
     return done
 

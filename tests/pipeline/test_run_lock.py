@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from evalkit.testing.serverlog import answered, settled_log
+from tests.support.cli import run_cli
 from tests.support.runs import copy_run, evalkit, tiny_corpus, verdict_script, write_experiment
 
 
@@ -48,7 +49,7 @@ def test_second_run_into_a_busy_folder_exits_2_naming_the_holder(tmp_path, fake_
                 break
             time.sleep(0.05)
         assert first.poll() is None, "the first run ended before the second started"
-        second = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+        second = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
         assert second.returncode == 2, second.stderr
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1, second.stderr
@@ -59,7 +60,7 @@ def test_second_run_into_a_busy_folder_exits_2_naming_the_holder(tmp_path, fake_
             os.killpg(first.pid, signal.SIGKILL)
         first.communicate()
     # The killed holder's lock died with it: a resumed run gets the folder.
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), "--resume")
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), "--resume")
     assert done.returncode == 0, done.stderr
 
 
@@ -107,4 +108,4 @@ def test_rescoring_a_folder_another_process_writes_exits_2(tmp_path, shared_tiny
     with run_lock(run, "the test holding it"):
         done = evalkit(verb, str(run))
     assert done.returncode == 2 and f"pid {os.getpid()}" in done.stderr, done.stderr
-    assert evalkit(verb, str(run)).returncode == 0  # released
+    assert run_cli(verb, str(run)).returncode == 0  # released

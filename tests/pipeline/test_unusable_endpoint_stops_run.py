@@ -10,7 +10,8 @@ from collections import Counter
 
 import pytest
 
-from tests.support.runs import cache_keys, evalkit, evalkit_cmd, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import cache_keys, evalkit_cmd, tiny_corpus, write_experiment
 
 
 def _free_port() -> int:
@@ -32,7 +33,7 @@ def test_unusable_endpoint_stops_with_exit_2(tmp_path, fake_server_process, wher
         tmp_path / "exp.toml", corpus, model={"backend": "openai", "model": "m", "base_url": url}
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), timeout=60)
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     err = [ln for ln in done.stderr.splitlines() if "error" in ln]
     assert len(err) == 1 and "consecutive attempts failed" in err[0] and "127.0.0.1" in err[0], done.stderr
@@ -47,7 +48,7 @@ def test_a_failing_summarizer_is_retried_on_a_schedule(tmp_path, fake_server_pro
     model = {"backend": "openai", "model": "m", "base_url": url, "max_retries": 0, "timeout": 10.0}
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr  # a 500 is not the endpoint being unusable
     events = [json.loads(x) for x in (run / "events" / "baseline.jsonl").read_text().splitlines()]
     assert events and all(e["summary_error"] for e in events)
@@ -97,7 +98,7 @@ def test_an_endpoint_dying_mid_run_stops_it_and_keeps_what_is_done(tmp_path, fak
     assert usage["answered"] >= len(done_before) and usage["failures"] >= 1
 
     back = fake_server(None, port=port, log_bodies=False)
-    done = evalkit(*cmd[3:])
+    done = run_cli(*cmd[3:])
     assert done.returncode == 0, done.stderr
     resent = [e for e in read_log(back.log_path) if e.get("key") in done_before]
     assert resent == []  # what was answered before the failure is kept, not paid again

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from evalkit.replay.trigger_choice import choose_trigger
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 VARIANT = """
 [replay.variants.terse]
@@ -45,7 +46,7 @@ def test_trap9_a_prompt_variant_needs_no_code(tmp_path):
     )
     exp.write_text(exp.read_text() + VARIANT)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     assert _events(run, "baseline") == []  # the [replay] token trigger never fires on this session
     terse, tail = _events(run, "terse"), _events(run, "terse-tail")
@@ -71,7 +72,7 @@ def test_a_bad_variant_fails_before_any_work(tmp_path, table, named):
     exp = write_experiment(tmp_path / "exp.toml", corpus, replay={"arms": ["baseline", "x"]})
     exp.write_text(exp.read_text() + table)
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 2, done.stderr
     assert named in done.stderr and not (run / "corpus").exists()
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from evalkit.score import PROBES
-from tests.support.runs import evalkit, tiny_corpus, write_experiment
+from tests.support.cli import run_cli
+from tests.support.runs import tiny_corpus, write_experiment
 
 STRUCTURAL = {"over_limit", "lost_chars", "truncated_chars", "tool_pairs_valid"}  # the context itself
 # The cadence probe measures the compaction cycle itself (what it freed, what its calls cost, how
@@ -26,7 +27,7 @@ def test_failed_compactions_are_errors_for_summary_metrics(tmp_path, fake_server
         tmp_path / "exp.toml", corpus, model=model, continuation={"enabled": True, "agent": "heuristic"}
     )
     run = tmp_path / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run))
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
     m = pd.read_parquet(run / "metrics.parquet")
     events = [json.loads(x) for x in (run / "events" / "baseline.jsonl").read_text().splitlines()]

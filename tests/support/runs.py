@@ -15,6 +15,7 @@ from evalkit.contracts.session import tool_pairs_valid
 from evalkit.corpus import write_sessions
 from evalkit.corpus.synth import generate_session
 from tests.conftest import ROOT
+from tests.support.cli import run_cli
 
 SUITE = ROOT / "probes" / "default.toml"
 
@@ -109,11 +110,11 @@ def evalkit(*args: str, env: dict | None = None, timeout: float = 300, **kw) -> 
 
 def finished_tiny_run(root: Path) -> Path:
     """A finished tiny offline run under ``root`` (``src/`` 2 sessions, ``exp.toml`` with 2 arms
-    and continuation on, ``run/``), written by ``python -m evalkit run`` as a user runs it."""
+    and continuation on, ``run/``), written by ``evalkit run`` (in-process) as a user runs it."""
     corpus = tiny_corpus(root / "src", n=2)
     exp = write_experiment(root / "exp.toml", corpus, continuation={"enabled": True})
     run = root / "run"
-    done = evalkit("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
+    done = run_cli("run", "--config", str(exp), "--run-dir", str(run), cwd=root)
     assert done.returncode == 0, done.stderr
     return run
 
@@ -151,13 +152,11 @@ def cache_keys(path: Path, purpose: str | None = None) -> set[str]:
 
 
 def facts_check(labels: Path, transcripts: Path) -> str:
-    """What ``evalkit facts --check LABELS --transcripts DIR`` prints, run as a user runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "evalkit", "facts", "--check", str(labels), "--transcripts", str(transcripts)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """What ``evalkit facts --check LABELS --transcripts DIR`` prints (in-process), asserting it
+    exits 0."""
+    done = run_cli("facts", "--check", str(labels), "--transcripts", str(transcripts))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
 
 
 def refused(done: subprocess.CompletedProcess, *names: str) -> str:
@@ -180,6 +179,6 @@ def starter_experiment(transcripts: Path, folder: str, work: Path, name: str = "
     sessions = transcripts / folder
     if not sessions.is_dir():
         pytest.skip(f"{sessions} not present")
-    done = evalkit("init", str(sessions), "--out", str(work), "--name", name)
+    done = run_cli("init", str(sessions), "--out", str(work), "--name", name)
     assert done.returncode == 0, done.stderr
     return work / f"{name}.toml"
