@@ -64,13 +64,15 @@ def context_positions(event: Event, index: dict[str, int], n: int, strict: bool 
     """Per entry of the event's new context, the recorded position it shows: the message's session
     index, ``n + index`` for its copy with tool outputs masked, None for a message the compaction
     wrote. An unknown reference raises ``KeyError``, or (``strict`` False) gives None."""
+    get = index.__getitem__ if strict else index.get
     out: list[int | None] = []
+    append = out.append  # bound once: this runs per entry of every context
     for e in event.new_context:
         if "ref" not in e:
-            out.append(None)
+            append(None)
             continue
-        i = index[e["ref"]] if strict else index.get(e["ref"])
-        out.append(None if i is None else i + (n if e.get("mask") == "outputs" else 0))
+        i = get(e["ref"])
+        append(None if i is None else i + n if e.get("mask") == "outputs" else i)
     return out
 
 
@@ -280,7 +282,14 @@ class ProbeInput:
 
     def _form_texts(self, form: str) -> list[str]:
         fresh = iter(self.fresh_index(form).texts)
-        return [next(fresh) if p is None else self.view.text_at(p, form) for p in self.positions()]
+        view = self.view
+        n = len(view.session.messages)
+        # the session's lists looked up once per event, not once per message (~800 a context)
+        texts = view.form_texts(form)
+        masked = (
+            view.form_texts(form, True) if any(p is not None and p >= n for p in self.positions()) else []
+        )
+        return [next(fresh) if p is None else texts[p] if p < n else masked[p - n] for p in self.positions()]
 
     def visible_text(self) -> str:
         """Everything the model sees after the compaction: summary, carried texts and kept tail."""
@@ -384,5 +393,7 @@ def model_client(inp: ProbeInput):
     extras = inp.view.extras
     if "client" not in extras:
         ctx = extras.get("ctx")
-        extras["client"] = make_client(ctx.model if ctx else ModelConfig(), (ctx.run_dir or None) if ctx else None)
+        extras["client"] = make_client(
+            ctx.model if ctx else ModelConfig(), (ctx.run_dir or None) if ctx else None
+        )
     return extras["client"]

@@ -26,6 +26,7 @@ Two graders, never mixed in one metric name:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from evalkit.contracts.session import Session
@@ -164,26 +165,18 @@ def select_questions(inp: ProbeInput, per_kind: int = 1) -> list[dict[str, Any]]
     return out
 
 
-class _CachedContext(offline_judge.Context):
-    """The post-compaction context as the offline judge reads it: each message after its speaker
-    ("user: ..."), as a transcript shows it. A recorded message's index (its lower-cased text, its
-    passages, and each question's term counts in both) is cached for the session: kept messages
-    recur across events and arms. The cache is one plain dict (this runs per message per question)."""
+class SessionContext(offline_judge.Context):
+    """Messages as the offline judge reads them, each indexed once per session: a message's
+    lower-cased text, its passages, and each question's term counts in both are cached under the
+    message's key in the session's cache (kept messages recur across events and arms, and the
+    recovery arm searches the same removed messages at many events). A key names one text: a
+    recorded message's id (a masked copy has its own id), else the speaker and text. The cache is
+    one plain dict (this runs per message per question)."""
 
-    def __init__(self, inp: ProbeInput):
-        self.entries = inp.context_entries()
-        self.texts = inp.message_texts()
-        self.sizes = [len(t) for t in self.texts]
-        self.cache = inp.view.extras.setdefault("offline_judge", {})
-        # per message, its key in the session's cache: a recorded message's id (shared by its
-        # events and arms), else its speaker and text (a masked copy recurs across events too)
-        # (a tuple: it is also the context's part of the key its answers are memoized under)
-        self.keys = tuple(
-            m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)
-        )
-
-    def text(self, i: int) -> str:
-        return f"{self.entries[i][0].role}: {self.texts[i]}"
+    def __init__(self, keys: tuple, messages: Sequence[str], cache: dict):
+        super().__init__(messages)
+        self.keys = keys  # also the context's part of the key its answers are memoized under
+        self.cache = cache
 
     def _get(self, i: int, kind, fn):
         key = (self.keys[i], kind)
@@ -193,14 +186,17 @@ class _CachedContext(offline_judge.Context):
         return v
 
     def counts(self, question: str) -> list[dict[str, int]]:
-        out = []
-        cache = self.cache
-        for i, key in enumerate(self.keys):
-            tf = cache.get((key, question))
+        # question -> message key -> term counts (the cache's one key that is not a tuple): the
+        # lookup per message builds no tuple
+        by_question = self.cache.setdefault("counts", {})
+        known = by_question.get(question)
+        if known is None:
+            known = by_question[question] = {}
+        out = list(map(known.get, self.keys))
+        for i, tf in enumerate(out):
             if tf is None:
                 low = self._get(i, "low", lambda i=i: self.text(i).lower())
-                tf = cache[key, question] = offline_judge.counts(question, low)
-            out.append(tf)
+                tf = out[i] = known[self.keys[i]] = offline_judge.counts(question, low)
         return out
 
     def passages(self, i: int) -> list[offline_judge.Passage]:
@@ -208,14 +204,36 @@ class _CachedContext(offline_judge.Context):
 
     def passage_counts(self, question: str, i: int) -> list[dict[str, int]]:
         return self._get(
-            i, ("passages", question), lambda: super(_CachedContext, self).passage_counts(question, i)
+            i, ("passages", question), lambda: super(SessionContext, self).passage_counts(question, i)
         )
+
+
+class _VisibleContext(SessionContext):
+    """The post-compaction context: each message after its speaker ("user: ..."), as a transcript
+    shows it; its length is the message's own (without the speaker)."""
+
+    def __init__(self, inp: ProbeInput):
+        self.entries = inp.context_entries()
+        self.texts = inp.message_texts()
+        super().__init__(
+            tuple(m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)),
+            self.texts,
+            session_cache(inp),
+        )
+
+    def text(self, i: int) -> str:
+        return f"{self.entries[i][0].role}: {self.texts[i]}"
+
+
+def session_cache(inp: ProbeInput) -> dict:
+    """The offline judge's per-session cache (see :class:`SessionContext`)."""
+    return inp.view.extras.setdefault("offline_judge", {})
 
 
 def offline_grade(q: dict[str, Any], inp: ProbeInput, max_chars: int) -> list[bool]:
     """The offline judge's verdict per expected fact (:mod:`evalkit.models.offline_judge`): it
     answers from the context by the question's words alone."""
-    ctx = inp.memo("oj-context", lambda: _CachedContext(inp))
+    ctx = inp.memo("oj-context", lambda: _VisibleContext(inp))
     # The same context is asked the same question again (arms that keep the same messages, the
     # A/A arm): 31% of the answers on 12 default sessions.
     key = ("answer", ctx.keys, q["text"], max_chars)

@@ -60,14 +60,39 @@ def _plain(m) -> str:
 
 
 def search(inp: ProbeInput, query: str) -> str:
-    """The lexical search over the removed region (memoized per event and query)."""
-    from evalkit.models import offline_judge
-
+    """The lexical search over the removed region (memoized per event and query, and per removed
+    region and query for the session: arms and events that removed the same messages share it)."""
     cache = inp.memo("recovery-search", dict)
     if query not in cache:
-        texts = removed_texts(inp)
-        cache[query] = offline_judge.answer(query, texts, SEARCH_CHARS) if texts else ""
+        ctx = inp.memo("recovery-context", lambda: _removed_context(inp))
+        key = ("recovery-answer", ctx.keys, query, SEARCH_CHARS)
+        found = ctx.cache.get(key)
+        if found is None:
+            from evalkit.models import offline_judge
+
+            found = ctx.cache[key] = offline_judge.answer(query, ctx, SEARCH_CHARS) if len(ctx) else ""
+        cache[query] = found
     return cache[query]
+
+
+def _removed_context(inp: ProbeInput):
+    """The removed region as the offline judge reads it, its messages' index shared with the
+    judge's reads of the same recorded messages (:class:`evalkit.score.judge.SessionContext`)."""
+    from evalkit.score.judge import SessionContext, session_cache
+
+    texts = removed_texts(inp)
+    keep = {e["ref"] for e in inp.event.new_context if "ref" in e and not e.get("mask")}
+    index = inp.view.index
+    msgs = [
+        (i, m) for i, m in enumerate(inp.session.messages[: inp.event.at_message + 1]) if m.id not in keep
+    ]
+    # A recorded message's id is its key only where the id names this message (ids are unique in
+    # an imported session; a repeated one is keyed by its text, apart from the judge's keys).
+    keys = tuple(
+        m.id if index.get(m.id) == i else ("removed", m.role, t)
+        for (i, m), t in zip(msgs, texts, strict=True)
+    )
+    return SessionContext(keys, texts, session_cache(inp))
 
 
 def query_request(inp: ProbeInput, question: str, model: str):

@@ -63,3 +63,61 @@ def test_plurals_fold_and_compounds_count_whole_and_in_parts():
     assert oj.terms("Which files?") == ["file"]
     assert oj.terms("src/lib/io.py") == ["src/lib/io.py", "src", "lib", "io", "py"]
     assert oj.terms("status class 404s") == ["status", "class", "404s"]
+
+
+def test_short_terms_are_counted_as_the_plain_whole_word_pattern_counts_them():
+    """The short-term pattern checks what precedes a form after the form matched: it finds the
+    same whole-word forms, in the same order, as the look-behind-first pattern, at the start and
+    end of a text, next to digits and underscores, and for forms that are not one run ("i.e")."""
+    import random
+    import re
+    from collections import Counter
+
+    questions = [
+        "What did the user most recently ask for, i.e. what should be done next?",
+        "Which files have been modified so far?",
+        "What was the result of the most recent test run (`npm run test -- src/app.py`)? Give the exact counts.",
+        "What error did the command `ls 42 a.b x-1` fail with?",
+    ]
+    pieces = [
+        "ask",
+        "asks",
+        "i.e",
+        "i.es",
+        "i.e.g",
+        "far",
+        "fars",
+        "run",
+        "runs",
+        "npm",
+        "src",
+        "py",
+        "ls",
+        "42",
+        "420",
+        "a.b",
+        "a.b.c",
+        "x-1",
+        "x-12",
+        "b",
+        "asked",
+        "_run",
+        "run_",
+        "ie",
+        "e.g",
+    ]
+    seps = [" ", ".", "/", "-", "_", "\n", "", "(", "é", "9"]
+    rng = random.Random(35)
+    texts = ["ask", "asks far", "far.", "i.e", "i.e. far", "runs run", "x-1x-1 a.b.a.b", "ls42 42ls 42"]
+    texts += [
+        "".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randrange(1, 30)))
+        for _ in range(3000)
+    ]
+    for question in questions:
+        m = oj.matcher(question)
+        assert m.short, question
+        alts = "|".join(re.escape(f) for f in sorted(m.short, key=len, reverse=True))
+        plain = re.compile(rf"(?<![a-z0-9])(?:{alts})(?![a-z0-9])")
+        for text in texts:
+            want, got = Counter(plain.findall(text)), Counter(m.pattern.findall(text))
+            assert list(got.items()) == list(want.items()), (question, text)

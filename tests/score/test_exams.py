@@ -582,3 +582,27 @@ def test_sharded_runs_pin_their_sessions_banks_and_the_merge_joins_them(tmp_path
     local = (tmp_path / "local" / "corpus" / "banks.json").read_bytes()
     assert json.loads(local)[first][0]["id"] == f"{first}/q1"
     assert (tmp_path / "sharded" / "corpus" / "banks.json").read_bytes() == local
+
+
+def test_the_recovery_search_shares_the_judges_index_and_answers_as_a_fresh_reader():
+    """The search reads removed messages through the session's cached index (shared with the
+    judge's context and across events): at every event it answers exactly what a fresh,
+    uncached reader of the removed texts answers."""
+    from evalkit.models import offline_judge
+    from evalkit.score.judge import offline_grade
+    from evalkit.score.recovery import SEARCH_CHARS, removed_texts, search
+
+    s, qs = recovery_case()
+    view = SessionView(s, compute_facts(s))
+    view.extras["ctx"] = ScoreContext("", ModelConfig(backend="extractive"), {s.id: qs})
+    q = qs[0]["text"]
+    found = []
+    for n, (at, keep_from) in enumerate([(6, 5), (9, 7), (len(s.messages) - 1, 9), (len(s.messages) - 1, 2)]):
+        ev = event(s, at, keep_from, f"summary {n}", n=n, meta={"recovery": {"searches": 1}})
+        inp = ProbeInput(ev, view)
+        offline_grade({**qs[0], "source": 0, "until": None, "tally": None}, inp, 4000)  # fills the cache
+        fresh = offline_judge.answer(q, removed_texts(ProbeInput(ev, view)), SEARCH_CHARS)
+        assert search(inp, q) == fresh
+        found.append(fresh)
+    assert any("session_token" in f for f in found)
+    assert view.extras["offline_judge"]  # the index was shared, not rebuilt per event
