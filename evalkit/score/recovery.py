@@ -77,8 +77,8 @@ def search(inp: ProbeInput, query: str) -> str:
 
 def _removed_context(inp: ProbeInput):
     """The removed region as the offline judge reads it, its messages' index shared with the
-    judge's reads of the same recorded messages (:class:`evalkit.score.judge.SessionContext`)."""
-    from evalkit.score.judge import SessionContext, session_cache
+    judge's reads of the same recorded messages (:class:`evalkit.score.judge_context.SessionContext`)."""
+    from evalkit.score.judge_context import SessionContext, session_cache
 
     texts = removed_texts(inp)
     keep = {e["ref"] for e in inp.event.new_context if "ref" in e and not e.get("mask")}
