@@ -136,8 +136,11 @@ class FakeServer:
             self._log_fh.write(line + "\n")
             self._log_fh.flush()
 
-    def answer(self, body: dict) -> dict:
-        """The completion for a request body (script rule or echo)."""
+    def answer(self, body: dict, replicate: str | None = None) -> dict:
+        """The completion for a request body (script rule or echo). A ``replicate`` other than 0
+        (the ``X-Evalkit-Replicate`` header) gets an echo of its own, as a sampling endpoint
+        answers each sample of one prompt differently: an A/A arm's summaries then differ from
+        the baseline's, as they do on a real endpoint, and what follows them is asked again."""
         messages = body.get("messages") or []
         text = _text_of(messages)
         rule = next((r for r in self.script if r.matches(text)), None)
@@ -147,7 +150,8 @@ class FakeServer:
             reply, calls = rule.reply, rule.tool_calls
         else:
             last_user = next((_text_of([m]) for m in reversed(messages) if m.get("role") == "user"), "")
-            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            sample = f"\0replicate {replicate}" if replicate not in (None, "", "0") else ""
+            digest = hashlib.sha256((text + sample).encode()).hexdigest()[:12]
             reply = f"[fake-server echo {digest}] {last_user[: self.echo_chars]}"
             calls = (
                 [{"name": tools[0]["function"]["name"], "arguments": {"echo": last_user[:80]}}]
@@ -314,7 +318,7 @@ def _handler(server: FakeServer):
             elif fault == "malformed":
                 self._send(200, b'{"id": "chatcmpl-fake", "choices": [{"message": {"content": "tru')
             else:
-                completion = server.answer(body)
+                completion = server.answer(body, self.headers.get("X-Evalkit-Replicate"))
                 msg = completion["choices"][0]["message"]
                 if fault in ("empty", "refusal"):
                     msg.pop("tool_calls", None)

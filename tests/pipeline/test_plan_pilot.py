@@ -96,10 +96,8 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
     # (the server logs each request's cache key; a run without a plan sends these same requests).
     keys = [e["key"] for e in settled_log(log) if e.get("method") == "POST"]
     assert len(keys) == len(set(keys)) == r["piloted"] + r["sent"]
-    # The plan is above the run by the A/A arm's questions: the fake server's echo ignores the
-    # replicate index, so that arm's summaries equal the baseline's there (never at a sampled
-    # endpoint) and the run answers their questions once. Without the A/A arm plan and run agree
-    # to the request.
+    # The fake server answers each replicate as a sampling endpoint does (its own echo), so the
+    # A/A arm's summaries differ from the baseline's and its questions are asked, as planned.
     within_ten_percent(r)
 
     # Planned again over the run's cache: lengths measured there, nothing sent, nothing to pay.
@@ -122,15 +120,8 @@ def test_the_plan_measures_answer_lengths_on_real_sessions(tmp_path, transcripts
         .replace('# base_url = "http://localhost:8000/v1"', f'base_url = "{url}"')
         + "\n[model.prices.your-model]\ninput = 1.0\ncached_input = 0.25\noutput = 4.0\n"
     )
-    # Without the A/A arm: the fake server's echo ignores the replicate index, so that arm's
-    # summaries would equal the baseline's and the run would answer their judge calls once,
-    # where the plan assumes replicates differ, as a real endpoint's do (REFERENCES.md section 2).
+    # The experiment as `evalkit init` writes it, its A/A arm included.
     assert 'arms = ["baseline", "aa", "my-prompt"]' in exp_file.read_text()
-    exp_file.write_text(
-        exp_file.read_text().replace(
-            'arms = ["baseline", "aa", "my-prompt"]', 'arms = ["baseline", "my-prompt"]'
-        )
-    )
     r = plan_and_run(load_experiment(exp_file), tmp_path / "real", log)
     assert r["piloted"] > 0 and "pilot of" in r["text"]
     # What the pilot measures, the answer lengths, is within 10% of the run's, per kind.
