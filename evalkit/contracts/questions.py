@@ -153,15 +153,18 @@ def empty_frame() -> pd.DataFrame:
     return SCHEMA.empty_table().to_pandas()
 
 
-def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """The run's question table (only ``exams``, when given). A run folder written before the
+def read(
+    run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None, arms: tuple[str, ...] | None = None
+) -> pd.DataFrame:
+    """The run's question table (only ``exams`` and ``arms``, when given: filtered as it is read,
+    so a reader of a few arms does not hold every arm's rows). A run folder written before the
     table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
     p = path_of(run_dir)
     metrics = Path(run_dir) / "metrics.parquet"
+    wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
         if p.is_file():
-            filters = [("exam", "in", list(exams))] if exams else None
-            return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+            return pq.read_table(p, filters=wanted or None, schema=SCHEMA).to_pandas()
         if not metrics.is_file():
             return empty_frame()
         pf = pq.ParquetFile(metrics)
@@ -170,6 +173,6 @@ def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd
         raise ValueError(f"{bad}: cannot read the exam questions: {type(e).__name__}: {e}") from None
     parts = [split(pf.read_row_group(i))[1] for i in range(pf.num_row_groups)]
     t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
-    if exams:
-        t = t.filter(pc.is_in(t.column("exam"), pa.array(list(exams))))
+    for column, _, values in wanted:
+        t = t.filter(pc.is_in(t.column(column), pa.array(values)))
     return t.to_pandas()
