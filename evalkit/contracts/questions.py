@@ -9,8 +9,12 @@ question that could not be graded has ``grade`` null and the reason in ``error``
 ``question`` is the id as the exam names it: ``<kind>:<hash>`` (identifier exam),
 ``<bank>/<id>@<message>`` (a bank question and the message it was asked at), ``<id>`` (the
 generated exam). ``kind`` is the identifier's kind or the bank's name (null for the generated
-exam, whose kinds are in ``corpus/questions.jsonl``). What a question asks is in its source:
-``corpus/banks.json`` and ``corpus/questions.jsonl`` by (session, id).
+exam, whose kinds are in ``corpus/questions.jsonl``). ``about`` says what the question asked
+about (:mod:`evalkit.score.asked`): the identifier the identifier exam asked for, the generated
+exam's or the bank question's text; null where the scorer had no source for it.
+
+Version 2 added ``about`` (the file's schema metadata says ``evalkit.questions.version``); a
+version-1 file reads with ``about`` null.
 
 Probes hand their per-question grades to the score stage as rows named ``<exam>_q:<question>``
 (:func:`evalkit.contracts.metrics.question_family`); the stage moves them here
@@ -20,7 +24,7 @@ Probes hand their per-question grades to the score stage as rows named ``<exam>_
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -31,12 +35,14 @@ import pyarrow.parquet as pq
 from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS
 
 QUESTIONS_FILE = "questions.parquet"
+VERSION = 2
 SCHEMA = pa.schema(
     [
         ("run", pa.string()),
         ("exam", pa.string()),
         ("question", pa.string()),
         ("kind", pa.string()),
+        ("about", pa.string()),
         ("arm", pa.string()),
         ("session", pa.string()),
         ("event", pa.int64()),
@@ -44,7 +50,8 @@ SCHEMA = pa.schema(
         ("replicate", pa.int64()),
         ("grade", pa.float64()),
         ("error", pa.string()),
-    ]
+    ],
+    metadata={"evalkit.questions.version": str(VERSION)},
 )
 COLUMNS = SCHEMA.names
 
@@ -65,8 +72,9 @@ def split(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     return rows.filter(pc.invert(mask)), rows.filter(mask)
 
 
-def from_metric_rows(rows: pa.Table) -> pa.Table:
-    """``<exam>_q:<question>`` metric rows as question rows."""
+def from_metric_rows(rows: pa.Table, about: Callable[[str, str], str | None] | None = None) -> pa.Table:
+    """``<exam>_q:<question>`` metric rows as question rows; ``about(session, question)`` (the
+    question as this table names it) is what it asked about (:mod:`evalkit.score.asked`)."""
     parts = pc.split_pattern(rows.column("metric"), ":", max_splits=1)
     exam = pc.utf8_slice_codeunits(pc.list_element(parts, 0), 0, -2)  # "identifier_q" -> "identifier"
     question = pc.list_element(parts, 1)
@@ -86,6 +94,15 @@ def from_metric_rows(rows: pa.Table) -> pa.Table:
         "exam": exam,
         "question": question,
         "kind": kind,
+        "about": pa.array(
+            [
+                about(s, q)
+                for s, q in zip(rows.column("session").to_pylist(), question.to_pylist(), strict=True)
+            ]
+            if about
+            else [None] * rows.num_rows,
+            pa.string(),
+        ),
         "arm": rows.column("arm"),
         "session": rows.column("session"),
         "event": rows.column("event"),
@@ -105,7 +122,7 @@ def metric_name(exam: str, question: str) -> str:
 def metric_rows(questions: pd.DataFrame) -> pd.DataFrame:
     """Question rows shown as the rows their probes named them (``<exam>_q:<question>``, with
     ``value`` the grade): for an export that lists a sample's scores and questions side by side."""
-    out = questions.drop(columns=["exam", "question", "kind", "grade"])
+    out = questions.drop(columns=["exam", "question", "kind", "about", "grade"], errors="ignore")
     out["metric"] = [metric_name(e, q) for e, q in zip(questions["exam"], questions["question"], strict=True)]
     out["value"] = questions["grade"].astype(float)
     return out
