@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS
+from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS, read_where
 
 QUESTIONS_FILE = "questions.parquet"
 VERSION = 2
@@ -161,6 +161,12 @@ def merge_files(paths: list[Path], out: str | os.PathLike) -> int:
     return write(out, [t.take(order)])
 
 
+def _conform(t: pa.Table) -> pa.Table:
+    """Question rows as this version's table: a column an older file lacks (``about``) is null."""
+    cols = [t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type) for f in SCHEMA]
+    return pa.table(cols, schema=SCHEMA)
+
+
 def path_of(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / QUESTIONS_FILE
 
@@ -180,8 +186,10 @@ def read(
     metrics = Path(run_dir) / "metrics.parquet"
     wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
+        if p.is_file() and wanted:
+            return _conform(read_where(p, {c: v for c, _, v in wanted})).to_pandas()
         if p.is_file():
-            return pq.read_table(p, filters=wanted or None, schema=SCHEMA).to_pandas()
+            return pq.read_table(p, schema=SCHEMA).to_pandas()
         if not metrics.is_file():
             return empty_frame()
         pf = pq.ParquetFile(metrics)
