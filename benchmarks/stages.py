@@ -32,7 +32,9 @@ SESSION_TOKENS = 40_000  # each synthetic session stops near this many tokens (u
 # A window this small still compacts each capped session a few times (the default's 200,000 would
 # not compact it at all).
 REPLAY = {"window": 16_000, "reserve": 2_000, "keep_recent": 4_000, "workers": 2}
-STAGES = ("corpus", "replay", "score", "continuation", "health", "decide", "report")
+# As ``evalkit run`` runs them: the aggregate is written once after scoring and continuation,
+# and health, decide and the report read it (without it each would rebuild it from the table).
+STAGES = ("corpus", "replay", "score", "continuation", "aggregate", "health", "decide", "report")
 FLAT = 1.2  # #35: peak RSS at the largest size at most this times the smallest's
 
 
@@ -68,6 +70,10 @@ def _run_stage(stage: str, n: int, root: str) -> tuple[float, float, float]:
         run.stage_score(exp, paths)
     elif stage == "continuation":
         run.stage_continuation(exp, paths)
+    elif stage == "aggregate":
+        from evalkit.contracts import aggregate
+
+        aggregate.write(paths.root)
     elif stage == "health":
         run.stage_health(exp, paths)
     elif stage == "decide":
