@@ -177,21 +177,34 @@ def empty_frame() -> pd.DataFrame:
 
 
 def read(
-    run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None, arms: tuple[str, ...] | None = None
+    run_dir: str | os.PathLike,
+    exams: tuple[str, ...] | None = None,
+    arms: tuple[str, ...] | None = None,
+    columns: list[str] | None = None,
 ) -> pd.DataFrame:
     """The run's question table (only ``exams`` and ``arms``, when given: filtered as it is read,
     so a reader of a few arms does not hold every arm's rows). A run folder written before the
-    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
+    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there.
+    ``columns``: only these (default: every column)."""
+    return _read(run_dir, exams, arms, columns or COLUMNS).select(columns or COLUMNS).to_pandas()
+
+
+def _read(
+    run_dir: str | os.PathLike,
+    exams: tuple[str, ...] | None,
+    arms: tuple[str, ...] | None,
+    columns: list[str],
+) -> pa.Table:
     p = path_of(run_dir)
     metrics = Path(run_dir) / "metrics.parquet"
     wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
         if p.is_file() and wanted:
-            return _conform(read_where(p, {c: v for c, _, v in wanted})).to_pandas()
-        if p.is_file():
-            return pq.read_table(p, schema=SCHEMA).to_pandas()
+            return _conform(read_where(p, {c: v for c, _, v in wanted}))
+        if p.is_file():  # only the columns asked for are decoded
+            return pq.read_table(p, schema=SCHEMA, columns=columns)
         if not metrics.is_file():
-            return empty_frame()
+            return SCHEMA.empty_table()
         pf = pq.ParquetFile(metrics)
     except Exception as e:  # pyarrow raises several types for a file that is not parquet
         bad = p if p.is_file() else metrics
@@ -200,4 +213,4 @@ def read(
     t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
     for column, _, values in wanted:
         t = t.filter(pc.is_in(t.column(column), pa.array(values)))
-    return t.to_pandas()
+    return t
