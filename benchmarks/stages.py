@@ -1,11 +1,18 @@
 """Peak RSS per stage at 50 / 200 / 800 synthetic sessions (#35: every stage flat in corpus size).
 
 ``evalkit run`` runs every stage in one process, so its peak is the largest stage's. Here each
-stage of one run (the scale bench's experiment: 3 arms, 2 workers) runs in a fresh process of its
-own, in order, on the same run folder; the kernel's high-water marks of that process
-(``RUSAGE_SELF``) and of the largest worker it reaped (``RUSAGE_CHILDREN``; a forked worker counts
-the pages it shares with the stage's process) are the stage's. Derived rows give each stage's
-largest/smallest-size ratio against #35's 1.2x.
+stage of one run runs in a fresh process of its own, in order, on the same run folder; the
+kernel's high-water marks of that process (``RUSAGE_SELF``) and of the largest worker it reaped
+(``RUSAGE_CHILDREN``; a forked worker counts the pages it shares with the stage's process) are the
+stage's, with the CPU seconds of both. Derived rows give each stage's largest/smallest-size ratio
+against #35's 1.2x.
+
+The experiment (:data:`EXPERIMENT`) is made cheap per session so that 800 sessions stay affordable
+on two cores, while every stage, probe and table still runs: the synthetic sessions stop near
+:data:`SESSION_TOKENS` tokens and the window is small enough that each still compacts a few times;
+3 offline arms (baseline, aa, head-tail), the default probe suite (its exams write the question
+table), the continuation stage and the report. What grows with sessions is the number of
+sessions, events and rows, which is what a stage must not hold all of.
 
 ``EVALKIT_BENCH_SCALE_SESSIONS`` overrides the sizes, as for the scale bench (e.g. ``8,16,32``).
 """
@@ -19,14 +26,35 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from benchmarks import Figure, benchmark, derived
-from benchmarks.scale import _experiment, _sizes
+from benchmarks.scale import ARMS, _sizes
 
-STAGES = ("corpus", "replay", "score", "continuation", "health", "decide", "report")
+SESSION_TOKENS = 40_000  # each synthetic session stops near this many tokens (uncapped: ~1 M)
+# A window this small still compacts each capped session a few times (the default's 200,000 would
+# not compact it at all).
+REPLAY = {"window": 16_000, "reserve": 2_000, "keep_recent": 4_000, "workers": 2}
+# As ``evalkit run`` runs them: the aggregate is written once after scoring and continuation,
+# and health, decide and the report read it (without it each would rebuild it from the table).
+STAGES = ("corpus", "replay", "score", "continuation", "aggregate", "health", "decide", "report")
 FLAT = 1.2  # #35: peak RSS at the largest size at most this times the smallest's
 
 
-def _run_stage(stage: str, n: int, root: str) -> tuple[float, float]:
-    """Run one stage in this (fresh) process; its peak RSS and its largest worker's, MB."""
+def _experiment(n: int):
+    from evalkit.contracts.config import load_experiment
+
+    return load_experiment(
+        None,
+        {
+            "name": "bench-stages",
+            "corpus": {"kind": "synth", "sessions": n, "session_tokens": SESSION_TOKENS},
+            "replay": {"arms": ARMS, **REPLAY},
+            "continuation": {"workers": 2},
+        },
+    )
+
+
+def _run_stage(stage: str, n: int, root: str) -> tuple[float, float, float]:
+    """Run one stage in this (fresh) process; its peak RSS and its largest worker's (MB), and the
+    CPU seconds of the process and its workers."""
     from evalkit.pipeline import run
     from evalkit.pipeline.warnings import write as write_warnings
 
@@ -42,6 +70,10 @@ def _run_stage(stage: str, n: int, root: str) -> tuple[float, float]:
         run.stage_score(exp, paths)
     elif stage == "continuation":
         run.stage_continuation(exp, paths)
+    elif stage == "aggregate":
+        from evalkit.contracts import aggregate
+
+        aggregate.write(paths.root)
     elif stage == "health":
         run.stage_health(exp, paths)
     elif stage == "decide":
@@ -50,10 +82,9 @@ def _run_stage(stage: str, n: int, root: str) -> tuple[float, float]:
     else:
         run.stage_report(exp, paths)
     mb = 1024  # ru_maxrss is in kB on Linux
-    return (
-        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mb,
-        resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mb,
-    )
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    return own.ru_maxrss / mb, kids.ru_maxrss / mb, cpu
 
 
 def figure_name(stage: str, n: int, whose: str) -> str:
@@ -66,15 +97,36 @@ def measure(n: int) -> list[Figure]:
     with tempfile.TemporaryDirectory() as d:
         for stage in STAGES:
             with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as ex:
-                own, worker = ex.submit(_run_stage, stage, n, str(Path(d) / "run")).result()
+                own, worker, cpu = ex.submit(_run_stage, stage, n, str(Path(d) / "run")).result()
             rows.append(Figure(figure_name(stage, n, "stage process"), own, "MB"))
             if worker:
                 rows.append(Figure(figure_name(stage, n, "largest worker"), worker, "MB"))
+            rows.append(Figure(f"stage {stage}: {n} sessions, CPU (process and workers)", cpu, "s"))
+        rows += _sizes_of(Path(d) / "run", n)
     return rows
 
 
+def _sizes_of(run: Path, n: int) -> list[Figure]:
+    """What the run held at ``n`` sessions: the counts a stage's memory must not follow."""
+    import pyarrow.parquet as pq
+
+    events = sum(sum(1 for _ in p.open("rb")) for p in (run / "events").glob("*.jsonl"))
+    out = [Figure(f"run at {n} sessions: compaction events", events, "events")]
+    for name in ("metrics", "questions"):
+        p = run / f"{name}.parquet"
+        if p.is_file():
+            out.append(
+                Figure(
+                    f"run at {n} sessions: {name}.parquet rows", pq.ParquetFile(p).metadata.num_rows, "rows"
+                )
+            )
+    return out
+
+
 def _size_bench(n: int) -> None:
-    @benchmark(f"stages-{n}", f"peak RSS of each stage, each in its own process, at {n} sessions (3 arms)")
+    @benchmark(
+        f"stages-{n}", f"peak RSS of each stage, each in its own process, at {n} short sessions (3 arms)"
+    )
     def bench() -> list[Figure]:
         return measure(n)
 

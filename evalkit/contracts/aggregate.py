@@ -206,7 +206,9 @@ def load(path: str | os.PathLike) -> pa.Table:
     p = path_of(metrics.parent)
     if p.is_file() and metrics.is_file():
         try:
-            t = pq.read_table(p)
+            # One thread: a threaded read's scratch memory grew with the file (about +40% RSS
+            # over the table itself at 200 sessions); the file is small enough to read serially.
+            t = pq.ParquetFile(p).read(use_threads=False)
         except Exception:  # a damaged aggregate is rebuilt from the table, as a stale one is
             t = empty()
         if (t.schema.metadata or {}).get(_STAMP) == _stamp(metrics):
@@ -265,18 +267,58 @@ def zero_one(agg: pa.Table) -> set[str]:
 def per_metric(agg: pa.Table) -> pd.DataFrame:
     """Per metric (an exam's per-question metrics of an older table folded as ``<family>:*``):
     the values' count, least and greatest."""
-    df = agg.select(["metric", "n", "min", "max"]).to_pandas()
-    df = df[df["n"] > 0]
-    df["metric"] = df["metric"].map(question_key)
+    # Grouped in Arrow first: a pandas frame of every (arm, metric, session) row grew with the corpus.
+    t = agg.select(["metric", "n", "min", "max"]).filter(pc.greater(agg.column("n"), 0))
+    t = t.group_by("metric").aggregate([("n", "sum"), ("min", "min"), ("max", "max")])
+    df = pd.DataFrame(
+        {
+            "metric": pd.Series([question_key(m) for m in t.column("metric").to_pylist()], dtype=object),
+            "n": t.column("n_sum").to_numpy(),
+            "min": t.column("min_min").to_numpy(zero_copy_only=False),
+            "max": t.column("max_max").to_numpy(zero_copy_only=False),
+        }
+    )
     return df.groupby("metric", sort=True).agg(n=("n", "sum"), lo=("min", "min"), hi=("max", "max"))
 
 
 def same_as_baseline(agg: pa.Table, baseline: str) -> pd.Series:
     """Per (arm, metric) of the non-baseline arms: whether every session mean equals the
     baseline's in the sessions both have (pairs with no shared session are absent)."""
-    df = frame(agg)
-    sm = df[df["n"] > 0][["arm", "metric", "session", "value"]]
-    base = sm[sm["arm"] == baseline].set_index(["metric", "session"])["value"].rename("base")
-    cand = sm[sm["arm"] != baseline].join(base, on=["metric", "session"], how="inner")
-    same = (cand["value"] - cand["base"]).abs().le(1e-12)
-    return same.groupby([cand["arm"], cand["metric"].map(question_key)]).all()
+    # On integer codes in numpy: pandas frames of every (arm, metric, session) row, joined, grew
+    # with the corpus (and an Arrow hash join more so).
+    t = agg.filter(pc.greater(agg.column("n"), 0))
+    value = t.column("sum").to_numpy() / t.column("n").to_numpy().astype(np.float64)
+    arms, arm = _codes(t.column("arm"))
+    metrics, metric = _codes(t.column("metric"))
+    _, session = _codes(t.column("session"))
+    key = metric * (int(session.max(initial=-1)) + 1) + session  # one per (metric, session)
+    is_base = arm == (arms.index(baseline) if baseline in arms else -1)
+    base_key, base_value = key[is_base], value[is_base]
+    by_key = np.argsort(base_key, kind="stable")
+    base_key, base_value = base_key[by_key], base_value[by_key]
+    cand = np.flatnonzero(~is_base)
+    if len(base_key):
+        at = np.minimum(np.searchsorted(base_key, key[cand]), len(base_key) - 1)
+        shared = base_key[at] == key[cand]  # the sessions the baseline has too
+        cand, at = cand[shared], at[shared]
+        same = np.abs(value[cand] - base_value[at]) <= 1e-12
+    else:
+        cand, same = cand[:0], np.zeros(0, dtype=bool)
+    pair = arm[cand] * len(metrics) + metric[cand]
+    pairs = np.unique(pair)
+    differ = np.unique(pair[~same])
+    # An older table's per-question metrics fold into their family (``<family>:*``).
+    folded = pd.DataFrame(
+        {
+            "arm": pd.Series([arms[p // len(metrics)] for p in pairs], dtype=object),
+            "metric": pd.Series([question_key(metrics[p % len(metrics)]) for p in pairs], dtype=object),
+            "same": ~np.isin(pairs, differ),
+        }
+    )
+    return folded.groupby(["arm", "metric"])["same"].all().rename(None)
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    """A string column as its distinct values and each row's index among them."""
+    enc = pc.dictionary_encode(column.combine_chunks())
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)

@@ -26,6 +26,7 @@ from scipy import stats
 
 from evalkit.contracts import aggregate
 from evalkit.contracts.metrics import COLUMNS
+from evalkit.contracts.metrics_stream import read_where
 
 KEYS = ["arm", "metric", "session"]
 SESSION_COLUMNS = [*KEYS, "value", "n", "sum", "rows", "errors", "error"]
@@ -81,7 +82,7 @@ def session_table(
     ev_cols = ["arm", "session", "metric", "value"]
     events = pd.DataFrame(columns=ev_cols)
     if event_metrics:
-        t = pq.read_table(p, columns=[*ev_cols, "error"], filters=[("metric", "in", list(event_metrics))])
+        t = read_where(p, {"metric": list(event_metrics)}, [*ev_cols, "error"])
         ok = pc.and_(pc.is_null(t.column("error")), pc.is_valid(t.column("value")))
         events = t.filter(ok).select(ev_cols).to_pandas()
     return df[SESSION_COLUMNS].reset_index(drop=True), events

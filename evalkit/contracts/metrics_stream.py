@@ -97,6 +97,26 @@ class ArmSpill:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def read_where(path: str | os.PathLike, where: dict[str, list], columns: list[str] | None = None) -> pa.Table:
+    """The rows of a parquet file (``columns`` of them, which must hold ``where``'s) whose every
+    ``where`` column holds one of its values, in the file's order. Read a row group at a time on
+    one thread: a filtered dataset scan kept decoded batches in flight in proportion to the file
+    (+13 MB of peak RSS for a 4x larger metrics table), where this holds one row group."""
+    pf = pq.ParquetFile(path)
+    parts = []
+    for i in range(pf.num_row_groups):
+        t = pf.read_row_group(i, columns=columns, use_threads=False)
+        keep = None
+        for c, values in where.items():
+            hit = pc.is_in(t.column(c), value_set=pa.array(values, t.schema.field(c).type))
+            keep = hit if keep is None else pc.and_(keep, hit)
+        parts.append(t.filter(keep) if keep is not None else t)
+    if parts:
+        return pa.concat_tables(parts)
+    schema = pf.schema_arrow
+    return schema.empty_table().select(columns) if columns else schema.empty_table()
+
+
 def file_tables(path: str | os.PathLike, keep: Callable[[str], bool] | None = None) -> Iterator[pa.Table]:
     """A metrics file's rows a row group at a time (in its order), only metrics ``keep`` accepts."""
     pf = pq.ParquetFile(path)

@@ -9,8 +9,12 @@ question that could not be graded has ``grade`` null and the reason in ``error``
 ``question`` is the id as the exam names it: ``<kind>:<hash>`` (identifier exam),
 ``<bank>/<id>@<message>`` (a bank question and the message it was asked at), ``<id>`` (the
 generated exam). ``kind`` is the identifier's kind or the bank's name (null for the generated
-exam, whose kinds are in ``corpus/questions.jsonl``). What a question asks is in its source:
-``corpus/banks.json`` and ``corpus/questions.jsonl`` by (session, id).
+exam, whose kinds are in ``corpus/questions.jsonl``). ``about`` says what the question asked
+about (:mod:`evalkit.score.asked`): the identifier the identifier exam asked for, the generated
+exam's or the bank question's text; null where the scorer had no source for it.
+
+Version 2 added ``about`` (the file's schema metadata says ``evalkit.questions.version``); a
+version-1 file reads with ``about`` null.
 
 Probes hand their per-question grades to the score stage as rows named ``<exam>_q:<question>``
 (:func:`evalkit.contracts.metrics.question_family`); the stage moves them here
@@ -20,7 +24,7 @@ Probes hand their per-question grades to the score stage as rows named ``<exam>_
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pandas as pd
@@ -28,15 +32,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS
+from evalkit.contracts.metrics_stream import ROW_GROUP_ROWS, read_where
 
 QUESTIONS_FILE = "questions.parquet"
+VERSION = 2
 SCHEMA = pa.schema(
     [
         ("run", pa.string()),
         ("exam", pa.string()),
         ("question", pa.string()),
         ("kind", pa.string()),
+        ("about", pa.string()),
         ("arm", pa.string()),
         ("session", pa.string()),
         ("event", pa.int64()),
@@ -44,7 +50,8 @@ SCHEMA = pa.schema(
         ("replicate", pa.int64()),
         ("grade", pa.float64()),
         ("error", pa.string()),
-    ]
+    ],
+    metadata={"evalkit.questions.version": str(VERSION)},
 )
 COLUMNS = SCHEMA.names
 
@@ -65,8 +72,9 @@ def split(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     return rows.filter(pc.invert(mask)), rows.filter(mask)
 
 
-def from_metric_rows(rows: pa.Table) -> pa.Table:
-    """``<exam>_q:<question>`` metric rows as question rows."""
+def from_metric_rows(rows: pa.Table, about: Callable[[str, str], str | None] | None = None) -> pa.Table:
+    """``<exam>_q:<question>`` metric rows as question rows; ``about(session, question)`` (the
+    question as this table names it) is what it asked about (:mod:`evalkit.score.asked`)."""
     parts = pc.split_pattern(rows.column("metric"), ":", max_splits=1)
     exam = pc.utf8_slice_codeunits(pc.list_element(parts, 0), 0, -2)  # "identifier_q" -> "identifier"
     question = pc.list_element(parts, 1)
@@ -86,6 +94,15 @@ def from_metric_rows(rows: pa.Table) -> pa.Table:
         "exam": exam,
         "question": question,
         "kind": kind,
+        "about": pa.array(
+            [
+                about(s, q)
+                for s, q in zip(rows.column("session").to_pylist(), question.to_pylist(), strict=True)
+            ]
+            if about
+            else [None] * rows.num_rows,
+            pa.string(),
+        ),
         "arm": rows.column("arm"),
         "session": rows.column("session"),
         "event": rows.column("event"),
@@ -105,7 +122,7 @@ def metric_name(exam: str, question: str) -> str:
 def metric_rows(questions: pd.DataFrame) -> pd.DataFrame:
     """Question rows shown as the rows their probes named them (``<exam>_q:<question>``, with
     ``value`` the grade): for an export that lists a sample's scores and questions side by side."""
-    out = questions.drop(columns=["exam", "question", "kind", "grade"])
+    out = questions.drop(columns=["exam", "question", "kind", "about", "grade"], errors="ignore")
     out["metric"] = [metric_name(e, q) for e, q in zip(questions["exam"], questions["question"], strict=True)]
     out["value"] = questions["grade"].astype(float)
     return out
@@ -144,6 +161,12 @@ def merge_files(paths: list[Path], out: str | os.PathLike) -> int:
     return write(out, [t.take(order)])
 
 
+def _conform(t: pa.Table) -> pa.Table:
+    """Question rows as this version's table: a column an older file lacks (``about``) is null."""
+    cols = [t.column(f.name) if f.name in t.column_names else pa.nulls(t.num_rows, f.type) for f in SCHEMA]
+    return pa.table(cols, schema=SCHEMA)
+
+
 def path_of(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / QUESTIONS_FILE
 
@@ -153,23 +176,41 @@ def empty_frame() -> pd.DataFrame:
     return SCHEMA.empty_table().to_pandas()
 
 
-def read(run_dir: str | os.PathLike, exams: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """The run's question table (only ``exams``, when given). A run folder written before the
-    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there."""
+def read(
+    run_dir: str | os.PathLike,
+    exams: tuple[str, ...] | None = None,
+    arms: tuple[str, ...] | None = None,
+    columns: list[str] | None = None,
+) -> pd.DataFrame:
+    """The run's question table (only ``exams`` and ``arms``, when given: filtered as it is read,
+    so a reader of a few arms does not hold every arm's rows). A run folder written before the
+    table existed has its questions as ``<exam>_q:`` metric rows: they are read from there.
+    ``columns``: only these (default: every column)."""
+    return _read(run_dir, exams, arms, columns or COLUMNS).select(columns or COLUMNS).to_pandas()
+
+
+def _read(
+    run_dir: str | os.PathLike,
+    exams: tuple[str, ...] | None,
+    arms: tuple[str, ...] | None,
+    columns: list[str],
+) -> pa.Table:
     p = path_of(run_dir)
     metrics = Path(run_dir) / "metrics.parquet"
+    wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
-        if p.is_file():
-            filters = [("exam", "in", list(exams))] if exams else None
-            return pq.read_table(p, filters=filters, schema=SCHEMA).to_pandas()
+        if p.is_file() and wanted:
+            return _conform(read_where(p, {c: v for c, _, v in wanted}))
+        if p.is_file():  # only the columns asked for are decoded
+            return pq.read_table(p, schema=SCHEMA, columns=columns)
         if not metrics.is_file():
-            return empty_frame()
+            return SCHEMA.empty_table()
         pf = pq.ParquetFile(metrics)
     except Exception as e:  # pyarrow raises several types for a file that is not parquet
         bad = p if p.is_file() else metrics
         raise ValueError(f"{bad}: cannot read the exam questions: {type(e).__name__}: {e}") from None
     parts = [split(pf.read_row_group(i))[1] for i in range(pf.num_row_groups)]
     t = from_metric_rows(pa.concat_tables(parts)) if parts else SCHEMA.empty_table()
-    if exams:
-        t = t.filter(pc.is_in(t.column("exam"), pa.array(list(exams))))
-    return t.to_pandas()
+    for column, _, values in wanted:
+        t = t.filter(pc.is_in(t.column(column), pa.array(values)))
+    return t

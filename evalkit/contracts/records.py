@@ -47,24 +47,11 @@ class Record(BaseModel):
 class _Open(BaseModel):
     """A nested object of a record: its modelled fields typed, the rest kept.
 
-    Also readable by key (``v.get("reason")``, ``v["metrics"]``, ``"ci" in m``) for code written
-    against the JSON object, including fields this model does not name."""
+    Read by attribute only: a by-key read (``v.get("reason")``) of a field that was renamed or
+    never modelled would quietly give None where an attribute read fails loudly. Whether a field
+    was in the file at all (an older decide stage did not write it) is ``model_fields_set``."""
 
     model_config = ConfigDict(extra="allow")
-
-    def _has(self, key: str) -> bool:
-        return key in self.model_fields_set or key in (self.model_extra or {})
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if self._has(key) else default
-
-    def __getitem__(self, key: str) -> Any:
-        if not self._has(key):
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self._has(key)
 
 
 # --------------------------------------------------------------------------- config.json
@@ -128,6 +115,7 @@ class MetricEstimate(_Open):
     mde: float | None = None
     power: float | None = None
     n_sessions: int | None = None
+    unmatched: int | None = None  # (session, event) keys scored under one arm only
     lost_sessions: int | None = None
     errors: int | None = None
     rows: int | None = None

@@ -199,7 +199,7 @@ def verdict_notes(
 def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[str, Any]:
     """Compute the run's metric health and write ``health.json``; returns what was written
     (``rules``: those the decide stage applies)."""
-    from evalkit.score.examcheck import check_exams
+    from evalkit.score.examcheck import CEILING, FLOOR, check_exams
 
     run_dir = Path(run_dir)
     # Per-session sums (the run's aggregate), not rows: what the metric checks need.
@@ -210,7 +210,9 @@ def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[
     identical = _identical(aggregate.same_as_baseline(agg, baseline))
     # Each exam's ceiling against its floor, paired by question (the question table).
     alpha = rules.alpha
-    exams = {k: v.as_dict() for k, v in check_exams(questions.read(run_dir), alpha).items()}
+    # Only the two arms an exam is checked on are read: the table holds every arm's questions.
+    asked = questions.read(run_dir, arms=(CEILING, FLOOR))
+    exams = {k: v.as_dict() for k, v in check_exams(asked, alpha).items()}
     health = {
         "metrics": flags,
         "unhealthy": sorted(k for k, v in flags.items() if v["unhealthy"]),

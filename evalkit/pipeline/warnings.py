@@ -89,24 +89,38 @@ def silent_arms(run_dir: Path, arms: list[str], replay: ReplayConfig, manifest: 
 
 def failing_metrics(run_dir: Path, share: float) -> list[RunWarning]:
     """Metrics whose error rows exceed ``share`` of their rows, grouped by their first error."""
-    import pandas as pd
+    import pyarrow.parquet as pq
 
     path = RunPaths(run_dir).metrics
     if not path.is_file():
         return []
-    m = pd.read_parquet(path, columns=["metric", "error"])
+    # Counted a row group at a time: the whole table's two columns grew with the corpus and were
+    # the decide stage's largest read.
+    rows: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    first: dict[str, str] = {}  # the metric's first error row, in the table's order
+    pf = pq.ParquetFile(path)
+    for i in range(pf.num_row_groups):
+        m = pf.read_row_group(i, columns=["metric", "error"]).to_pandas()
+        for metric, n in m.groupby("metric", sort=False, observed=True).size().items():
+            rows[metric] = rows.get(metric, 0) + int(n)
+        bad = m[m.error.notna()]
+        for metric, n in bad.groupby("metric", sort=False, observed=True).size().items():
+            errors[metric] = errors.get(metric, 0) + int(n)
+        for metric, err in bad.drop_duplicates("metric")[["metric", "error"]].itertuples(index=False):
+            first.setdefault(metric, err)
     groups: dict[tuple[str, str], list[str]] = {}
-    for metric, g in m.groupby("metric", sort=True):
-        errs = g.error.dropna()
-        if len(g) and len(errs) / len(g) > share:
-            pct = f"{len(errs)} of {len(g)} rows ({len(errs) / len(g):.0%})"
-            groups.setdefault((pct, str(errs.iloc[0])[:160]), []).append(str(metric))
+    for metric in sorted(rows):
+        n, e = rows[metric], errors.get(metric, 0)
+        if e / n > share:
+            pct = f"{e} of {n} rows ({e / n:.0%})"
+            groups.setdefault((pct, str(first[metric])[:160]), []).append(str(metric))
     return [
         RunWarning(
             "failing_metric",
-            f"{', '.join(names)}: {pct} are errors, above {share:.0%} (first: {first})",
+            f"{', '.join(names)}: {pct} are errors, above {share:.0%} (first: {err})",
         )
-        for (pct, first), names in groups.items()
+        for (pct, err), names in groups.items()
     ]
 
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from evalkit.contracts.records import Decision, RunConfig
+from evalkit.contracts.records import Decision, MetricEstimate, RunConfig
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, interval, num, table
 from evalkit.report.sections.common import verdict_mark
@@ -57,6 +57,11 @@ def _interval(decision: Decision) -> str:
     if st.get("printed_interval") in ("bootstrap-t", "percentile", "bca"):
         return str(st.get("interval"))
     return {"t": "clustered t"}.get(st.get("printed_interval"), "sign-flip") + " (an older run)"
+
+
+def _n_sessions(e: MetricEstimate | None) -> str:
+    """A metric's session count as the file has it; "—" when it has none (or the metric is absent)."""
+    return str(e.n_sessions) if e is not None and "n_sessions" in e.model_fields_set else "—"
 
 
 def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
@@ -116,7 +121,7 @@ def render_compare(run_a: str | os.PathLike, run_b: str | os.PathLike) -> str:
                         f"{num(ea.estimate, signed=True)} {interval(ea.ci)}" if ea else "—",
                         f"{num(eb.estimate, signed=True)} {interval(eb.ci)}" if eb else "—",
                         num(delta, signed=True),
-                        f"{ea.get('n_sessions', '—') if ea else '—'} → {eb.get('n_sessions', '—') if eb else '—'}",
+                        f"{_n_sessions(ea)} → {_n_sessions(eb)}",
                     ]
                 )
         if rows:

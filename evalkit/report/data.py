@@ -228,7 +228,8 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     from evalkit.contracts import questions
 
     try:
-        asked = questions.read(run)
+        # Not ``about``: no section prints it, and its text is a string per question row.
+        asked = questions.read(run, columns=[c for c in questions.COLUMNS if c != "about"])
     except (OSError, ValueError) as e:
         asked = questions.empty_frame()
         missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")

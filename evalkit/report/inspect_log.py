@@ -140,7 +140,7 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
                     },
                 )
             )
-        verdict = data.verdicts.get(arm, {})
+        verdict = data.verdicts.get(arm)
         log = EvalLog(
             status="success",
             eval=EvalSpec(
@@ -153,9 +153,9 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
                 metadata={
                     "run_dir": str(run),
                     "offline_standin": standin,
-                    "verdict": verdict.get("verdict"),
-                    "reason": verdict.get("reason"),
-                    "deciding_metric": verdict.get("deciding_metric"),
+                    "verdict": verdict.verdict if verdict else None,
+                    "reason": verdict.reason if verdict else None,
+                    "deciding_metric": verdict.deciding_metric if verdict else None,
                 },
             ),
             results=EvalResults(

@@ -33,6 +33,7 @@ from evalkit.contracts.runs import RunPaths, read_record
 from evalkit.contracts.session import session_from_dict
 from evalkit.corpus import QUESTIONS
 from evalkit.facts import compute_facts, facts_from_dict
+from evalkit.score.asked import about as asked_about
 from evalkit.score.base import PROBES, ProbeInput, SessionView
 from evalkit.score.suite import Suite, all_probes_suite, load_suite
 
@@ -106,11 +107,12 @@ def _run_probe(name, entry, params, inp: ProbeInput, run_id: str) -> Iterable[Me
     return out
 
 
-def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]:
+def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list, dict[str, str]]:
     """Worker: parse one session and its events, score them.
 
     Returns the rows (:func:`~evalkit.contracts.metrics.rows_to_arrow`), skipped records, the event count,
-    newly built questions and judge rationales."""
+    newly built questions, judge rationales and what each asked question was about
+    (:mod:`evalkit.score.asked`)."""
     corpus, sloc, facts_loc, ev_locs, suite, ctx, run_id, questions = job
     skipped: list[str] = []
     try:
@@ -122,6 +124,7 @@ def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]
             0,
             None,
             [],
+            {},
         )
     facts = facts_from_dict(json.loads(read_span(*facts_loc))) if facts_loc else compute_facts(session)
     view = SessionView(session, facts)
@@ -140,7 +143,9 @@ def _score_job(job: tuple) -> tuple[pa.Table, list[str], int, dict | None, list]
             events.setdefault(arm, []).append(ev)
             n += 1
     rows = rows_to_arrow([r.as_tuple() for r in score_events(view, events, suite, ctx, run_id)])
-    return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", [])
+    names = question_table.split(rows)[1].column("metric").unique().to_pylist()
+    about = asked_about(view, (tuple(n.split("_q:", 1)) for n in names))
+    return rows, skipped, n, view.extras.get("new_questions"), view.extras.get("judgements", []), about
 
 
 def resolve_suite(suite: Suite | str | os.PathLike | None, probe_names: list[str] | None) -> Suite:
@@ -207,6 +212,7 @@ def score_run(
     asked = ArmSpill(run / "questions.spill")  # the exams' per-question grades, for questions.parquet
     new_questions = _Spill(q_path.with_name(QUESTIONS + ".new"))  # session → its line, spilled to disk
     judgements = _Spill(run / "judgements.jsonl.tmp")
+    abouts = _Spill(run / "questions-about.jsonl.tmp")  # session → what its questions asked about
     # With a real model too: each worker's client shares the run's call cache (an identical call in
     # flight in another process is waited for, not sent twice) and its spending ledger, as the
     # replay's workers do.
@@ -214,10 +220,12 @@ def score_run(
     pool = worker_pool(n_workers) if n_workers > 1 and len(jobs) > 1 else None
     try:
         results = pool.map(_score_job, jobs, chunksize=1) if pool else map(_score_job, jobs)
-        for r, skipped, n_ev, nq, judged in track(results, "score", total=len(jobs), unit="sessions"):
+        for r, skipped, n_ev, nq, judged, about in track(results, "score", total=len(jobs), unit="sessions"):
             metric_rows, question_rows = question_table.split(r)
             rows.add(metric_rows)
             asked.add(question_rows)
+            if about:
+                abouts.add(question_rows.column("session")[0].as_py(), about)
             stats.skipped.extend(skipped)
             stats.events += n_ev
             stats.sessions += 1
@@ -230,6 +238,7 @@ def score_run(
             pool.shutdown()
         new_questions.close()
         judgements.close()
+        abouts.close()
     if new_questions.spans and questions is not None:
         _save_questions(q_path, questions, new_questions)
     new_questions.path.unlink(missing_ok=True)
@@ -243,10 +252,13 @@ def score_run(
 
     replace_rows(RunPaths(run).metrics, rows.tables(), lambda m: not is_continuation_metric(m))
     rows.remove()
+    about_of = _about_reader(abouts)
     stats.questions = question_table.write(
-        question_table.path_of(run), (question_table.from_metric_rows(t) for t in asked.tables())
+        question_table.path_of(run),
+        (question_table.from_metric_rows(t, about_of) for t in asked.tables()),
     )
     asked.remove()
+    abouts.path.unlink(missing_ok=True)
     stats.rows = rows.num_rows
     return rows.num_rows
 
@@ -259,6 +271,23 @@ def _model_section(run: Path) -> ModelConfig:
 def _last_spans(path: Path) -> dict[str, Span]:
     """Session → the span of its last line in a JSONL file keyed by ``session`` (a later line wins)."""
     return {sid: spans[-1] for sid, spans in index_jsonl(path, "session").items()} if path.exists() else {}
+
+
+def _about_reader(spill: _Spill):
+    """(session, question) → what the question asked about, read back from ``spill`` a session at
+    a time (the last session read is kept: question rows come an arm's sessions in order)."""
+    last: dict[str, Any] = {"session": None, "about": {}}
+
+    def about_of(session: str, question: str) -> str | None:
+        if session != last["session"]:
+            spans = spill.spans.get(session)
+            last["session"], last["about"] = (
+                session,
+                json.loads(read_span(spill.path, spans[-1])) if spans else {},
+            )
+        return last["about"].get(question)
+
+    return about_of
 
 
 class _Spill:

@@ -63,3 +63,19 @@ def test_a_run_folder_from_before_the_question_table_reads_its_questions_from_th
         ["symbol:0092b45bb4", "error:aa11", "bank/7@12", "bank/7@40", "q3"]
     )
     assert questions.read(tmp_path, ("identifier",))["exam"].tolist() == ["identifier", "identifier"]
+
+
+def test_reading_some_arms_gives_those_arms_rows_of_the_whole_table(tmp_path):
+    from evalkit.contracts.metrics_stream import write_table
+
+    legacy, current = tmp_path / "legacy", tmp_path / "current"
+    legacy.mkdir(), current.mkdir()
+    write_table(rows_to_arrow([r.as_tuple() for r in _rows()]), legacy / "metrics.parquet")
+    _, asked = questions.split(rows_to_arrow([r.as_tuple() for r in _rows()]))
+    questions.write(questions.path_of(current), [questions.from_metric_rows(asked)])
+    for run in (legacy, current):
+        whole = questions.read(run)
+        some = questions.read(run, arms=("head-tail",))
+        assert some["question"].tolist() == ["bank/7@40", "q3"]
+        pd.testing.assert_frame_equal(some, whole[whole["arm"] == "head-tail"].reset_index(drop=True))
+        assert questions.read(run, ("identifier",), ("head-tail",)).empty

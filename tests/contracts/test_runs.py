@@ -95,8 +95,11 @@ def test_an_old_decision_reads_typed(tmp_path):
     m = v.metrics[v.deciding_metric]
     assert m.estimate == raw["metrics"][raw["deciding_metric"]]["estimate"]
     assert m.ci == raw["metrics"][raw["deciding_metric"]]["ci"]
-    # fields the model does not name are kept and readable by key
-    assert m.get("unmatched_sessions") == raw["metrics"][raw["deciding_metric"]]["unmatched_sessions"]
+    # fields the model does not name are kept (as extra fields), and read by attribute only
+    assert m.model_extra["unmatched_sessions"] == raw["metrics"][raw["deciding_metric"]]["unmatched_sessions"]
+    assert m.unmatched == raw["metrics"][raw["deciding_metric"]]["unmatched"]
+    with pytest.raises(AttributeError):
+        v.get("reason")  # a by-key read would turn a renamed field into a silent None
 
 
 def _copy_old(tmp_path: Path) -> Path:

@@ -27,11 +27,7 @@ def caveats(data: ReportData) -> list[str]:
             "**Synthetic corpus**: sessions are generated with known facts; they are realistic in shape but "
             "not recorded work, so effects may differ on real transcripts."
         )
-    ns = [
-        v["n_sessions"]
-        for v in data.verdicts.values()
-        if isinstance(v.get("n_sessions"), int) and v["n_sessions"] > 0
-    ]
+    ns = [v.n_sessions for v in data.verdicts.values() if isinstance(v.n_sessions, int) and v.n_sessions > 0]
     n = min(ns) if ns else stats.get("sessions")
     if isinstance(n, int) and n < LOW_N:
         out.append(
@@ -53,10 +49,10 @@ def caveats(data: ReportData) -> list[str]:
             + " compactions kept no summary."
         )
     unmatched = [
-        f"{code(c)}/{code(m)}: {d['unmatched']}"
+        f"{code(c)}/{code(m)}: {d.unmatched}"
         for c, v in data.verdicts.items()
-        for m, d in (v.get("metrics") or {}).items()
-        if isinstance(d.get("unmatched"), int) and d["unmatched"] > 0
+        for m, d in v.metrics.items()
+        if isinstance(d.unmatched, int) and d.unmatched > 0
     ]
     if unmatched:
         out.append(
@@ -90,7 +86,7 @@ def caveats(data: ReportData) -> list[str]:
                 f"**Model agent**: continuation metrics come from {code(cont.get('agent', '?'))} acting in a "
                 "replay environment built from the recording, not from the agent that produced the sessions."
             )
-    untested = [c for c, v in data.verdicts.items() if v.get("verdict") == "untested"]
+    untested = [c for c, v in data.verdicts.items() if v.verdict == "untested"]
     if untested:
         out.append("**Untested candidates** (no usable data): " + ", ".join(code(c) for c in untested) + ".")
     if data.missing:

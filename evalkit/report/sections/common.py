@@ -134,8 +134,8 @@ def session_means(metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
 def metric_direction(data: ReportData, metric: str) -> str | None:
     """``higher``/``lower`` from the verdicts or the probe registry; None when nothing records it."""
     for v in data.verdicts.values():
-        d = ((v.get("metrics") or {}).get(metric) or {}).get("direction")
-        if d:
+        m = v.metrics.get(metric)
+        if m is not None and (d := m.direction):
             return str(d)
     info = probe_info([metric]).get(metric)
     return info[0] if info and info[0] in ("higher", "lower") else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalkit.contracts.metrics import question_family, question_key
+from evalkit.contracts.records import Verdict
 from evalkit.report.data import ReportData
 from evalkit.report.markdown import (
     code,
@@ -25,13 +26,13 @@ from evalkit.report.sections.common import (
 )
 
 
-def _metric_order(verdicts: dict) -> list[tuple[str, str, str]]:
+def _metric_order(verdicts: dict[str, Verdict]) -> list[tuple[str, str, str]]:
     """(metric, role, direction), success metrics first. A metric that is some candidate's success
     metric is plotted as one (with that threshold), even where others hold it as a guardrail."""
     seen: dict[str, tuple[str, str]] = {}
     for v in verdicts.values():
-        for m, d in (v.get("metrics") or {}).items():
-            role, direction = str(d.get("role", "success")), str(d.get("direction", "higher"))
+        for m, d in v.metrics.items():
+            role, direction = str(d.role or "success"), str(d.direction or "higher")
             if m not in seen or (role == "success" and seen[m][0] != "success"):
                 seen[m] = (role, direction)
     return sorted(((m, r, d) for m, (r, d) in seen.items()), key=lambda x: (x[1] != "success", x[0]))
@@ -51,11 +52,9 @@ def section_effects(data: ReportData, out: Path) -> list[str]:
     for metric, role, direction in _metric_order(verdicts):
         cells = []
         for cand in cands:
-            m = (verdicts[cand].get("metrics") or {}).get(metric)
-            mark = "**" if verdicts[cand].get("deciding_metric") == metric else ""
-            cells.append(
-                f"{mark}{num(m.get('estimate'), signed=True)}{mark} {interval(m.get('ci'))}" if m else "–"
-            )
+            m = verdicts[cand].metrics.get(metric)
+            mark = "**" if verdicts[cand].deciding_metric == metric else ""
+            cells.append(f"{mark}{num(m.estimate, signed=True)}{mark} {interval(m.ci)}" if m else "–")
         rows.append([code(metric), f"{role}, {'↑' if direction == 'higher' else '↓'}", *cells])
     return [
         f"Effect and {confidence(data)} ({interval_name(data)}) per metric and candidate; **bold**: the "

@@ -33,11 +33,11 @@ def _kept_lines(event: dict) -> list[str]:
 
 
 def _evidence_metric(data: ReportData, cand: str) -> str | None:
-    v = data.verdicts.get(cand) or {}
-    if v.get("deciding_metric"):
-        return str(v["deciding_metric"])
-    for m, d in (v.get("metrics") or {}).items():
-        if d.get("role") == "success":
+    v = data.verdicts.get(cand)
+    if v is not None and v.deciding_metric:
+        return str(v.deciding_metric)
+    for m, d in v.metrics.items() if v is not None else ():
+        if d.role == "success":
             return m
     # A metric with values under both arms (an external arm has no carry or judge metrics),
     # preferring one on which some session differs: that is what the evidence shows.
@@ -96,8 +96,8 @@ def _last_event(data: ReportData, arm: str, session: str) -> dict | None:
 
 def _evidence_row(data: ReportData, out: Path, cand: str) -> list[str]:
     base = data.baseline
-    v = data.verdicts.get(cand, {})
-    head = [code(cand), verdict_mark(v.get("verdict")) if v else "–"]
+    v = data.verdicts.get(cand)
+    head = [code(cand), verdict_mark(v.verdict) if v is not None else "–"]
     if cand not in set(data.metrics["arm"].unique()) and cand not in set(data.events["arm"].unique()):
         return [*head, "–", "no events or metric values for this candidate", "", ""]
     metric = _evidence_metric(data, cand)

@@ -58,8 +58,8 @@ def section_health(data: ReportData, out: Path) -> list[str]:
     notes = h.get("verdict_notes", {})
     rows = []
     for arm, ns in sorted(notes.items()):
-        v = data.verdicts.get(arm, {})
-        rows.append([code(arm), str(v.get("verdict", "n/a")), escape_inline(" · ".join(ns))])
+        v = data.verdicts.get(arm)
+        rows.append([code(arm), str(v.verdict) if v is not None else "n/a", escape_inline(" · ".join(ns))])
     if rows:
         lines.append(
             "**Verdicts that rest on an unhealthy metric** (success metrics and guardrails, per candidate):"

@@ -32,7 +32,7 @@ def section_noise(data: ReportData, out: Path) -> list[str]:
     rows = []
     listed, families = split_questions(sorted(nf))
     # The metrics verdicts use; the rest of the floor is in decision.json (and the viewer).
-    used = {m for v in data.verdicts.values() for m in (v.get("metrics") or {})}
+    used = {m for v in data.verdicts.values() for m in v.metrics}
     others = [m for m in listed if m not in used] if used & set(listed) else []
     listed = [m for m in listed if m not in others]
     for metric in listed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from evalkit.contracts.records import MetricEstimate
 from evalkit.report.data import ReportData
 from evalkit.report.figures import VERDICT_STYLE, Dot, Panel, dot_grid
 from evalkit.report.markdown import interval, num, rel_link
@@ -18,30 +19,30 @@ from evalkit.report.sections.common import as_float, confidence, interval_name
 SYMLOG = 3.0  # linear within ±3 thresholds, where verdicts are decided; logarithmic beyond
 
 
-def scaled(m: dict) -> tuple[float, float, float]:
+def scaled(m: MetricEstimate) -> tuple[float, float, float]:
     """(estimate, lo, hi) oriented better-is-positive, in units of ``|threshold|`` (NaN without one)."""
-    thr = abs(as_float(m.get("threshold")))
+    thr = abs(as_float(m.threshold))
     if not (math.isfinite(thr) and thr > 0):
         return math.nan, math.nan, math.nan
-    sign = -1.0 if m.get("direction") == "lower" else 1.0
-    ci = m.get("ci") or [math.nan, math.nan]
+    sign = -1.0 if m.direction == "lower" else 1.0
+    ci = m.ci or [math.nan, math.nan]
     lo, hi = sorted((sign * as_float(ci[0]) / thr, sign * as_float(ci[1]) / thr))
-    return sign * as_float(m.get("estimate")) / thr, lo, hi
+    return sign * as_float(m.estimate) / thr, lo, hi
 
 
 def effect_panel(data: ReportData) -> Panel:
     dots, notes = {}, {}
     for cand, v in data.verdicts.items():
-        metric = v.get("deciding_metric")
-        m = (v.get("metrics") or {}).get(metric) if metric else None
-        color, marker = VERDICT_STYLE.get(str(v.get("verdict")), ("#777777", "o"))
+        metric = v.deciding_metric
+        m = v.metrics.get(metric) if metric else None
+        color, marker = VERDICT_STYLE.get(str(v.verdict), ("#777777", "o"))
         if not m:
             dots[cand] = Dot(math.nan, color=color, marker=marker)
             notes[cand] = "no deciding metric"
             continue
         est, lo, hi = scaled(m)
         dots[cand] = Dot(est, lo, hi, color, marker)
-        notes[cand] = f"{metric} {num(m.get('estimate'), signed=True)} {interval(m.get('ci'))}"
+        notes[cand] = f"{metric} {num(m.estimate, signed=True)} {interval(m.ci)}"
     return Panel(
         "",
         "effect on the deciding metric, in units of its threshold (→ better; symmetric log beyond ±3)",
@@ -55,7 +56,7 @@ def effect_panel(data: ReportData) -> Panel:
 def section_overview(data: ReportData, out: Path) -> list[str]:
     if not data.verdicts:
         return ["No effects: `decision.json` has no verdicts."]
-    present = {str(v.get("verdict")) for v in data.verdicts.values()}
+    present = {str(v.verdict) for v in data.verdicts.values()}
     legend = [(v, c, m, True) for v, (c, m) in VERDICT_STYLE.items() if v in present]
     fig = data.figures.draw(
         dot_grid,

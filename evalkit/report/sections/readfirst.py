@@ -34,7 +34,7 @@ def read_first(data: ReportData) -> list[str]:
             f"**{code(metric)} failed on every value under {everywhere}** (scorer or judge errors): it "
             "has no mean and no effect, and a verdict that needs it is untested."
         )
-    untested = [c for c, v in data.verdicts.items() if v.get("verdict") == "untested"]
+    untested = [c for c, v in data.verdicts.items() if v.verdict == "untested"]
     if untested:
         out.append(f"**{len(untested)} untested**: {_names(untested)} (the rule column says why).")
     if data.health is not None:
@@ -60,14 +60,14 @@ def read_first(data: ReportData) -> list[str]:
                 + ", ".join(f"{code(a)} {n}" for a, n in dead_s.items())
                 + "."
             )
-    lost = {c: v.get("lost_sessions") for c, v in data.verdicts.items() if v.get("lost_sessions")}
+    lost = {c: v.lost_sessions for c, v in data.verdicts.items() if v.lost_sessions}
     if lost:
         out.append(
             "**Lost sessions** (the baseline has them, the candidate does not): "
             + ", ".join(f"{code(c)} {n}" for c, n in lost.items())
             + "."
         )
-    ns = [v["n_sessions"] for v in data.verdicts.values() if isinstance(v.get("n_sessions"), int)]
+    ns = [v.n_sessions for v in data.verdicts.values() if isinstance(v.n_sessions, int)]
     n = min((x for x in ns if x > 0), default=None)
     if n is not None and n < LOW_N:
         out.append(f"**Low n**: as few as {n} session{'' if n == 1 else 's'} (< {LOW_N}); intervals are wide.")

@@ -4,28 +4,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalkit.contracts.records import MetricEstimate, Verdict
 from evalkit.report.data import ReportData
 from evalkit.report.escape import escape_inline
 from evalkit.report.markdown import code, interval, num, pval, table
 from evalkit.report.sections.common import confidence, interval_name, verdict_mark
 
 
-def deciding(v: dict) -> tuple[str | None, dict]:
-    """The verdict's deciding metric and its per-metric result ({} when it has none)."""
-    metrics = v.get("metrics") or {}
-    name = v.get("deciding_metric")
-    return name, (metrics.get(name) or {}) if name else {}
+def deciding(v: Verdict) -> tuple[str | None, MetricEstimate | None]:
+    """The verdict's deciding metric and its per-metric result (None when it has none)."""
+    name = v.deciding_metric
+    return name, v.metrics.get(name) if name else None
 
 
-def deciding_p(v: dict) -> str:
+def deciding_p(v: Verdict) -> str:
     """The p-value of the test that decided the verdict, with the test's name; ``n/a`` when no
     test decided it (untested, a guardrail with too few sessions) or the decision predates
     ``deciding_p``. Never a metric's other p-value: that belongs to another test."""
-    if "deciding_p" not in v:
+    if "deciding_p" not in v.model_fields_set:
         return "n/a (decision.json predates `deciding_p`)"
-    if v["deciding_p"] is None:
+    if v.deciding_p is None:
         return "none"
-    return f"{pval(v['deciding_p'])} ({escape_inline(str(v.get('deciding_test') or 'test'))})"
+    return f"{pval(v.deciding_p)} ({escape_inline(str(v.deciding_test or 'test'))})"
 
 
 def section_verdicts(data: ReportData, out: Path) -> list[str]:
@@ -52,12 +52,12 @@ def section_verdicts(data: ReportData, out: Path) -> list[str]:
         rows.append(
             [
                 code(cand),
-                verdict_mark(v.get("verdict")),
+                verdict_mark(v.verdict),
                 code(name) if name else "none",
-                f"{num(m.get('estimate'), signed=True)} {interval(m.get('ci'))}" if m else "n/a",
+                f"{num(m.estimate, signed=True)} {interval(m.ci)}" if m else "n/a",
                 deciding_p(v),
-                str(v.get("n_sessions", "n/a")),
-                escape_inline(str(v.get("reason") or "no reason recorded")),
+                str(v.n_sessions) if "n_sessions" in v.model_fields_set else "n/a",
+                escape_inline(str(v.reason or "no reason recorded")),
             ]
         )
     conf = f"{confidence(data)}, {interval_name(data)}"

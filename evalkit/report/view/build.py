@@ -73,36 +73,36 @@ def _overview(data: ReportData, sessions: list[dict[str, Any]]) -> dict[str, Any
         verdicts.append(
             {
                 "cand": cand,
-                "verdict": v.get("verdict"),
-                "metric": v.get("deciding_metric"),
-                "p": _num(v.get("deciding_p")),
-                "test": v.get("deciding_test"),
-                "n": v.get("n_sessions"),
-                "reason": v.get("reason"),
+                "verdict": v.verdict,
+                "metric": v.deciding_metric,
+                "p": _num(v.deciding_p),
+                "test": v.deciding_test,
+                "n": v.n_sessions,
+                "reason": v.reason,
             }
         )
-        for m, d in (v.get("metrics") or {}).items():
-            ci = d.get("ci") or [None, None]
+        for m, d in v.metrics.items():
+            ci = d.ci or [None, None]
             effects.append(
                 {
                     "cand": cand,
                     "metric": m,
-                    "deciding": m == v.get("deciding_metric"),
-                    "verdict": v.get("verdict"),
-                    "role": d.get("role"),
-                    "direction": d.get("direction"),
-                    "estimate": _num(d.get("estimate")),
+                    "deciding": m == v.deciding_metric,
+                    "verdict": v.verdict,
+                    "role": d.role,
+                    "direction": d.direction,
+                    "estimate": _num(d.estimate),
                     "lo": _num(ci[0]),
                     "hi": _num(ci[1]),
-                    "threshold": _num(d.get("threshold")),
-                    "p_value": _num(d.get("p_value")),
-                    "p_worse": _num(d.get("p_worse")),
-                    "p_holm": _num(d.get("p_holm")),
-                    "mde": _num(d.get("mde")),
-                    "n": d.get("n_sessions"),
-                    "errors": d.get("errors"),
-                    "base": _num(d.get("baseline_mean")),
-                    "mean": _num(d.get("candidate_mean")),
+                    "threshold": _num(d.threshold),
+                    "p_value": _num(d.p_value),
+                    "p_worse": _num(d.p_worse),
+                    "p_holm": _num(d.p_holm),
+                    "mde": _num(d.mde),
+                    "n": d.n_sessions,
+                    "errors": d.errors,
+                    "base": _num(d.baseline_mean),
+                    "mean": _num(d.candidate_mean),
                 }
             )
     means = [
