@@ -9,28 +9,16 @@ import json
 
 import pytest
 
-from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
+from evalkit.contracts.session import Message, Session, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.facts.check import check_labels
-from evalkit.facts.constraints import constraint_sentences
 from evalkit.facts.extract import SOURCES
 from evalkit.importers import import_paths
 from tests.conftest import FIXTURES
+from tests.support.facts import ids_of, rules_of, session_of
 from tests.support.runs import facts_check
 
 LABELS = FIXTURES / "labels"
-
-
-def _session(*msgs: Message) -> Session:
-    return Session("s", Source("test"), list(msgs))
-
-
-def _rules(text: str, **kw) -> list[str]:
-    return [r for r, _ in constraint_sentences(text, **kw)]
-
-
-def _ids(f, kind: str) -> set[str]:
-    return {i.value for i in f.identifiers if i.kind == kind}
 
 
 def _claude_jsonl(tmp_path, records: list[dict]):
@@ -80,7 +68,7 @@ def test_ide_context_wrappers_are_not_the_users_words(tmp_path):
     assert f.constraints[0].source == "user turn"
     # Negative: the same wrapper inside one text block is still not read.
     text = "<ide_selection>Please always run make lint first.</ide_selection>\nFix the build."
-    assert _rules(text) == []
+    assert rules_of(text) == []
 
 
 def test_pasted_template_comments_and_checklists_are_not_rules():
@@ -89,9 +77,9 @@ def test_pasted_template_comments_and_checklists_are_not_rules():
         "## Pull request title\n<!-- Please make sure the title follows conventional commits -->\n"
         "## Checklist\n- [ ] You must add a changelog entry\n- [ ] I have run the tests\n"
     )
-    assert _rules(pasted) == []
+    assert rules_of(pasted) == []
     # Negative: the user's own rule after the pasted template still binds.
-    assert _rules(pasted + "\nDon't push the branch yourself.") == ["Don't push the branch yourself."]
+    assert rules_of(pasted + "\nDon't push the branch yourself.") == ["Don't push the branch yourself."]
 
 
 SWE_TEMPLATE = """<uploaded_files>
@@ -114,7 +102,7 @@ Your thinking should be thorough and so it's fine if it's very long.
 
 
 def test_task_template_binds_only_its_scope_and_environment_rules():
-    f = compute_facts(_session(Message("s:m0", "user", [Text(SWE_TEMPLATE)])))
+    f = compute_facts(session_of(Message("s:m0", "user", [Text(SWE_TEMPLATE)])))
     assert [c.keyword for c in f.constraints] == ["don't", "minimal changes"]
     assert {c.source for c in f.constraints} == {"task template"}
     # Negative: the numbered workflow, the line after it and the pasted issue's "should always".
@@ -131,7 +119,7 @@ def test_template_tips_hedged_advice_is_not_a_rule_but_environment_limits_are():
         "3. DO NOT run any command that produces binary output! Instead try to use `hexdump`.\n"
         "4. Do not try to install any packages with `pip`.\n"
     )
-    assert _rules(tips) == [
+    assert rules_of(tips) == [
         "DO NOT run any command that produces binary output!",
         "Do not try to install any packages with `pip`.",
     ]
@@ -146,7 +134,7 @@ def test_a_sub_agent_task_that_writes_a_document_reads_its_study_steps_as_proces
         "2. Analyze the current command patterns and architecture (Commander.js patterns)\n"
         "3. Write the specification to `docs/spec.md`\n"
     )
-    assert _rules(task) == [
+    assert rules_of(task) == [
         "Review existing CLI commands in `src/cli/commands/` and `bin/` directories",
         "Analyze the current command patterns and architecture (Commander.js patterns)",
     ]
@@ -157,7 +145,7 @@ def test_a_sub_agent_task_that_writes_a_document_reads_its_study_steps_as_proces
         "Look specifically at:\n- clean_html_artifacts function\n\n"
         "Analyze how inline comments are processed.\n"
     )
-    assert _rules(probe) == []
+    assert rules_of(probe) == []
 
 
 def test_an_investigation_stated_as_a_need_to_know_keeps_its_steps_as_the_task():
@@ -168,19 +156,19 @@ def test_an_investigation_stated_as_a_need_to_know_keeps_its_steps_as_the_task()
         "2. Look at the main Python script to understand the entry points\n\n"
         "Return a summary of:\n- Current project structure\n"
     )
-    assert _rules(probe) == []
+    assert rules_of(probe) == []
     # Negative: the same checks after a request to change something are process steps.
     change = probe.replace("I need to understand", "Package").replace(" to help make it installable", "")
-    assert _rules(change) == ["Check if there's already a pyproject.toml file and examine its contents"]
+    assert rules_of(change) == ["Check if there's already a pyproject.toml file and examine its contents"]
 
 
 def test_research_is_not_re_search():
     # The ef958aa1 sub-agents' task line: "Research X — …" names the task, it is no process step.
-    assert _rules("You are carol, a teammate. Research Steve Yegge's Beads — his proposal. Do not push.") == [
-        "Do not push."
-    ]
+    assert rules_of(
+        "You are carol, a teammate. Research Steve Yegge's Beads — his proposal. Do not push."
+    ) == ["Do not push."]
     # Negative: re-running and searching first are process steps.
-    assert _rules("Fix it. Re-run the tests. Search the docs first.") == [
+    assert rules_of("Fix it. Re-run the tests. Search the docs first.") == [
         "Re-run the tests.",
         "Search the docs first.",
     ]
@@ -192,13 +180,13 @@ def test_a_step_ordered_before_the_deliverable_counts_even_as_the_opening():
         "before providing proposal for phase 4.1 check existing implementation for metrics. "
         "errors handling is already present in metrics."
     )
-    assert _rules(turn) == [
+    assert rules_of(turn) == [
         "before providing proposal for phase 4.1 check existing implementation for metrics."
     ]
     # Negative: an opening request with no order frame is the task; a frame with no process verb
     # states nothing about how to work.
-    assert _rules("check existing implementation for metrics.") == []
-    assert _rules("After reading the docs write the summary.") == []
+    assert rules_of("check existing implementation for metrics.") == []
+    assert rules_of("After reading the docs write the summary.") == []
 
 
 def test_make_sure_binds_the_agent_not_the_code():
@@ -208,28 +196,28 @@ def test_make_sure_binds_the_agent_not_the_code():
         "Sync the routes. Make sure the Python version does exactly the same as the Typescript version.",
         "Fix sync. also there is a need to make sure that conversation sync will also be tracked properly.",
     ):
-        assert _rules(text) == [], text
+        assert rules_of(text) == [], text
     # Negative: "make sure" with the agent or its checks as subject stays a rule.
-    assert _rules("Fix it. Make sure to run the linter before you commit.") == [
+    assert rules_of("Fix it. Make sure to run the linter before you commit.") == [
         "Make sure to run the linter before you commit."
     ]
-    assert _rules("Fix it. Make sure the tests pass before you push.") == [
+    assert rules_of("Fix it. Make sure the tests pass before you push.") == [
         "Make sure the tests pass before you push."
     ]
     # Negative: a standing property of all the work ("keep it backwards compatible") stays a rule.
     compat = (
         "Please make sure the batch export keeps working for the customers who still call the v1 endpoint."
     )
-    assert _rules("Fix it. " + compat) == [compat]
+    assert rules_of("Fix it. " + compat) == [compat]
     step = "Make sure every new module in queue has a test file next to it before you move on."
-    assert _rules("Fix it. " + step) == [step]
+    assert rules_of("Fix it. " + step) == [step]
 
 
 def test_use_x_instead_of_y_as_the_codes_behaviour_is_the_task():
     text = "finish up the work by rigging up the chatbot-ui to use lmstudio instead of ollama."
-    assert _rules(text) == []
+    assert rules_of(text) == []
     # Negative: the same wording addressed to the agent is a tool rule.
-    assert _rules("Add the route. I want you to use pnpm instead of npm.") == [
+    assert rules_of("Add the route. I want you to use pnpm instead of npm.") == [
         "I want you to use pnpm instead of npm."
     ]
 
@@ -240,15 +228,15 @@ def test_tools_to_study_with_and_a_file_named_before_its_imperative():
         "use app tools to go to Analytics tabs in the platform opened in google chrome to understand "
         "capabilities. there is a need to prepare a focused demo scenario"
     )
-    assert _rules(turn) == [
+    assert rules_of(turn) == [
         "use app tools to go to Analytics tabs in the platform opened in google chrome to understand capabilities."
     ]
     req = 'wire the UI to the new endpoint. "LM Studio configuration.md" read this to help you'
-    assert _rules(req) == ['"LM Studio configuration.md" read this to help you']
+    assert rules_of(req) == ['"LM Studio configuration.md" read this to help you']
     # Negative: a tool named as the whole request is the task; a quoted name that is not the
     # imperative's object stays a statement.
-    assert _rules("Use the web browser tool to navigate to https://www.aisi.gov.uk/.") == []
-    assert _rules('wire the UI. "config.md" has the endpoints') == []
+    assert rules_of("Use the web browser tool to navigate to https://www.aisi.gov.uk/.") == []
+    assert rules_of('wire the UI. "config.md" has the endpoints') == []
 
 
 def test_a_heading_before_the_request_is_not_the_request():
@@ -257,9 +245,9 @@ def test_a_heading_before_the_request_is_not_the_request():
         "# Files mentioned by the user:\n\n## bench.toml: /Users/u/bench.toml\n\n"
         "## My request for Codex:\nrun the benchmark suite and report the numbers\n"
     )
-    assert _rules(text) == []  # the request itself, not a rule on how to work
+    assert rules_of(text) == []  # the request itself, not a rule on how to work
     # Negative: a process step after the request still counts.
-    assert _rules(text + "Run it twice.\n") == ["Run it twice."]
+    assert rules_of(text + "Run it twice.\n") == ["Run it twice."]
 
 
 def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
@@ -297,10 +285,10 @@ def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
     f = compute_facts(s)
     assert [(c.text, c.source) for c in f.constraints] == [("use pnpm instead of npm.", "rejection reason")]
     assert [x.source for x in f.failures] == ["rejection"]
-    assert _ids(f, "error") == set()  # a user's rejection is no error anchor
+    assert ids_of(f, "error") == set()  # a user's rejection is no error anchor
     # Negative: a rejection with no reason, and a reason that only states a fault.
-    assert _rules("You didn't remove whitespaces in otherwise empty lines", reason=True) == []
-    assert _rules("Install the deps and build.") == []
+    assert rules_of("You didn't remove whitespaces in otherwise empty lines", reason=True) == []
+    assert rules_of("Install the deps and build.") == []
 
 
 def test_cline_denial_feedback_is_a_rejection_reason(tmp_path):
@@ -318,7 +306,7 @@ def test_cline_denial_feedback_is_a_rejection_reason(tmp_path):
         ("Add the pytest configuration to the .vscode settings", "rejection reason")
     ]
     # Negative: the same words as the opening request of a turn are the task.
-    assert _rules("Add the pytest configuration to the .vscode settings") == []
+    assert rules_of("Add the pytest configuration to the .vscode settings") == []
 
 
 AIDER = """# aider chat started at 2024-08-09 18:45:35
@@ -372,13 +360,13 @@ def test_aider_answers_commits_and_failed_blocks(tmp_path):
     # What the user typed at a (y/n/instructions) prompt is the user's words; a bare "n" is not.
     assert [c.text for c in f.constraints] == ["don't run the tests yet, just fix the import"]
     # aider's commit SHA is an anchor; the failed SEARCH/REPLACE is a failing edit of aider/io.py.
-    assert "1a2b3c4" in _ids(f, "sha")
+    assert "1a2b3c4" in ids_of(f, "sha")
     assert [(x.tool, x.source) for x in f.failures] == [("edit", "error flag")]
     failed = s.messages[f.failures[0].message_index].tool_results()[0].output
     assert failed.startswith("# 1 SEARCH/REPLACE block failed to match!")
     assert [x.path for x in f.files_modified] == ["aider/main.py"]
     # Symbols from the REPLACE half of both blocks (the edit the model wrote), not its SEARCH half.
-    assert {"main", "get_input"} <= _ids(f, "symbol")
+    assert {"main", "get_input"} <= ids_of(f, "symbol")
 
 
 def test_aider_lint_errors_fail_the_edit(tmp_path):
@@ -395,7 +383,7 @@ def test_aider_lint_errors_fail_the_edit(tmp_path):
     (s,), _ = import_paths([p])
     f = compute_facts(s)
     assert [(x.source, x.tool) for x in f.failures] == [("lint", "edit")]
-    assert "tests/test_repomap.py:332:20: F821 undefined name 'GitRepo'" in _ids(f, "error")
+    assert "tests/test_repomap.py:332:20: F821 undefined name 'GitRepo'" in ids_of(f, "error")
     assert [x.path for x in f.files_modified] == ["tests/test_repomap.py"]  # the edit was applied
     # Negative: the same edit with no lint report does not fail.
     p.write_text(head + "> Applied edit to tests/test_repomap.py\n> Commit 978cc55 style: Fix formatting\n")
@@ -404,7 +392,7 @@ def test_aider_lint_errors_fail_the_edit(tmp_path):
 
 
 def _cline_write(result: str) -> Session:
-    return _session(
+    return session_of(
         Message("s:m0", "user", [Text("fix the agents")]),
         Message(
             "s:m1",
@@ -423,7 +411,7 @@ def test_cline_new_problems_in_the_written_file_fail_the_edit():
     )
     f = compute_facts(_cline_write(own))
     assert [x.source for x in f.failures] == ["lint"]
-    assert _ids(f, "error") == {"[Pylint Error] Line 4: No name 'g' in module 'backend.b'"}
+    assert ids_of(f, "error") == {"[Pylint Error] Line 4: No name 'g' in module 'backend.b'"}
     assert [x.path for x in f.files_modified] == ["backend/a.py"]
     # Negative: errors only in other files, or only warnings in this one.
     other = f"{ok}\n\nNew problems detected after saving the file:\nbackend/b.py\n- [Mypy Error] Line 1: bad"
@@ -440,7 +428,7 @@ def test_a_cline_call_the_task_interruption_cut_off_is_not_a_failure():
         "autonomous coding task was interrupted 1 hour ago. It may or may not be complete."
     )
     f = compute_facts(_cline_write(cut))
-    assert f.failures == [] and f.files_modified == [] and _ids(f, "error") == set()
+    assert f.failures == [] and f.files_modified == [] and ids_of(f, "error") == set()
     # Negative: a call the harness answered with an error is still a failure.
     s = _cline_write("")
     s.messages[2] = Message(
@@ -451,7 +439,7 @@ def test_a_cline_call_the_task_interruption_cut_off_is_not_a_failure():
 
 
 def _editor(output: str) -> Session:
-    return _session(
+    return session_of(
         Message("s:m0", "user", [Text("fix it")]),
         Message(
             "s:m1",
@@ -466,7 +454,7 @@ def test_openhands_editor_error_invalid_is_a_failure():
     out = "ERROR:\nInvalid `path` parameter: /workspace/src/lib. The path /workspace/src/lib does not exist."
     f = compute_facts(_editor(out))
     assert [x.source for x in f.failures] == ["refusal"]
-    assert _ids(f, "error") == {
+    assert ids_of(f, "error") == {
         "Invalid `path` parameter: /workspace/src/lib. The path /workspace/src/lib does not exist."
     }
     # Negative: the editor's ordinary answer.
@@ -520,7 +508,7 @@ def test_codex_browser_policy_rejection_is_a_failure(tmp_path):
     out = "Wall time: 1017.0997 seconds\nOutput:\n" + json.dumps([{"type": "text", "text": reason}])
     f = compute_facts(_codex_rollout(tmp_path, out))
     assert [x.source for x in f.failures] == ["rejection"]
-    (err,) = _ids(f, "error")
+    (err,) = ids_of(f, "error")
     assert err.startswith("Browser Use rejected this action due to browser security policy. Reason: The user")
     # Negative: the same tool's ordinary answer in the same envelope.
     ok = "Wall time: 2.4 seconds\nOutput:\n" + json.dumps([{"type": "text", "text": '{"title": "Codemie"}'}])
@@ -536,7 +524,7 @@ def _swe_submit(*answers: str) -> Session:
             )
         )
         msgs.append(Message(f"s:m{2 * n + 2}", "tool", [ToolResult(f"c{n}", out)]))
-    return _session(*msgs)
+    return session_of(*msgs)
 
 
 def test_ctf_wrong_flag_is_a_failing_submit_without_an_anchor():
@@ -544,7 +532,7 @@ def test_ctf_wrong_flag_is_a_failing_submit_without_an_anchor():
     f = compute_facts(_swe_submit("Wrong flag!" + trailer, "Wrong flag!" + trailer, "\nflag{a}\n"))
     assert [(x.message_index, x.source) for x in f.failures] == [(2, "refusal"), (4, "refusal")]
     assert all(x.fixed_at == 6 for x in f.failures)  # the same flag submitted again was accepted
-    assert _ids(f, "error") == set()  # generic: nothing of the call in it
+    assert ids_of(f, "error") == set()  # generic: nothing of the call in it
     # Negative: a flag that was accepted, and output that merely mentions a wrong flag.
     later = "The checker said: Wrong flag! earlier" + trailer
     assert compute_facts(_swe_submit("\nflag{a}\n", later)).failures == []
@@ -554,7 +542,7 @@ def test_ctf_wrong_flag_is_a_failing_submit_without_an_anchor():
 
 
 def _shell(output: str, code: int | None, cmd: str = "make") -> Session:
-    return _session(
+    return session_of(
         Message("s:m0", "user", [Text("build it")]),
         Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": cmd})]),
         Message("s:m2", "tool", [ToolResult("c1", output, code not in (None, 0), code)]),
@@ -564,25 +552,25 @@ def _shell(output: str, code: int | None, cmd: str = "make") -> Session:
 def test_generic_harness_messages_and_wrappers_are_not_error_anchors():
     generic = _editor("ERROR:\nParameter `old_str` is required for command: str_replace.")
     f = compute_facts(generic)
-    assert len(f.failures) == 1 and _ids(f, "error") == set()
+    assert len(f.failures) == 1 and ids_of(f, "error") == set()
     make = "cc -c src/a.c\nsrc/a.c:3:1: error: expected ';' before '}' token\nmake: *** [Makefile:12: all] Error 2"
-    assert _ids(compute_facts(_shell(make, 2)), "error") == {
+    assert ids_of(compute_facts(_shell(make, 2)), "error") == {
         "src/a.c:3:1: error: expected ';' before '}' token"
     }
     # A checker's summary line is not the error; its diagnostic is.
     tsc = "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist\n\nFound 1 error in src/a.ts:220"
-    assert _ids(compute_facts(_shell(tsc, 2, "npx tsc")), "error") == {
+    assert ids_of(compute_facts(_shell(tsc, 2, "npx tsc")), "error") == {
         "src/a.ts:220:7 - error TS2339: Property 'quota' does not exist"
     }
     # Negative: a refusal that quotes the call's argument is specific, and stays an anchor.
     quoted = "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in /a.py."
-    assert _ids(compute_facts(_editor(quoted)), "error") == {
+    assert ids_of(compute_facts(_editor(quoted)), "error") == {
         "No replacement was performed, old_str `x = 1` did not appear verbatim in /a.py."
     }
 
 
 def test_urls_in_written_content_are_not_anchors_but_fetched_ones_are():
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("add a test")]),
         Message(
             "s:m1",
@@ -600,32 +588,32 @@ def test_urls_in_written_content_are_not_anchors_but_fetched_ones_are():
         Message("s:m3", "tool", [ToolResult("c1", '{"html_url": "https://github.com/o/r"}', False, 0)]),
     )
     f = compute_facts(s)
-    assert _ids(f, "url") == {"https://api.github.com/repos/o/r"}
-    assert _ids(f, "symbol") == {"test_a"}
+    assert ids_of(f, "url") == {"https://api.github.com/repos/o/r"}
+    assert ids_of(f, "symbol") == {"test_a"}
 
 
 def test_cline_replace_in_file_symbols_come_from_the_replace_half():
     diff = "<<<<<<< SEARCH\ndef old_name(x):\n=======\ndef new_helper(x):\n>>>>>>> REPLACE"
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("rename it")]),
         Message("s:m1", "assistant", [ToolCall("r1", "replace_in_file", {"path": "a.py", "diff": diff})]),
         Message("s:m2", "tool", [ToolResult("r1", "The content was successfully saved to a.py.")]),
     )
     f = compute_facts(s)
-    assert _ids(f, "symbol") == {"new_helper"}
+    assert ids_of(f, "symbol") == {"new_helper"}
     assert [x.path for x in f.files_modified] == ["a.py"]
 
 
 def test_a_sha_in_tool_output_is_not_an_anchor_but_a_harness_commit_is():
     log = "1a2b3c4 feat: add flag\n5d6e7f8 fix: typo"
-    assert _ids(compute_facts(_shell(log, 0, "git log --oneline -2")), "sha") == set()
-    commit = _session(
+    assert ids_of(compute_facts(_shell(log, 0, "git log --oneline -2")), "sha") == set()
+    commit = session_of(
         Message("s:m0", "user", [Text("add a flag")]),
         Message("s:m1", "assistant", [ToolCall("e1", "edit", {"path": "a.py"})], {"synthetic": True}),
         Message("s:m2", "tool", [ToolResult("e1", "Applied edit to a.py\nCommit 1a2b3c4 feat: add flag")]),
     )
     f = compute_facts(commit)
-    assert _ids(f, "sha") == {"1a2b3c4"}
+    assert ids_of(f, "sha") == {"1a2b3c4"}
     assert {i.source for i in f.identifiers} == {"harness commit"}
 
 
@@ -642,7 +630,7 @@ def test_every_fact_source_is_a_named_class(transcripts):
 
 
 def test_a_no_result_placeholder_is_not_a_failure():
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("go on")]),
         Message("s:m1", "assistant", [ToolCall("w1", "write_to_file", {"path": "a.py", "content": "x"})]),
         Message(

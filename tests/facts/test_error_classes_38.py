@@ -7,23 +7,10 @@ from __future__ import annotations
 
 import json
 
-from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
+from evalkit.contracts.session import Message, Session, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
-from evalkit.facts.constraints import constraint_sentences
 from evalkit.importers import import_paths
-
-
-def _session(*msgs: Message) -> Session:
-    return Session("s", Source("test"), list(msgs))
-
-
-def _rules(text: str, **kw) -> list[str]:
-    return [r for r, _ in constraint_sentences(text, **kw)]
-
-
-def _ids(f, kind: str) -> set[str]:
-    return {i.value for i in f.identifiers if i.kind == kind}
-
+from tests.support.facts import ids_of, rules_of, session_of
 
 # --------------------------------------------------------------------------- Codex rollouts
 
@@ -111,7 +98,7 @@ def test_a_background_command_fails_on_the_poll_that_reports_its_exit(tmp_path):
     ]
     # The polled command's output is a command's, not a harness refusal: the exception line is
     # the error, not the Node warning it opens with.
-    assert _ids(f, "error") == {"AssertionError: expected undefined to deeply equal { auto: true }"}
+    assert ids_of(f, "error") == {"AssertionError: expected undefined to deeply equal { auto: true }"}
     assert [(t.message_index, t.failed, t.skipped) for t in f.tallies] == [(6, 1, 15)]
 
 
@@ -138,7 +125,7 @@ def test_a_polled_search_that_found_nothing_is_not_a_failure(tmp_path):
     f = compute_facts(s)
     # Negative: rg exit 1 with no output found nothing; positive: exit 2 on a missing path.
     assert [(x.message_index, x.command) for x in f.failures] == [(8, "rg -n compact node_modules/opencode")]
-    assert _ids(f, "error") == {"rg: node_modules/opencode: No such file or directory (os error 2)"}
+    assert ids_of(f, "error") == {"rg: node_modules/opencode: No such file or directory (os error 2)"}
 
 
 def test_a_poll_refused_with_stdin_closed_is_fixed_by_the_next_poll(tmp_path):
@@ -157,7 +144,7 @@ def test_a_poll_refused_with_stdin_closed_is_fixed_by_the_next_poll(tmp_path):
     )
     f = compute_facts(s)
     assert [(x.message_index, x.source, x.fixed_at) for x in f.failures] == [(4, "refusal", 6)]
-    assert _ids(f, "error") == set()  # the refusal holds nothing of the session
+    assert ids_of(f, "error") == set()  # the refusal holds nothing of the session
     # Negative: the same wording inside a command's output is not the harness refusing the poll.
     ok = _rollout(
         tmp_path,
@@ -187,11 +174,11 @@ def test_redaction_placeholders_are_not_shas(tmp_path):
     redacted.messages.append(Message("cx2:m9", "assistant", [Text("[REDACTED_TEXT len=173 sha=86998566]")]))
     assert compute_facts(redacted).identifiers == []
     # Negative: a SHA said beside a placeholder, and one in a call's arguments, stay anchors.
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("[REDACTED_TEXT len=12 sha=c1f3a045] Revert 1a2b3c4 first.")]),
         Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": "git revert 5d6e7f8"})]),
     )
-    assert _ids(compute_facts(s), "sha") == {"1a2b3c4", "5d6e7f8"}
+    assert ids_of(compute_facts(s), "sha") == {"1a2b3c4", "5d6e7f8"}
 
 
 # --------------------------------------------------------------------------- other harnesses
@@ -199,7 +186,7 @@ def test_redaction_placeholders_are_not_shas(tmp_path):
 
 def _swe(output: str) -> Session:
     trailer = "\n(Open file: /ctf/recover_flag.py)\n(Current directory: /ctf)\nbash-$"
-    return _session(
+    return session_of(
         Message("s:m0", "user", [Text("We're currently solving the following CTF challenge.")]),
         Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": "python recover_flag.py"})]),
         Message("s:m2", "tool", [ToolResult("c1", output + trailer)]),
@@ -209,7 +196,7 @@ def _swe(output: str) -> Session:
 def test_a_call_the_harness_killed_for_time_is_a_failure_without_an_anchor():
     f = compute_facts(_swe("\nEXECUTION TIMED OUT"))
     assert [(x.message_index, x.source) for x in f.failures] == [(2, "timeout")]
-    assert _ids(f, "error") == set()  # nothing of the session in it
+    assert ids_of(f, "error") == set()  # nothing of the session in it
     later = "The command 'python recover_flag.py' was cancelled because it took more than 300 seconds."
     assert [x.source for x in compute_facts(_swe(later)).failures] == ["timeout"]
     # Negative: a program that reports a timeout it handled, with no exit code recorded.
@@ -218,7 +205,7 @@ def test_a_call_the_harness_killed_for_time_is_a_failure_without_an_anchor():
 
 
 def _claude_exit(output: str) -> Session:
-    return _session(
+    return session_of(
         Message("s:m0", "user", [Text("run it on the local model")]),
         Message("s:m1", "assistant", [ToolCall("c1", "Bash", {"command": 'codemie-codex --task "5!"'})]),
         Message("s:m2", "tool", [ToolResult("c1", output, True, 1)]),
@@ -231,13 +218,13 @@ def test_an_output_where_no_line_says_error_has_no_error_string():
         "  2. Update profile: codemie setup\n  3. Override for this session: codemie-codex --model gpt-4.1"
     )
     f = compute_facts(_claude_exit(options))
-    assert len(f.failures) == 1 and _ids(f, "error") == set()
+    assert len(f.failures) == 1 and ids_of(f, "error") == set()
     # Negative: the tool's own first line, and an error line at the end of a longer output.
-    assert _ids(
+    assert ids_of(
         compute_facts(_claude_exit("Exit code 5\njq: parse error: Invalid numeric literal")), "error"
     ) == {"jq: parse error: Invalid numeric literal"}
     longer = "Exit code 1\nstep 1\nstep 2\nstep 3\nstep 4\nbuild failed: missing header foo.h"
-    assert _ids(compute_facts(_claude_exit(longer)), "error") == {"build failed: missing header foo.h"}
+    assert ids_of(compute_facts(_claude_exit(longer)), "error") == {"build failed: missing header foo.h"}
 
 
 # --------------------------------------------------------------------------- constraints
@@ -249,16 +236,16 @@ def test_a_standing_clause_inside_a_request_in_question_form():
         "simple and dependency free (except for transformers.js) and compilation free, see TODOs and "
         "propose a plan how to refactor it?"
     )
-    assert _rules(request) == [
+    assert rules_of(request) == [
         "while keeping it simple and dependency free (except for transformers.js) and compilation free"
     ]
     # The same property as a sentence of its own, with a space for the hyphen.
-    assert _rules("Add the export. Keep it simple and dependency free.") == [
+    assert rules_of("Add the export. Keep it simple and dependency free.") == [
         "Keep it simple and dependency free."
     ]
     # Negative: a real question about the property, and a one-off change to a named thing.
-    assert _rules("Fix the tokenizer. Does it still load fast while keeping it dependency free?") == []
-    assert _rules("Add the export. Make the tokenizer a bit neater.") == []
+    assert rules_of("Fix the tokenizer. Does it still load fast while keeping it dependency free?") == []
+    assert rules_of("Add the export. Make the tokenizer a bit neater.") == []
 
 
 def test_id_like_to_keep_asks_the_agent_as_an_imperative_does():
@@ -266,18 +253,18 @@ def test_id_like_to_keep_asks_the_agent_as_an_imperative_does():
         "Review the three files. So I'd like to keep it the same 3 simple files, but add the features "
         "from the TODOs and make the Javascript a bit neater."
     )
-    assert _rules(text) == ["So I'd like to keep it the same 3 simple files"]
+    assert rules_of(text) == ["So I'd like to keep it the same 3 simple files"]
     # Negative: a condition opened by "But only if" is no "only" limit of the agent's work, and a
     # wish about the code with no "keep" is the task.
-    assert _rules("Add the file to the chat. But only if it is part of the repo.") == []
-    assert _rules("Review the files. I'd like to see a dark mode in the page.") == []
+    assert rules_of("Add the file to the chat. But only if it is part of the repo.") == []
+    assert rules_of("Review the files. I'd like to see a dark mode in the page.") == []
 
 
 def test_focus_only_on_limits_the_scope():
-    assert _rules("Fix the type errors. Focus only on the chats.py:") == ["Focus only on the chats.py:"]
+    assert rules_of("Fix the type errors. Focus only on the chats.py:") == ["Focus only on the chats.py:"]
     # Negative: a focus with no "only" names what to look at (the task), and "focus" as a noun.
-    assert _rules("Fix the type errors. Focus on the chats.py first.") == []
-    assert _rules("Fix the type errors. The focus only shifted after the refactor.") == []
+    assert rules_of("Fix the type errors. Focus on the chats.py first.") == []
+    assert rules_of("Fix the type errors. The focus only shifted after the refactor.") == []
 
 
 def test_an_orchestrators_delegation_is_a_rule_on_how_the_work_is_done():
@@ -288,15 +275,15 @@ def test_an_orchestrators_delegation_is_a_rule_on_how_the_work_is_done():
         "the twist: have each teammate create a worktree for its own use. When their research is done they "
         "can commit."
     )
-    assert _rules(text) == [
+    assert rules_of(text) == [
         "Now, hand over this research to teammates",
         "Now, the twist: have each teammate create a worktree for its own use.",
     ]
     # Negative: handing something over to a person, and a permission to the teammates.
-    assert _rules("Write the report. Then hand over the keys to the client, and close the ticket.") == []
-    assert _rules("Write the report. The teammates can commit when they are done.") == []
+    assert rules_of("Write the report. Then hand over the keys to the client, and close the ticket.") == []
+    assert rules_of("Write the report. The teammates can commit when they are done.") == []
     # A label before a colon leads in to a step only with its article ("the twist:").
-    assert _rules("Fix the parser. Bug: read fails on empty files.") == []
+    assert rules_of("Fix the parser. Bug: read fails on empty files.") == []
 
 
 def test_a_chain_of_process_steps_stays_one_sentence():
@@ -307,18 +294,18 @@ def test_a_chain_of_process_steps_stays_one_sentence():
         "sessions with this command, analyze file creation date and update date and find closest files, so "
         "that you can figure out when the previous session ended"
     )
-    (rule,) = _rules(text)
+    (rule,) = rules_of(text)
     assert rule.startswith("search for /clear command") and rule.endswith("when the previous session ended")
 
 
 def test_keep_in_mind_states_a_consideration_not_a_rule():
     reason = "Look into backend/config.py first. But we have to keep in mind that we want to stick to the dotenv way."
-    assert _rules(reason, reason=True) == ["Look into backend/config.py first."]
+    assert rules_of(reason, reason=True) == ["Look into backend/config.py first."]
     # Negative: a prohibition after "keep in mind" still binds the agent; "we have to" alone does.
-    assert _rules("Fix it. Keep in mind that you must not push to main.") == [
+    assert rules_of("Fix it. Keep in mind that you must not push to main.") == [
         "Keep in mind that you must not push to main."
     ]
-    assert _rules("Fix it. We have to run the linter before each commit.") == [
+    assert rules_of("Fix it. We have to run the linter before each commit.") == [
         "We have to run the linter before each commit."
     ]
 
@@ -329,10 +316,10 @@ def test_a_request_for_an_overview_is_an_investigation():
         "project. Explore the directory structure, identify main components, and summarize the overall "
         "architecture."
     )
-    assert _rules(text) == []
+    assert rules_of(text) == []
     # Negative: the same step under a request that changes the code is a rule on how to work.
     change = "Refactor the CLI into modules. Explore the directory structure before you move anything."
-    assert _rules(change) == ["Explore the directory structure before you move anything."]
+    assert rules_of(change) == ["Explore the directory structure before you move anything."]
 
 
 def test_a_later_request_in_question_form_is_read_by_the_test():
@@ -340,11 +327,11 @@ def test_a_later_request_in_question_form_is_read_by_the_test():
         "Add the export. Could you please run the linter before each commit? Can you only edit main.py? "
         "Could you keep the public API unchanged?"
     )
-    assert _rules(text) == [
+    assert rules_of(text) == [
         "Could you please run the linter before each commit?",
         "Can you only edit main.py?",
         "Could you keep the public API unchanged?",
     ]
     # Negative: real questions, and a polite request for the deliverable.
-    assert _rules("Add the export. Does it only run on main? Should we never cache it?") == []
-    assert _rules("Add the export. Can you tell me why the build fails?") == []
+    assert rules_of("Add the export. Does it only run on main? Should we never cache it?") == []
+    assert rules_of("Add the export. Can you tell me why the build fails?") == []

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult
+from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.facts.check import check_labels, same_path, same_rule
 from evalkit.facts.commands import files_of, shell_modified
-from evalkit.facts.constraints import constraint_sentences
 from evalkit.facts.failures import attempt_key, call_failed
 from evalkit.facts.identifiers import error_string, in_command, in_text, symbols
 from tests.conftest import FIXTURES
+from tests.support.facts import rules_of, session_of
 from tests.support.runs import facts_check
 
 LABELS = FIXTURES / "labels"
@@ -96,52 +96,50 @@ def test_matching_rules():
 # --------------------------------------------------------------------------- constraints
 
 
-def _rules(text: str) -> list[str]:
-    return [r for r, _ in constraint_sentences(text)]
-
-
 def test_constraints_skip_questions_stray_keywords_and_quotes():
-    assert _rules("does it only run on main?") == []
-    assert _rules("Never mind!") == []
-    assert _rules("Don't worry about the CI for now") == []
-    assert _rules("```\nnever do this\n```\n> Always quote me") == []
+    assert rules_of("does it only run on main?") == []
+    assert rules_of("Never mind!") == []
+    assert rules_of("Don't worry about the CI for now") == []
+    assert rules_of("```\nnever do this\n```\n> Always quote me") == []
     issue = "ISSUE:\nIt must not crash. Never use eval.\n\nINSTRUCTIONS:\nYou must not install packages."
-    assert _rules(issue) == ["You must not install packages."]
-    assert _rules(
+    assert rules_of(issue) == ["You must not install packages."]
+    assert rules_of(
         "<issue_description>\nWe always fail here.\n</issue_description>\nKeep the diff small."
     ) == ["Keep the diff small."]
 
 
 def test_constraints_without_a_keyword_and_as_clauses():
-    assert _rules("Your task is to make the minimal changes to non-test files.") == [
+    assert rules_of("Your task is to make the minimal changes to non-test files.") == [
         "Your task is to make the minimal changes to non-test files."
     ]
-    assert _rules("Please run the agents in the background.") == ["Please run the agents in the background."]
-    assert _rules("Summarize it in two paragraphs.") == ["Summarize it in two paragraphs."]
+    assert rules_of("Please run the agents in the background.") == [
+        "Please run the agents in the background."
+    ]
+    assert rules_of("Summarize it in two paragraphs.") == ["Summarize it in two paragraphs."]
     # A rule followed by a permission: the rule's clause only.
-    assert _rules("Note however that you cannot use vim here, but you can write scripts and run them.") == [
+    assert rules_of("Note however that you cannot use vim here, but you can write scripts and run them.") == [
         "you cannot use vim here"
     ]
     # A requirement on the code is the task, not a rule for the agent.
-    assert _rules("then it should be moved to `abs_fnames`.") == []
+    assert rules_of("then it should be moved to `abs_fnames`.") == []
 
 
 def test_process_directives_are_constraints_but_the_request_is_not():
     # An imperative about how the agent works is a rule, with or without a time frame before it.
-    assert _rules("Build the parser. Commit only after the linter passes. Please wait for my review.") == [
+    assert rules_of("Build the parser. Commit only after the linter passes. Please wait for my review.") == [
         "Commit only after the linter passes.",
         "Please wait for my review.",
     ]
-    assert _rules("Port the CLI to click. Once you have a draft, run the whole suite again.") == [
+    assert rules_of("Port the CLI to click. Once you have a draft, run the whole suite again.") == [
         "Once you have a draft, run the whole suite again."
     ]
     # The opening request is the task even when its verb is a process verb; so are verbs that
     # make the artefact or the answer, and permissions.
-    assert _rules("Run the benchmarks and tell me which is fastest.") == []
-    assert _rules("Look at the logs. Fix the crash. Summarize what you changed.") == []
-    assert _rules("Edit all the files you need to and run any checks you want.") == []
+    assert rules_of("Run the benchmarks and tell me which is fastest.") == []
+    assert rules_of("Look at the logs. Fix the crash. Summarize what you changed.") == []
+    assert rules_of("Edit all the files you need to and run any checks you want.") == []
     # The agent's work as the subject of an obligation.
-    assert _rules("Refactor io.py. Your reply has to stay under one screen.") == [
+    assert rules_of("Refactor io.py. Your reply has to stay under one screen.") == [
         "Your reply has to stay under one screen."
     ]
 
@@ -151,7 +149,7 @@ def test_template_advice_is_not_a_constraint():
         "IMPORTANT TIPS:\n1. Always start by trying to replicate the bug.\n"
         "2. Do not try to install any packages with `pip`.\n"
     )
-    assert _rules(text) == ["Do not try to install any packages with `pip`."]
+    assert rules_of(text) == ["Do not try to install any packages with `pip`."]
 
 
 # --------------------------------------------------------------------------- failures
@@ -204,12 +202,8 @@ def test_files_modified_from_shell_ignore_quoted_text():
     ]
 
 
-def _session(*msgs: Message) -> Session:
-    return Session("s", Source("test"), list(msgs))
-
-
 def test_failed_or_rejected_edits_modify_nothing():
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("fix it")]),
         Message(
             "s:m1",
@@ -238,7 +232,7 @@ def test_batch_edits_refusals_and_the_shell_folder():
     harness-flagged refusal of a non-shell call is its first line, not its echoed arguments; a
     relative path is the file in the folder SWE-agent's prompt names."""
     refusal = "Found 2 matches of the string to replace, but replace_all is false.\nString:    x = compute()"
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("fix it")]),
         Message(
             "s:m1",
@@ -273,7 +267,7 @@ def test_batch_edits_refusals_and_the_shell_folder():
 
 def test_pasted_code_and_logs_hold_no_directives():
     pasted = "These fail now:\n\n    def test_x():\n        # Check the content\n        assert x\n\ntest/test_x.py:74: AssertionError\n"
-    assert _rules(pasted) == []
+    assert rules_of(pasted) == []
 
 
 def test_identifiers_in_words_and_commands():
@@ -298,7 +292,7 @@ def test_stale_tally_is_unknown(reply):
     unknown rather than the previous run's."""
     crashed = (FIXTURES / "runner_output" / "pytest_crashed.txt").read_text()
     passed = (FIXTURES / "runner_output" / "pytest_pass.txt").read_text()
-    s = _session(
+    s = session_of(
         Message("s:m0", "assistant", [ToolCall("t1", "bash", {"command": "pytest"})]),
         Message("s:m1", "tool", [ToolResult("t1", passed, False, 0)]),
         Message("s:m2", "user", [Text(reply)]),
@@ -321,12 +315,12 @@ def test_list_headers_and_scaffolding_steps():
         "2. Change the exporter so it calls the new API.\n"
         "3. Locate and execute the exporter's unit tests.\n"
     )
-    assert _rules(text) == [
+    assert rules_of(text) == [
         "Build a small harness to verify the old output first.",
         "Locate and execute the exporter's unit tests.",
     ]
     # A header that is itself a rule stays one.
-    assert _rules("Port it. You must run these commands first:") == ["You must run these commands first:"]
+    assert rules_of("Port it. You must run these commands first:") == ["You must run these commands first:"]
 
 
 def test_long_sentences_keep_their_steps_but_drop_a_reason_or_condition():
@@ -335,24 +329,24 @@ def test_long_sentences_keep_their_steps_but_drop_a_reason_or_condition():
         "Consider the corner cases, write a few extra checks for them in the scratch file, "
         "and execute them to make sure the patch really covers every one of them."
     )
-    assert _rules("Fix the parser. " + steps) == [steps]
+    assert rules_of("Fix the parser. " + steps) == [steps]
     # A reason before "so" and a condition before the rule are lead-ins, left out.
     reason = (
         "Fix the parser. The virtualenv already has every package from the lock file installed "
         "for this project, so you should not install anything else."
     )
-    assert _rules(reason) == ["you should not install anything else."]
+    assert rules_of(reason) == ["you should not install anything else."]
 
 
 def test_code_changes_phrased_as_use_rules_are_the_task():
     # "don't use X, use Y" about names in the code is a change to make, not a rule on the agent.
-    assert _rules("Tidy it. Don't use `make_tmp_dir`, use the fixture instead") == []
-    assert _rules("Tidy it. Use RetryPolicy instead of the hand-rolled loop.") == []
+    assert rules_of("Tidy it. Don't use `make_tmp_dir`, use the fixture instead") == []
+    assert rules_of("Tidy it. Use RetryPolicy instead of the hand-rolled loop.") == []
     # The same words about the agent's tools stay rules.
-    assert _rules("Tidy it. Do not use any interactive commands at all!") == [
+    assert rules_of("Tidy it. Do not use any interactive commands at all!") == [
         "Do not use any interactive commands at all!"
     ]
-    assert _rules("Tidy it.\ndon't use the scroll_down command repeatedly") == [
+    assert rules_of("Tidy it.\ndon't use the scroll_down command repeatedly") == [
         "don't use the scroll_down command repeatedly"
     ]
 
@@ -365,20 +359,20 @@ def test_investigation_steps_are_the_task_of_an_investigation():
         "3. Determine if we need to cap the retries.\n"
         "Do not modify any files.\n"
     )
-    assert _rules(text) == ["Do not modify any files."]
+    assert rules_of(text) == ["Do not modify any files."]
     # An investigation that also asks for a change is a change task; asking the user first is a rule.
-    assert _rules(
+    assert rules_of(
         "Investigate the slow export and make it faster.\nReview the profiler output first.\n"
         "Please check with me before adding a cache."
     ) == ["Review the profiler output first.", "Please check with me before adding a cache."]
     # Outside an investigation the same checking steps are process.
-    assert _rules("Fix the retry loop. Review the backoff code afterwards.") == [
+    assert rules_of("Fix the retry loop. Review the backoff code afterwards.") == [
         "Review the backoff code afterwards."
     ]
 
 
 def test_a_file_created_before_the_shell_folder_is_known_is_one_file():
-    s = _session(
+    s = session_of(
         Message("s:m0", "user", [Text("fix it")]),
         Message("s:m1", "assistant", [ToolCall("c1", "bash", {"command": "create repro.py"})]),
         Message("s:m2", "tool", [ToolResult("c1", "[File: /testbed/repro.py (1 lines total)]")]),
@@ -405,49 +399,51 @@ def test_a_checkers_diagnostic_header_is_the_error():
 def test_rules_joined_to_a_task_sub_agents_git_steps_and_verbless_limits():
     """The heldout4 misses (issue #13), as the rules they follow, on wordings not in that set."""
     # A rule joined to the task by ", and" is the rule's clause; joined to another rule, whole.
-    assert _rules("Fix the docs. Keep the diff small, and after that write me a haiku about it.") == [
+    assert rules_of("Fix the docs. Keep the diff small, and after that write me a haiku about it.") == [
         "Keep the diff small"
     ]
-    assert _rules("Fix the docs. Never push to main, and run the linter before you commit.") == [
+    assert rules_of("Fix the docs. Never push to main, and run the linter before you commit.") == [
         "Never push to main, and run the linter before you commit."
     ]
     # An obligation whose subject is the agent's sub-agents; a requirement on other things is not.
-    assert _rules("Spawn three reviewers. Every sub-agent must cite its sources.") == [
+    assert rules_of("Spawn three reviewers. Every sub-agent must cite its sources.") == [
         "Every sub-agent must cite its sources."
     ]
-    assert _rules("Write the importer. The parser should return a list.") == []
+    assert rules_of("Write the importer. The parser should return a list.") == []
     # Version control on a branch is a process step; merging code is the task.
-    assert _rules("Write the section.\n\n1. Rebase onto main before you start.") == [
+    assert rules_of("Write the section.\n\n1. Rebase onto main before you start.") == [
         "Rebase onto main before you start."
     ]
-    assert _rules("Write the section.\n\n1. Rebase the feature branch:") == ["Rebase the feature branch:"]
-    assert _rules("Clean up utils.\n\n2. Merge the two helpers into one function.") == []
+    assert rules_of("Write the section.\n\n1. Rebase the feature branch:") == ["Rebase the feature branch:"]
+    assert rules_of("Clean up utils.\n\n2. Merge the two helpers into one function.") == []
     # A verbless prohibition on a kind of tool or action; a verbless statement is not one.
-    assert _rules(
+    assert rules_of(
         "Draft the notes.\n\n- No network access.\n- No new dependencies.\n- No conflicts expected."
     ) == [
         "No network access.",
         "No new dependencies.",
     ]
     # An answer's length given as a noun phrase; a length target for the deliverable is not.
-    assert _rules("Report back:\n- A one-paragraph summary of what changed.") == [
+    assert rules_of("Report back:\n- A one-paragraph summary of what changed.") == [
         "A one-paragraph summary of what changed."
     ]
-    assert _rules("Extend the guide. Target ~300 additional words total.") == []
+    assert rules_of("Extend the guide. Target ~300 additional words total.") == []
 
 
 def test_bare_stop_sources_and_research_steps():
     """The heldout5 misses (issue #13), as the rules they follow, on wordings not in that set."""
     # A bare order to stop counts even as the whole message; finishing a thing is the task.
-    assert _rules("Stop here please.") == ["Stop here please."]
-    assert _rules("Finish the parser.") == []
+    assert rules_of("Stop here please.") == ["Stop here please."]
+    assert rules_of("Finish the parser.") == []
     # Sources asked for in the answer are its form.
-    assert _rules("Compare the two designs. Answer with references to the docs.") == [
+    assert rules_of("Compare the two designs. Answer with references to the docs.") == [
         "Answer with references to the docs."
     ]
-    assert _rules("Summarize the thread. Cite your sources.") == ["Cite your sources."]
+    assert rules_of("Summarize the thread. Cite your sources.") == ["Cite your sources."]
     # A research step before another task is process; in a research request it is the task.
-    assert _rules("Draft the release notes. Then, look up how the last release was announced.") == [
+    assert rules_of("Draft the release notes. Then, look up how the last release was announced.") == [
         "Then, look up how the last release was announced."
     ]
-    assert _rules("Do a web search on rust async runtimes. Search for benchmarks too. Give me a table.") == []
+    assert (
+        rules_of("Do a web search on rust async runtimes. Search for benchmarks too. Give me a table.") == []
+    )
