@@ -420,24 +420,6 @@ def test_cline_new_problems_in_the_written_file_fail_the_edit():
     assert compute_facts(_cline_write(warn)).failures == []
 
 
-def test_a_cline_call_the_task_interruption_cut_off_is_not_a_failure():
-    # Cline records the call and, when the task resumes, "Task was interrupted before this tool
-    # call could be completed." with its resumption notice: nothing of the call was seen.
-    cut = (
-        "Task was interrupted before this tool call could be completed.\n\nTask resumption: This "
-        "autonomous coding task was interrupted 1 hour ago. It may or may not be complete."
-    )
-    f = compute_facts(_cline_write(cut))
-    assert f.failures == [] and f.files_modified == [] and ids_of(f, "error") == set()
-    # Negative: a call the harness answered with an error is still a failure.
-    s = _cline_write("")
-    s.messages[2] = Message(
-        "s:m2", "tool", [ToolResult("w1", "Error writing file: EACCES: permission denied", True)]
-    )
-    err = compute_facts(s)
-    assert [x.source for x in err.failures] == ["error flag"] and err.files_modified == []
-
-
 def _editor(output: str) -> Session:
     return session_of(
         Message("s:m0", "user", [Text("fix it")]),

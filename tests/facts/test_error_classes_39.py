@@ -1,0 +1,152 @@
+"""The error classes heldout39's measurement showed (tests/fixtures/labels/README.md), each with a
+positive and a negative case on a real-shaped sample: calls cut off by an interruption (Cline's
+export, Claude Code, Codex), a harness's kill notice after what the command printed (SWE-agent),
+sub-agent prompts' process and tool rules, requirements on a document, a CTF challenge's
+description, generic HTTP status failures and git's global options in call arguments."""
+
+from __future__ import annotations
+
+from evalkit.contracts.session import Message, Session, Text, ToolCall, ToolResult
+from evalkit.facts import compute_facts
+from evalkit.importers import import_paths
+from tests.support.facts import ids_of, session_of
+
+# --------------------------------------------------------------------------- failing calls
+
+_RESUMPTION = (
+    "Task resumption: This autonomous coding task was interrupted 1 hour ago. It may or may not be "
+    "complete, so please reassess the task context. Be aware that the project state may have changed "
+    "since then. The current working directory is now '/home/u/Perplexica'."
+)
+
+
+def _cline_export(tmp_path, results: list[tuple[str, str]]) -> Session:
+    """A Cline task export (the shape of thetom42-Python-Perplexica's): one tool use per assistant
+    block, each answered by a ``[tool for 'path'] Result:`` block. ``results``: (tool use, result)."""
+    env = "<environment_details>\n# VSCode Visible Files\nbackend/routes/__init__.py\n</environment_details>"
+    parts = [f"**User:**\n\n<task>\nTransform the backend to Python\n</task>\n{env}\n"]
+    for use, result in results:
+        tag = use.split(">", 1)[0].lstrip("<")
+        target = "backend/routes/__init__.py" if tag == "write_to_file" else ""
+        head = f"[{tag} for '{target}'] Result:" if target else f"[{tag}] Result:"
+        parts.append(f"**Assistant:**\n\n<thinking>\nNext step.\n</thinking>\n\n{use}\n")
+        parts.append(f"**User:**\n\n{head}\n{result}\n{env}\n")
+    p = tmp_path / "02_Transform_Backend_to_Python.md"
+    p.write_text("\n---\n\n".join(parts))
+    (s,), _ = import_paths([p])
+    return s
+
+
+_WRITE = (
+    "<write_to_file>\n<path>backend/routes/__init__.py</path>\n<content>\n"
+    "from fastapi import APIRouter\n\ndef include_routers(app):\n    pass\n</content>\n</write_to_file>"
+)
+_COMPLETE = "<attempt_completion>\n<result>\nThe backend is transformed.\n</result>\n</attempt_completion>"
+_CUT = "Task was interrupted before this tool call could be completed.\n" + _RESUMPTION
+
+
+def test_a_call_cut_off_by_an_interruption_is_a_failure_fixed_by_the_same_write(tmp_path):
+    s = _cline_export(
+        tmp_path,
+        [(_WRITE, _CUT), (_WRITE, "The content was successfully saved to backend/routes/__init__.py.")],
+    )
+    f = compute_facts(s)
+    assert [(x.tool, x.source, x.fixed_at is not None) for x in f.failures] == [
+        ("write_to_file", "interrupted", True)
+    ]
+    assert ids_of(f, "error") == set()  # the notice holds nothing of the call
+    assert [x.path for x in f.files_modified] == ["backend/routes/__init__.py"]  # the later write only
+    assert ids_of(f, "symbol") == {"include_routers"}  # the call's new text is still read
+
+
+def test_an_interruption_after_a_save_or_at_a_completion_is_no_failure(tmp_path):
+    # Negative: the save went through and the resumption notice follows it; a completion cut off
+    # is answered by the user's next turn (as feedback answers it).
+    saved = "The content was successfully saved to backend/routes/__init__.py.\n\n" + _RESUMPTION
+    f = compute_facts(_cline_export(tmp_path, [(_WRITE, saved), (_COMPLETE, _CUT)]))
+    assert f.failures == []
+    assert [x.path for x in f.files_modified] == ["backend/routes/__init__.py"]
+
+
+def test_the_agents_own_words_about_an_interruption_are_no_failure():
+    said = "The task was interrupted before this tool call could be completed, so I will write it again."
+    s = session_of(
+        Message("s:m0", "user", [Text("go on")]),
+        Message(
+            "s:m1", "assistant", [Text(said), ToolCall("c1", "execute_command", {"command": "cat notes.md"})]
+        ),
+        Message(
+            "s:m2",
+            "tool",
+            [ToolResult("c1", "# Notes\nTask was interrupted before this tool call could be completed.\n")],
+        ),
+    )
+    assert compute_facts(s).failures == []
+
+
+def test_claude_code_and_codex_interruptions_are_the_same_class():
+    def cut(output: str) -> Session:
+        return session_of(
+            Message("s:m0", "user", [Text("run the suite")]),
+            Message("s:m1", "assistant", [ToolCall("c1", "Bash", {"command": "pytest -q"})]),
+            Message("s:m2", "tool", [ToolResult("c1", output, True)]),
+        )
+
+    for out in ("[Request interrupted by user for tool use]", "[aborted: interrupted]"):
+        f = compute_facts(cut(out))
+        assert [x.source for x in f.failures] == ["interrupted"] and ids_of(f, "error") == set()
+    # Negative: a rejection keeps its own class.
+    rejected = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    assert [x.source for x in compute_facts(cut(rejected)).failures] == ["rejection"]
+
+
+def _swe(output: str) -> Session:
+    trailer = (
+        "\n(Open file: /ctf/server.py)\n(Current directory: /ctf)\n"
+        "(Interactive session: connect crypto.chal.csaw.io 1337)\nbash-$"
+    )
+    return session_of(
+        Message("s:m0", "user", [Text("We're currently solving the following CTF challenge.")]),
+        Message(
+            "s:m1", "assistant", [ToolCall("c1", "bash", {"command": "RsaCtfTool.py --publickey pub1.pub"})]
+        ),
+        Message("s:m2", "tool", [ToolResult("c1", output + trailer)]),
+    )
+
+
+_PRINTED = (
+    "[*] Performing partial_d attack on pub1.pub.\n[!] partial_d internal error...\n"
+    "[+] Time elapsed: 0.0005 sec.\n[*] Performing lehmer attack on pub1.pub.\n"
+)
+
+
+def test_a_kill_notice_after_the_commands_output_is_a_timeout_without_an_anchor():
+    notice = (
+        "EXECUTION TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS.\n"
+        "PLEASE REFINE YOUR RUNNING COMMAND SO IT WILL PRODUCE OUTPUT IN THE SPECIFIED TIME FRAME."
+    )
+    f = compute_facts(_swe(_PRINTED + notice))
+    assert [(x.message_index, x.source) for x in f.failures] == [(2, "timeout")]
+    assert ids_of(f, "error") == set()  # not the "internal error" line printed before the kill
+
+
+def test_the_kill_notice_inside_the_output_is_not_the_harnesss():
+    # Negative: a log shown by the command quotes the notice, and more output follows it.
+    shown = "run 1: ok\nEXECUTION TIMED OUT\n" + _PRINTED + "[+] Time elapsed: 0.1 sec.\nResults: none"
+    assert compute_facts(_swe(shown)).failures == []
+
+
+def test_a_refused_submission_is_a_failure_but_the_agent_quoting_it_is_not():
+    def submit(output: str, said: str = "") -> Session:
+        return session_of(
+            Message("s:m0", "user", [Text("We're currently solving the following CTF challenge.")]),
+            Message("s:m1", "assistant", [Text(said), ToolCall("c1", "bash", {"command": "submit flag{x}"})]),
+            Message("s:m2", "tool", [ToolResult("c1", output + "\n(Current directory: /ctf)\nbash-$")]),
+        )
+
+    assert [x.source for x in compute_facts(submit("Wrong flag!")).failures] == ["refusal"]
+    # Negative: the agent says the words, and the harness accepted the flag.
+    assert (
+        compute_facts(submit("\nflag{x}\n", said="Wrong flag! said the checker; trying again.")).failures
+        == []
+    )
