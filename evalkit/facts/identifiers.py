@@ -35,12 +35,17 @@ _PR = re.compile(
     re.I,
 )
 _SHA = re.compile(r"(?<![\w#/.-])([0-9a-f]{7,40})(?![\w-])")
+# git's global options before the subcommand ("git -C <worktree> checkout -b X") leave it the same
+# command; a worktree added with its own branch ("git worktree add ../wt -b X") creates that branch.
+_GIT = r"\bgit\s+(?:(?:-C|-c|--git-dir|--work-tree)(?:\s+|=)\S+\s+)*"
 _BRANCH = re.compile(
-    r"\bgit\s+(?:checkout\s+-[bB]|switch\s+-[cC]|branch(?:\s+-[mM])?)\s+([\w./-]+)"
-    r"|\bgit\s+push\s+(?:-\S+\s+)*[\w.-]+\s+(?:HEAD:)?([\w./-]+)"
+    rf"{_GIT}(?:checkout\s+-[bB]|switch\s+-[cC]|branch(?:\s+-[mM])?|worktree\s+add\b[^;&|\n]*?\s-[bB])\s+([\w./-]+)"
+    rf"|{_GIT}push\s+(?:-\S+\s+)*[\w.-]+\s+(?:HEAD:)?([\w./-]+)"
     r"|\bgh\s+pr\s+create\b[^\n]*?--head\s+([\w./-]+)"
 )
-_MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-\S+\s+)*)([^;&|<>\n]+)")
+# A flag holds no "/": "mkdir -p -experiments/worktrees/work" (a publisher's path that opens with
+# "-") creates that path.
+_MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-[^\s/]+\s+)*)([^;&|<>\n]+)")
 _DEF = re.compile(
     r"^[ \t+]*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
     r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|interface|struct|enum|trait)\s+([A-Za-z_]\w*)"
@@ -113,7 +118,7 @@ def in_command(cmd: str) -> Iterator[tuple[str, str]]:
         except ValueError:
             parts = m.group(2).split()
         for p in parts:
-            if not p.startswith("-"):
+            if not p.startswith("-") or "/" in p:
                 yield "dir", p.rstrip("/")
 
 

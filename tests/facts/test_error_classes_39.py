@@ -150,3 +150,52 @@ def test_a_refused_submission_is_a_failure_but_the_agent_quoting_it_is_not():
         compute_facts(submit("\nflag{x}\n", said="Wrong flag! said the checker; trying again.")).failures
         == []
     )
+
+
+# --------------------------------------------------------------------------- identifiers
+
+
+def _bash(cmd: str, output: str = "", code: int = 0, tool: str = "Bash") -> Session:
+    return session_of(
+        Message("s:m0", "user", [Text("research the teammates mechanism")]),
+        Message("s:m1", "assistant", [ToolCall("c1", tool, {"command": cmd})]),
+        Message("s:m2", "tool", [ToolResult("c1", output, code != 0, code)]),
+    )
+
+
+def test_git_global_options_and_a_worktrees_branch_in_call_arguments():
+    wt = "-experiments/worktrees/.claude/worktrees/agent-a52886dc"
+    f = compute_facts(_bash(f"mkdir -p {wt}/work && git -C {wt} checkout -b bob/research-teammates master"))
+    assert ids_of(f, "branch") == {"bob/research-teammates"}
+    assert ids_of(f, "dir") == {f"{wt}/work"}  # a path that opens with "-" is no flag when it holds "/"
+    assert ids_of(compute_facts(_bash("git worktree add ../wt-a -b alice/plan")), "branch") == {"alice/plan"}
+    # Negative: switching to a branch, or a worktree on an existing one, creates none; flags are no dirs.
+    assert ids_of(compute_facts(_bash(f"git -C {wt} checkout master")), "branch") == set()
+    assert ids_of(compute_facts(_bash("git worktree add ../wt-b bugfix-123")), "branch") == set()
+    assert ids_of(compute_facts(_bash("mkdir -p -v out")), "dir") == {"out"}
+
+
+def _fetch(output: str) -> Session:
+    return session_of(
+        Message("s:m0", "user", [Text("describe Beads")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [ToolCall("f1", "WebFetch", {"url": "https://example.org/beads", "prompt": "x"})],
+        ),
+        Message("s:m2", "tool", [ToolResult("f1", output, True)]),
+    )
+
+
+def test_a_bare_http_status_failure_is_no_error_anchor():
+    for out in (
+        "Request failed with status code 404",
+        "Request failed with status code 504",
+        "HTTP Error 403: Forbidden",
+    ):
+        f = compute_facts(_fetch(out))
+        assert [x.source for x in f.failures] == ["error flag"] and ids_of(f, "error") == set()
+    assert ids_of(f, "url") == {"https://example.org/beads"}  # the fetched URL is the anchor
+    # Negative: a failure that names what it fetched is specific.
+    named = "Failed to fetch https://example.org/beads: status 404"
+    assert ids_of(compute_facts(_fetch(named)), "error") == {named}
