@@ -9,7 +9,7 @@ from __future__ import annotations
 from evalkit.contracts.session import Message, Session, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.importers import import_paths
-from tests.support.facts import ids_of, session_of
+from tests.support.facts import ids_of, rules_of, session_of
 
 # --------------------------------------------------------------------------- failing calls
 
@@ -199,3 +199,68 @@ def test_a_bare_http_status_failure_is_no_error_anchor():
     # Negative: a failure that names what it fetched is specific.
     named = "Failed to fetch https://example.org/beads: status 404"
     assert ids_of(compute_facts(_fetch(named)), "error") == {named}
+
+
+# --------------------------------------------------------------------------- constraints
+
+_TEAMMATE = """You are **dave**, a teammate in an experimental collaboration. You have been spawned in your own isolated git worktree.
+
+## Your Task (Round 1 of 2)
+
+Research **how Codex sandboxes commands**.
+
+### What to produce
+
+A new markdown document at `work/research-sandbox.md` in your worktree. Aim for ~500–800 words.
+
+Keep it accurate and objective. Do not fabricate benchmark numbers. Use Grep and Glob to find where the sandbox policy is defined before you write.
+
+### How to commit
+
+1. Write the doc.
+2. Create a new branch called `dave/research-sandbox` off `main`.
+3. Commit with message: `dave: round 1`.
+
+### Important constraints
+
+- Stay within the repository. Do not touch any other worktree.
+"""
+
+
+def test_a_sub_agents_process_and_tool_rules_count():
+    got = rules_of(_TEAMMATE)
+    assert "Use Grep and Glob to find where the sandbox policy is defined before you write." in got
+    assert "Create a new branch called `dave/research-sandbox` off `main`." in got
+    assert "Stay within the repository." in got
+
+
+def test_requirements_on_the_document_are_not_rules_on_the_agent():
+    got = rules_of(_TEAMMATE)
+    assert "Keep it accurate and objective." not in got
+    assert "Do not fabricate benchmark numbers." not in got
+    # Negative: the same verbs about the agent's own work, a property of the code, code named
+    # with "use", and a branch made in the code are not caught by the exemption or the new rules.
+    assert rules_of("Fix the parser. Keep it backwards compatible.") == ["Keep it backwards compatible."]
+    assert rules_of("Fix the parser. Do not touch the tests.") == ["Do not touch the tests."]
+    assert rules_of("Fix the parser. Use BeautifulSoup to find the links.") == []
+    assert rules_of("Fix the parser. Use bash for the install script.") == []
+    assert rules_of("Fix the parser. Keep your answer short.") == ["Keep your answer short."]
+    assert rules_of("Add a CLI flag. The create a branch command should print its name.") == []
+    assert rules_of("Add caching. The service should stay in memory between requests.") == []
+
+
+def test_a_ctf_challenges_description_is_quoted_material():
+    template = (
+        "We're currently solving the following CTF challenge. The CTF challenge is a reverse engineering "
+        'problem named "Rock", worth 100 points. The description is:\n'
+        "Never forget the people's champ. Don't trust the binary.\n"
+        "Files included in the challenge: ['rock']\n\n\n\nINSTRUCTIONS:\n"
+        "Now, you're going to solve this challenge on your own. You can use any bash commands or the "
+        "special interface to help you. Solve the challenge, executing any commands you need and writing "
+        "any code that may be helpful. You cannot use any interactive session commands (e.g. python, vim) "
+        "in this environment, but you can write scripts and run them.\n"
+    )
+    got = rules_of(template)
+    assert not any("champ" in r or "trust the binary" in r for r in got)
+    # Negative: the template's own environment rule after the description still binds.
+    assert "You cannot use any interactive session commands (e.g. python, vim) in this environment" in got
