@@ -103,7 +103,9 @@ _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 # A quality of the text the agent writes ("Keep it factual and grounded." in a request for a
 # document): a requirement on the deliverable, not on how the agent works.
-_TEXT_QUALITY = r"(?:factual|grounded|accurate|objective|neutral|balanced|honest|precise|readable|professional)\b"
+_TEXT_QUALITY = (
+    r"(?:factual|grounded|accurate|objective|neutral|balanced|honest|precise|readable|professional)\b"
+)
 # The agent's own tools as harnesses name them (case-sensitive: "use bash for the script" is code).
 _AGENT_TOOL = (
     r"(?-i:WebSearch|WebFetch|Grep|Glob|Bash|TodoWrite|NotebookEdit|SendMessage|web_fetch|google_web_search|"
