@@ -73,10 +73,12 @@ _KEYWORDLESS = (
 # "keep it backwards compatible" (a one-off change names a thing: "make `x` an optional param").
 _PROPERTY = (
     r"(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+[- ](?:safe|agnostic|free|independent|compatible)\b|"
-    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic)"
+    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic|"
+    # "make it work without network access", "keep it working offline": where all of it must run.
+    r"(?:without|with\s+no)\s+(?:a\s+|an\s+)?(?:network|internet|web)(?:\s+access|\s+connection)?\b|offline\b)"
 )
 _STANDING = (
-    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
+    r"^(?:(?:let'?s|please|and|also|but|so|now|then),?\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
     rf"(?:\w+\s+(?:and\s+)?){{0,2}}{_PROPERTY}"
 )
 # The same property as a clause of a longer request, even one in question form ("Can you please

@@ -250,6 +250,21 @@ def test_a_heading_before_the_request_is_not_the_request():
     assert rules_of(text + "Run it twice.\n") == ["Run it twice."]
 
 
+def test_a_short_standing_imperative_inside_a_longer_turn_is_a_constraint():
+    # A later turn's imperative that sets a property of all the work from then on.
+    turn = (
+        "Thanks, that works in Chrome now. The tiles look great. Let's make it cross-browser. "
+        "Also the score should animate."
+    )
+    assert rules_of(turn) == ["Let's make it cross-browser."]
+    offline = "That fixed it. Now make it work without network access, the CI box is offline."
+    assert rules_of(offline) == ["Now make it work without network access, the CI box is offline."]
+    # Negative: a one-off change to a named thing is the task.
+    assert rules_of("Good progress on the exporter. Make `delimiter` an optional param. Then add CSV.") == []
+    assert rules_of("Good progress. Rename Exporter to CsvExporter and make it faster.") == []
+    assert rules_of("Fix it. Make it work without the cache.") == []
+
+
 def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
     reason = (
         "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
@@ -367,6 +382,17 @@ def test_aider_answers_commits_and_failed_blocks(tmp_path):
     assert [x.path for x in f.files_modified] == ["aider/main.py"]
     # Symbols from the REPLACE half of both blocks (the edit the model wrote), not its SEARCH half.
     assert {"main", "get_input"} <= ids_of(f, "symbol")
+
+
+def test_aider_failure_words_in_the_models_text_are_no_failure(tmp_path):
+    # Negative for SearchReplaceNoExactMatch: the model saying the words is not aider reporting them.
+    said = AIDER.split("The edit did not apply cleanly:")[0] + (
+        "I will avoid a SearchReplaceNoExactMatch by copying the lines exactly.\n"
+    )
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(said)
+    (s,), _ = import_paths([p])
+    assert compute_facts(s).failures == []
 
 
 def test_aider_lint_errors_fail_the_edit(tmp_path):
@@ -584,6 +610,38 @@ def test_cline_replace_in_file_symbols_come_from_the_replace_half():
     f = compute_facts(s)
     assert ids_of(f, "symbol") == {"new_helper"}
     assert [x.path for x in f.files_modified] == ["a.py"]
+
+
+def test_defined_functions_and_classes_are_symbols_but_used_ones_are_not():
+    new = "class CsvExporter(Exporter):\n    def write_rows(self, rows):\n        return dump(rows)\n"
+    s = session_of(
+        Message("s:m0", "user", [Text("add a CSV exporter")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [
+                ToolCall(
+                    "e1",
+                    "Edit",
+                    {
+                        "file_path": "/repo/x.py",
+                        "old_string": "class OldExporter:\n    pass\n",
+                        "new_string": new,
+                    },
+                )
+            ],
+        ),
+        Message("s:m2", "tool", [ToolResult("e1", "The file /repo/x.py has been updated.")]),
+        Message(
+            "s:m3",
+            "assistant",
+            [ToolCall("c1", "Bash", {"command": "python -c 'CsvExporter().write_rows([])'"})],
+        ),
+        Message("s:m4", "tool", [ToolResult("c1", "", False, 0)]),
+    )
+    f = compute_facts(s)
+    # Negative: the replaced class, the base class and the names only called are not definitions.
+    assert ids_of(f, "symbol") == {"CsvExporter", "write_rows"}
 
 
 def test_a_sha_in_tool_output_is_not_an_anchor_but_a_harness_commit_is():

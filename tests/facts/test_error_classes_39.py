@@ -6,10 +6,13 @@ description, generic HTTP status failures and git's global options in call argum
 
 from __future__ import annotations
 
+import json
+
 from evalkit.contracts.session import Message, Session, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.importers import import_paths
 from tests.support.facts import ids_of, rules_of, session_of
+from tests.support.runs import facts_check
 
 # --------------------------------------------------------------------------- failing calls
 
@@ -264,3 +267,50 @@ def test_a_ctf_challenges_description_is_quoted_material():
     assert not any("champ" in r or "trust the binary" in r for r in got)
     # Negative: the template's own environment rule after the description still binds.
     assert "You cannot use any interactive session commands (e.g. python, vim) in this environment" in got
+
+
+# --------------------------------------------------------------------------- evalkit facts --check
+
+
+def test_facts_check_prints_values_per_kind_and_per_source_class(tmp_path):
+    """A Cline export with an interrupted write, a denied read whose feedback is a rule, and the
+    write done again. Labels: both failures, the rule and one rule the user never typed, the file,
+    the symbol and one symbol no edit defines: each table cell is a count that can be wrong."""
+    read = "<read_file>\n<path>backend/db/crud.py</path>\n</read_file>"
+    denied = (
+        "The user denied this operation and provided the following feedback:\n"
+        "<feedback>\nDon't read the database code, only touch the routes.\n</feedback>"
+    )
+    saved = "The content was successfully saved to backend/routes/__init__.py."
+    _cline_export(tmp_path, [(_WRITE, _CUT), (read, denied), (_WRITE, saved)])
+    labels = {
+        "file": "02_Transform_Backend_to_Python.md",
+        "tallies": [],
+        "failures": [{"msg": "m00002", "fixed": True}, {"msg": "m00004", "fixed": True}],
+        "constraints": [
+            {"msg": "m00005", "rule": "Don't read the database code, only touch the routes."},
+            {"msg": "m00000", "rule": "Use Python 3.12 only."},
+        ],
+        "files_modified": ["backend/routes/__init__.py"],
+        "identifiers": [
+            {"kind": "symbol", "value": "include_routers"},
+            {"kind": "symbol", "value": "absent"},
+        ],
+    }
+    lf = tmp_path / "mini.json"
+    lf.write_text(json.dumps([labels]))
+    out = facts_check(lf, tmp_path)
+    for row in (
+        "| mini.json | 1 | tallies | n/a | 0/0 | n/a | 0/0 |",
+        "| mini.json | 1 | failures | 1.00 | 2/2 | 1.00 | 2/2 |",
+        "| mini.json | 1 | constraints | 1.00 | 1/1 | 0.50 | 1/2 |",
+        "| mini.json | 1 | files_modified | 1.00 | 1/1 | 1.00 | 1/1 |",
+        "| mini.json | 1 | identifiers | 1.00 | 1/1 | 0.50 | 1/2 |",
+        "| mini.json | 1 | failures: fixed agrees | 1/2 | | | |",  # the denied read was not read again
+        "| mini.json | failures | interrupted | 1.00 | 1/1 | 1.00 | 1/1 |",
+        "| mini.json | failures | rejection | 1.00 | 1/1 | 1.00 | 1/1 |",
+        "| mini.json | constraints | rejection reason | 1.00 | 1/1 | 1.00 | 1/1 |",
+        "| mini.json | constraints | user turn | n/a | 0/0 | 0.00 | 0/1 |",
+        "| mini.json | identifiers | edit text | 1.00 | 1/1 | 0.50 | 1/2 |",
+    ):
+        assert row in out, (row, out)
