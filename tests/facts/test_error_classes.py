@@ -704,12 +704,14 @@ def test_label_files_pin_the_sessions_they_label(transcripts, tmp_path):
         check_labels(p, transcripts)
 
 
-@pytest.mark.parametrize("name", ["dev37.json", "dev38.json", "heldout37.json", "heldout38.json"])
+@pytest.mark.parametrize(
+    "name", ["dev37.json", "dev38.json", "heldout37.json", "heldout38.json", "heldout39.json"]
+)
 def test_dev_labels_meet_the_targets(transcripts, name):
-    """dev37 and dev38 are what the issue #37 rule changes were measured on, and heldout37 and
-    heldout38 once their one measurement was made and read (each held-out set is measured once,
-    by hand, and reported; none is asserted here before that, so that no test run tunes
-    against it)."""
+    """dev37 and dev38 are what the issue #37 rule changes were measured on, and heldout37,
+    heldout38 and heldout39 once their one measurement was made and read (each held-out set is
+    measured once, by hand, and reported; none is asserted here before that, so that no test run
+    tunes against it)."""
     result = check_labels(LABELS / name, transcripts)
     t = result.totals()
     assert t["failures"].precision >= 0.95 and t["failures"].recall >= 0.95
