@@ -121,13 +121,12 @@ _REJECTED = re.compile(
 
 # A harness's record that the call was cut off before it completed: Cline's "Task was interrupted
 # before this tool call could be completed.", Claude Code's "[Request interrupted by user…]" as the
-# result, and the results the importers write for Codex's ``turn_aborted`` ("[aborted: …]") and an
-# opencode tool part left running ("[interrupted: …]"). The call did not do what it was asked: a
-# failure of its own class. (A call with no recorded result at all, the export ending first, is
-# no failure: ``missing_result``.)
+# result, and the result the Codex importer writes for a ``turn_aborted`` ("[aborted: …]"). The
+# call did not do what it was asked: a failure of its own class. (A call with no recorded result
+# at all, the export ending or the session killed first, is no failure: ``missing_result``.)
 _INTERRUPTED = re.compile(
     r"^\s*(?:Task was interrupted before this tool call could be completed\b|\[Request interrupted by user\b|"
-    r"\[aborted: |\[interrupted: )"
+    r"\[aborted: )"
 )
 # Tools that hand the turn to the user (finish, ask, present a plan): when the task is interrupted
 # there, the user's next message answers them, as feedback does, so nothing failed.
