@@ -73,10 +73,12 @@ _KEYWORDLESS = (
 # "keep it backwards compatible" (a one-off change names a thing: "make `x` an optional param").
 _PROPERTY = (
     r"(?:cross-[\w-]+|(?:backwards?\s+|fully\s+)?compatible\b|[\w-]+[- ](?:safe|agnostic|free|independent|compatible)\b|"
-    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic)"
+    r"responsive|accessible|portable|offline-first|idempotent|thread-safe|deterministic|"
+    # "make it work without network access", "keep it working offline": where all of it must run.
+    r"(?:without|with\s+no)\s+(?:a\s+|an\s+)?(?:network|internet|web)(?:\s+access|\s+connection)?\b|offline\b)"
 )
 _STANDING = (
-    r"^(?:(?:let'?s|please|and|also|but|so)\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
+    r"^(?:(?:let'?s|please|and|also|but|so|now|then),?\s+)*(?:make|keep)\s+(?:it|this|them|everything|all of it|the code)\s+"
     rf"(?:\w+\s+(?:and\s+)?){{0,2}}{_PROPERTY}"
 )
 # The same property as a clause of a longer request, even one in question form ("Can you please
@@ -101,11 +103,27 @@ _CLAUSE_START = re.compile(
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
+# A quality of the text the agent writes ("Keep it factual and grounded." in a request for a
+# document): a requirement on the deliverable, not on how the agent works.
+_TEXT_QUALITY = (
+    r"(?:factual|grounded|accurate|objective|neutral|balanced|honest|precise|readable|professional)\b"
+)
+# The agent's own tools as harnesses name them (case-sensitive: "use bash for the script" is code).
+_AGENT_TOOL = (
+    r"(?-i:WebSearch|WebFetch|Grep|Glob|Bash|TodoWrite|NotebookEdit|SendMessage|web_fetch|google_web_search|"
+    r"browser_action|use_mcp_tool|search_files|list_files|read_file)"
+)
 _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
     r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to|"
     r"(?:can|could|would|will)\s+you)\s+)?"
-    r"(?:please\s+)?(?:keep|use \S+ (?:not|instead of)|only|"
+    rf"(?:please\s+)?(?:keep(?!\s+(?:it|this|the\s+\w+)\s+{_TEXT_QUALITY})|use \S+ (?:not|instead of)|only|"
+    # Where the agent may work: "Stay in your worktree." ("stay in sync" is no place).
+    r"stay\s+(?:in|inside|within)\s+(?:your|the|this)\s+(?:own\s+)?(?:worktree|work\s*tree|directory|folder|repo|"
+    r"repository|branch|sandbox|workspace|project)|"
+    # Which of the agent's own tools it works with ("Use WebSearch / WebFetch to find …"), by
+    # their names as the harness spells them; "use BeautifulSoup to find the links" is code.
+    rf"use\s+(?:the\s+)?{_AGENT_TOOL}(?:\s*(?:/|,|and|or)\s*{_AGENT_TOOL})*(?=[\s.,;:]|$)|"
     # Tools to study with before the task: "use app tools to go to … to understand its capabilities"
     # ("Use the web browser tool to navigate to X" alone is the task).
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
@@ -136,7 +154,9 @@ _PROCESS_VERB = (
     r"(?:teammates?|sub-?agents?|agents?|workers?)\b)|delegate(?=\s)|"
     r"have(?=\s+(?:each|every|all|the|your|its)\s+(?:of\s+(?:the|your|its)\s+)?(?:\w+\s+)?"
     r"(?:teammates?|sub-?agents?|agents?|workers?)\b)|"
-    # Version control on a branch is process ("Merge master into your branch"); merging code is not.
+    # Version control on a branch is process ("Merge master into your branch", "Create a branch named
+    # `bob/x`"); merging code is not.
+    r"(?:create|make|cut|open|start)\s+(?:a\s+|the\s+)?(?:new\s+)?(?:git\s+)?branch\b|"
     r"(?:merge|rebase)(?=\s+(?:(?:onto|from)\s+)?(?:the\s+)?(?:latest\s+)?(?:master|main|develop|origin/\S+|upstream\S*|\S+\s+branch)\b))"
 )
 _DIRECTIVE_LEAD = (
@@ -217,6 +237,13 @@ _BARE_STOP = re.compile(
     r"^(?:please\s+)?(?:finish|stop|end|exit|quit|wrap up)(?:\s+(?:please|now|here|there|for now))*\s*[.!]*$",
     re.I,
 )
+# What the text the agent writes may hold ("Do not invent features.", "don't make up quotes" in a
+# request for a document): a requirement on the deliverable's content, not on how the agent works.
+_CONTENT_FIDELITY = re.compile(
+    r"^(?:please\s+)?(?:do not|don'?t|never)\s+(?:invent|fabricate|make up|speculate(?:\s+about)?|hallucinate|"
+    r"embellish|exaggerate)\b",
+    re.I,
+)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -230,11 +257,16 @@ _LEAD_IN = re.compile(
 )
 _THINKING = re.compile(r"^(?:ultrathink|think (?:hard|harder|deeply)|megathink)\b", re.I)
 # Headers that open quoted material (a pasted issue) and those that end it.
+# A CTF template quotes the challenge author's description ("… worth 100 points. The description
+# is:\nNever forget the people's champ.\nFiles included in the challenge: …"), as an issue is quoted.
 _QUOTE_OPEN = re.compile(
-    r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$", re.I
+    r"^\s*(?:ISSUE:|<(?:issue|issue_description|pr_description|problem_statement)>)\s*$|^.*\bThe description is:\s*$",
+    re.I,
 )
 _QUOTE_CLOSE = re.compile(
-    r"^\s*(?:INSTRUCTIONS:|</(?:issue|issue_description|pr_description|problem_statement)>|IMPORTANT:)", re.I
+    r"^\s*(?:INSTRUCTIONS:|</(?:issue|issue_description|pr_description|problem_statement)>|IMPORTANT:|"
+    r"Files included in the challenge:)",
+    re.I,
 )
 _ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
@@ -506,7 +538,14 @@ def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str,
                 yield standing.group(0).strip(), "standing"
                 continue
             question = s.endswith("?") and not _POLITE_REQUEST.match(s)
-            if len(s) < 8 or question or _STRAY.match(s) or _CODE_USE.match(s) or _STATED.search(s):
+            if (
+                len(s) < 8
+                or question
+                or _STRAY.match(s)
+                or _CODE_USE.match(s)
+                or _STATED.search(s)
+                or _CONTENT_FIDELITY.match(s)
+            ):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue

@@ -85,7 +85,17 @@ class FileTouch:
 # ``evalkit facts --check`` can score each class apart.
 SOURCES = {
     "constraints": ("user turn", "rejection reason", "task template"),
-    "failures": ("exit code", "error flag", "refusal", "rejection", "lint", "test tally", "crash", "timeout"),
+    "failures": (
+        "exit code",
+        "error flag",
+        "refusal",
+        "rejection",
+        "lint",
+        "test tally",
+        "crash",
+        "timeout",
+        "interrupted",
+    ),
     "identifiers": ("message", "call arguments", "edit text", "tool error", "harness commit"),
 }
 
@@ -308,8 +318,9 @@ class _Builder:
             for kind, value, source in _call_identifiers(call):
                 self.identifier(i, kind, value, source)
         for res in msg.tool_results():
-            if msg.meta.get("missing_result") or never_returned(res):
-                continue  # no result was recorded: nothing is known of what the call did
+            call = self.calls.get(res.call_id, (i, None, []))[1]
+            if msg.meta.get("missing_result") or never_returned(call, res):
+                continue  # no result was recorded, or the user's next turn answers the call
             self.result(i, res)
 
     def resolve_earlier(self, cwd: str) -> None:

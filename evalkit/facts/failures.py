@@ -5,7 +5,8 @@ exit code, the harness's error flag (``is_error``, an error status), an editor o
 refusal ("ERROR:", ``<tool_use_error>``, "No replacement was performed", "apply_patch
 verification failed"), a call the user rejected, and, where the format records no exit code
 (aider, SWE-agent), a test run whose tally shows failures or a command that died with a
-traceback, and a call the harness killed for running too long. A search that found nothing
+traceback, a call the harness killed for running too long, and one it recorded as cut off by an
+interruption before it completed (not a completion or question to the user). A search that found nothing
 (``grep`` exit 1 with no output) did not fail, and a command still running (Codex's "Process
 running with session ID N") has not failed yet: the poll that reports its exit says how it went.
 """
@@ -104,7 +105,9 @@ def _first_word(cmd: str) -> str:
 def own_output(output: str) -> str:
     """The command's output without the harness's trailers and prompts."""
     text = _TRAILER.sub("", output)
-    text = re.sub(r"^\(Open file: .*\)\s*$|^\(Current directory: .*\)\s*$|^bash-\$\s*$", "", text, flags=re.M)
+    text = re.sub(
+        r"^\((?:Open file|Current directory|Interactive session): .*\)\s*$|^bash-\$\s*$", "", text, flags=re.M
+    )
     return text.strip()
 
 
@@ -116,15 +119,29 @@ _REJECTED = re.compile(
 )
 
 
-# A harness's notice that the task stopped before the call returned (Cline: "Task was interrupted
-# before this tool call could be completed."): like a missing result, nothing is known of what the
-# call did, so it is neither a failure nor a change.
-_INTERRUPTED = re.compile(r"^\s*Task was interrupted before this tool call could be completed\b")
+# A harness's record that the call was cut off before it completed: Cline's "Task was interrupted
+# before this tool call could be completed.", Claude Code's "[Request interrupted by user…]" as the
+# result, and the result the Codex importer writes for a ``turn_aborted`` ("[aborted: …]"). The
+# call did not do what it was asked: a failure of its own class. (A call with no recorded result
+# at all, the export ending or the session killed first, is no failure: ``missing_result``.)
+_INTERRUPTED = re.compile(
+    r"^\s*(?:Task was interrupted before this tool call could be completed\b|\[Request interrupted by user\b|"
+    r"\[aborted: )"
+)
+# Tools that hand the turn to the user (finish, ask, present a plan): when the task is interrupted
+# there, the user's next message answers them, as feedback does, so nothing failed.
+_TO_THE_USER = {"attempt_completion", "ask_followup_question", "plan_mode_respond"}
 
 
-def never_returned(res: ToolResult) -> bool:
-    """Whether the result only says the call never returned (see ``_INTERRUPTED``)."""
+def interrupted(res: ToolResult) -> bool:
+    """Whether the harness recorded the call as cut off before it completed (``_INTERRUPTED``)."""
     return bool(_INTERRUPTED.match(res.output))
+
+
+def never_returned(call: ToolCall | None, res: ToolResult) -> bool:
+    """A call that hands the turn to the user, cut off by an interruption: the user's next turn
+    answers it, so it neither failed nor succeeded (and fixes no earlier attempt)."""
+    return call is not None and call.name in _TO_THE_USER and interrupted(res)
 
 
 # A harness tool that answers in its own name that it failed ("write_stdin failed: stdin is closed
@@ -139,6 +156,23 @@ _TIMED_OUT = re.compile(
     r"The last command .{0,500}? timed out and has been killed)",
     re.S,
 )
+
+
+def timeout_notice(output: str) -> str | None:
+    """The harness's notice that it killed the call for time: the output opens with it, or it
+    ends the output after what the command printed before it went quiet (SWE-agent's "EXECUTION
+    TIMED OUT BECAUSE NO OUTPUT WAS PRODUCED FOR MORE THAN 60.0 SECONDS." and its "PLEASE REFINE
+    …" line under it). The same words inside the output, with the command's lines after them (a
+    log being shown), are not the harness's."""
+    own = own_output(output)
+    if _TIMED_OUT.match(own):
+        return own.lstrip().splitlines()[0].strip()
+    for line in own.splitlines()[-2:]:
+        if _TIMED_OUT.match(line):
+            return line.strip()
+    return None
+
+
 # Codex runs a command that outlives its first result in the background: that result says
 # "Process running with session ID N", and a later ``write_stdin`` poll of session N reports
 # "Process exited with code N" with the output. The command's failure is read on that poll.
@@ -183,6 +217,8 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
     if res.exit_code not in (None, 0):
         no_match = res.exit_code == 1 and cmd and _first_word(cmd) in _NO_MATCH_TOOLS
         return None if (no_match and not own_output(out)) else "exit code"
+    if interrupted(res):
+        return None if never_returned(call, res) else "interrupted"
     head = out[:2000]
     low = head.lower()
     if ("reject" in low or "denied" in low or "want to" in low or "declined" in low) and _REJECTED.search(
@@ -193,7 +229,7 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
         return "error flag"
     if _REFUSAL_START.match(out) or (res.exit_code is None and _TOOL_FAILED.match(res.output)):
         return "refusal"
-    if _TIMED_OUT.match(own_output(out)):
+    if timeout_notice(out):
         return "timeout"
     if any(n in out[:4000].lower() for n in _REFUSAL_ANYWHERE):
         return "refusal"

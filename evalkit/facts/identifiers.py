@@ -35,12 +35,17 @@ _PR = re.compile(
     re.I,
 )
 _SHA = re.compile(r"(?<![\w#/.-])([0-9a-f]{7,40})(?![\w-])")
+# git's global options before the subcommand ("git -C <worktree> checkout -b X") leave it the same
+# command; a worktree added with its own branch ("git worktree add ../wt -b X") creates that branch.
+_GIT = r"\bgit\s+(?:(?:-C|-c|--git-dir|--work-tree)(?:\s+|=)\S+\s+)*"
 _BRANCH = re.compile(
-    r"\bgit\s+(?:checkout\s+-[bB]|switch\s+-[cC]|branch(?:\s+-[mM])?)\s+([\w./-]+)"
-    r"|\bgit\s+push\s+(?:-\S+\s+)*[\w.-]+\s+(?:HEAD:)?([\w./-]+)"
+    rf"{_GIT}(?:checkout\s+-[bB]|switch\s+-[cC]|branch(?:\s+-[mM])?|worktree\s+add\b[^;&|\n]*?\s-[bB])\s+([\w./-]+)"
+    rf"|{_GIT}push\s+(?:-\S+\s+)*[\w.-]+\s+(?:HEAD:)?([\w./-]+)"
     r"|\bgh\s+pr\s+create\b[^\n]*?--head\s+([\w./-]+)"
 )
-_MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-\S+\s+)*)([^;&|<>\n]+)")
+# A flag holds no "/": "mkdir -p -experiments/worktrees/work" (a publisher's path that opens with
+# "-") creates that path.
+_MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-[^\s/]+\s+)*)([^;&|<>\n]+)")
 _DEF = re.compile(
     r"^[ \t+]*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
     r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|interface|struct|enum|trait)\s+([A-Za-z_]\w*)"
@@ -113,7 +118,7 @@ def in_command(cmd: str) -> Iterator[tuple[str, str]]:
         except ValueError:
             parts = m.group(2).split()
         for p in parts:
-            if not p.startswith("-"):
+            if not p.startswith("-") or "/" in p:
                 yield "dir", p.rstrip("/")
 
 
@@ -131,8 +136,12 @@ _GENERIC_MESSAGE = re.compile(
     r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
     r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
     r"\[no result recorded\b|\[aborted\b|File does not exist\.?$|InputValidationError:|"
-    r"Skipping tool \[|Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
-    r"EXECUTION TIMED OUT\b|\w+ failed: stdin is closed for this session\b)",
+    r"Skipping tool \[|\[?Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
+    r"EXECUTION TIMED OUT\b|\w+ failed: stdin is closed for this session\b|"
+    # A call cut off by an interruption: the notice says nothing of the call.
+    r"Task was interrupted before this tool call\b|\[interrupted: |"
+    # A bare HTTP status (axios' "Request failed with status code 404"): no URL, path or argument.
+    r"Request failed with status code \d{3}\.?$|HTTP (?:Error|error|status) \d{3}(?::\s*[\w ]{0,40})?\.?$)",
     re.I,
 )
 # Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
@@ -153,9 +162,12 @@ def error_string(output: str, refused: bool = False) -> str:
     refusal whatever its wording. A generic harness message (``_GENERIC_MESSAGE``) is no anchor:
     the specific error under it, or "" when there is none; a build tool's wrapper line gives way
     to the error it wraps."""
-    from evalkit.facts.failures import refusal_line, result_body
+    from evalkit.facts.failures import refusal_line, result_body, timeout_notice
 
     text = result_body(_TOOL_ERROR_TAG.sub("", output).strip())
+    notice = timeout_notice(text)
+    if notice:  # the harness killed the call: its notice is the error, not a line printed before it
+        return "" if _GENERIC_MESSAGE.match(notice) else notice[:300]
     m = _LINT_ERRORS.search(text)
     if m:
         return m.group(1).strip()[:300]

@@ -11,7 +11,7 @@ messages and parts whichever store they came from. An assistant message holds se
 and its result, so each step becomes an assistant message followed by its tool results. A
 ``compaction`` part on a user message plus the ``summary: true`` assistant message become one
 :class:`Compaction`; a tool part left ``running``/``pending`` (session killed mid-call) becomes an
-interrupted error result.
+interrupted error result marked as a missing result (nothing of what the call did was recorded).
 """
 
 from __future__ import annotations
@@ -229,7 +229,11 @@ def _assistant(b: SessionBuilder, m: dict, parts: list[dict], where: str, report
                     "tool",
                     [r],
                     0,
-                    {"synthetic": True, "interrupted": True} if r.output.startswith("[interrupted") else None,
+                    # Killed mid-call: no result was recorded, so nothing is known of what the call
+                    # did (the facts read it as a call with no result, not as a failure).
+                    {"synthetic": True, "interrupted": True, "missing_result": True}
+                    if r.output.startswith("[interrupted")
+                    else None,
                 )
         blocks, results = [], []
 

@@ -250,6 +250,21 @@ def test_a_heading_before_the_request_is_not_the_request():
     assert rules_of(text + "Run it twice.\n") == ["Run it twice."]
 
 
+def test_a_short_standing_imperative_inside_a_longer_turn_is_a_constraint():
+    # A later turn's imperative that sets a property of all the work from then on.
+    turn = (
+        "Thanks, that works in Chrome now. The tiles look great. Let's make it cross-browser. "
+        "Also the score should animate."
+    )
+    assert rules_of(turn) == ["Let's make it cross-browser."]
+    offline = "That fixed it. Now make it work without network access, the CI box is offline."
+    assert rules_of(offline) == ["Now make it work without network access, the CI box is offline."]
+    # Negative: a one-off change to a named thing is the task.
+    assert rules_of("Good progress on the exporter. Make `delimiter` an optional param. Then add CSV.") == []
+    assert rules_of("Good progress. Rename Exporter to CsvExporter and make it faster.") == []
+    assert rules_of("Fix it. Make it work without the cache.") == []
+
+
 def test_claude_code_rejection_reason_is_a_constraint(tmp_path):
     reason = (
         "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
@@ -369,6 +384,17 @@ def test_aider_answers_commits_and_failed_blocks(tmp_path):
     assert {"main", "get_input"} <= ids_of(f, "symbol")
 
 
+def test_aider_failure_words_in_the_models_text_are_no_failure(tmp_path):
+    # Negative for SearchReplaceNoExactMatch: the model saying the words is not aider reporting them.
+    said = AIDER.split("The edit did not apply cleanly:")[0] + (
+        "I will avoid a SearchReplaceNoExactMatch by copying the lines exactly.\n"
+    )
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(said)
+    (s,), _ = import_paths([p])
+    assert compute_facts(s).failures == []
+
+
 def test_aider_lint_errors_fail_the_edit(tmp_path):
     lint = (
         "> Applied edit to tests/test_repomap.py\n> Commit 978cc55 style: Fix formatting\n>\n"
@@ -418,24 +444,6 @@ def test_cline_new_problems_in_the_written_file_fail_the_edit():
     warn = f"{ok}\n\nNew problems detected after saving the file:\nbackend/a.py\n- [Pylint Warning] Line 9: unused"
     assert compute_facts(_cline_write(other)).failures == []
     assert compute_facts(_cline_write(warn)).failures == []
-
-
-def test_a_cline_call_the_task_interruption_cut_off_is_not_a_failure():
-    # Cline records the call and, when the task resumes, "Task was interrupted before this tool
-    # call could be completed." with its resumption notice: nothing of the call was seen.
-    cut = (
-        "Task was interrupted before this tool call could be completed.\n\nTask resumption: This "
-        "autonomous coding task was interrupted 1 hour ago. It may or may not be complete."
-    )
-    f = compute_facts(_cline_write(cut))
-    assert f.failures == [] and f.files_modified == [] and ids_of(f, "error") == set()
-    # Negative: a call the harness answered with an error is still a failure.
-    s = _cline_write("")
-    s.messages[2] = Message(
-        "s:m2", "tool", [ToolResult("w1", "Error writing file: EACCES: permission denied", True)]
-    )
-    err = compute_facts(s)
-    assert [x.source for x in err.failures] == ["error flag"] and err.files_modified == []
 
 
 def _editor(output: str) -> Session:
@@ -604,6 +612,38 @@ def test_cline_replace_in_file_symbols_come_from_the_replace_half():
     assert [x.path for x in f.files_modified] == ["a.py"]
 
 
+def test_defined_functions_and_classes_are_symbols_but_used_ones_are_not():
+    new = "class CsvExporter(Exporter):\n    def write_rows(self, rows):\n        return dump(rows)\n"
+    s = session_of(
+        Message("s:m0", "user", [Text("add a CSV exporter")]),
+        Message(
+            "s:m1",
+            "assistant",
+            [
+                ToolCall(
+                    "e1",
+                    "Edit",
+                    {
+                        "file_path": "/repo/x.py",
+                        "old_string": "class OldExporter:\n    pass\n",
+                        "new_string": new,
+                    },
+                )
+            ],
+        ),
+        Message("s:m2", "tool", [ToolResult("e1", "The file /repo/x.py has been updated.")]),
+        Message(
+            "s:m3",
+            "assistant",
+            [ToolCall("c1", "Bash", {"command": "python -c 'CsvExporter().write_rows([])'"})],
+        ),
+        Message("s:m4", "tool", [ToolResult("c1", "", False, 0)]),
+    )
+    f = compute_facts(s)
+    # Negative: the replaced class, the base class and the names only called are not definitions.
+    assert ids_of(f, "symbol") == {"CsvExporter", "write_rows"}
+
+
 def test_a_sha_in_tool_output_is_not_an_anchor_but_a_harness_commit_is():
     log = "1a2b3c4 feat: add flag\n5d6e7f8 fix: typo"
     assert ids_of(compute_facts(_shell(log, 0, "git log --oneline -2")), "sha") == set()
@@ -664,12 +704,14 @@ def test_label_files_pin_the_sessions_they_label(transcripts, tmp_path):
         check_labels(p, transcripts)
 
 
-@pytest.mark.parametrize("name", ["dev37.json", "dev38.json", "heldout37.json", "heldout38.json"])
+@pytest.mark.parametrize(
+    "name", ["dev37.json", "dev38.json", "heldout37.json", "heldout38.json", "heldout39.json"]
+)
 def test_dev_labels_meet_the_targets(transcripts, name):
-    """dev37 and dev38 are what the issue #37 rule changes were measured on, and heldout37 and
-    heldout38 once their one measurement was made and read (each held-out set is measured once,
-    by hand, and reported; none is asserted here before that, so that no test run tunes
-    against it)."""
+    """dev37 and dev38 are what the issue #37 rule changes were measured on, and heldout37,
+    heldout38 and heldout39 once their one measurement was made and read (each held-out set is
+    measured once, by hand, and reported; none is asserted here before that, so that no test run
+    tunes against it)."""
     result = check_labels(LABELS / name, transcripts)
     t = result.totals()
     assert t["failures"].precision >= 0.95 and t["failures"].recall >= 0.95

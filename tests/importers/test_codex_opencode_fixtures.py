@@ -286,8 +286,9 @@ def _check_opencode(s, report):
     (comp,) = [b for m in s.messages for b in m.blocks if isinstance(b, Compaction)]
     assert comp == Compaction("Summary: make fails with Error 2 in gen/.", 150000, 900, "auto")
     f = compute_facts(s)
-    # The read the harness flagged is_error is a failing call too (issue #13: failures of any kind).
-    assert [(x.command, x.exit_code) for x in f.failures] == [("make", 2), ("read gen/x.c", None), ("make -j8", None)]
+    # The read the harness flagged is_error is a failing call too (issue #13: failures of any kind);
+    # the call the session was killed in has no recorded result, so it is no failure (labels README).
+    assert [(x.command, x.exit_code) for x in f.failures] == [("make", 2), ("read gen/x.c", None)]
     assert [c.keyword for c in f.constraints] == ["don't"]
     assert report.skipped["opencode tool part left running (interrupted)"] == 1
 
