@@ -102,6 +102,35 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group(f"{module}-shared-{k // SHARED_FIXTURE_GROUP}"))
 
 
+class _GroupInNodeId:
+    """Puts each ``xdist_group`` in the node id (``...::test@group``), which is all loadgroup's
+    scheduler sees, where xdist's own hook did not.
+
+    xdist (3.8) sets the old ``item._nodeid`` attribute; pytest 9.2 derives the node id from
+    ``item._id`` instead, so no test had a group: the tests sharing a module's run were spread
+    over both workers, and each worker built that run again (the sharded runs of
+    test_shards_and_merge.py twice). Where xdist's suffix is there, nothing is done."""
+
+    @pytest.hookimpl(trylast=True)  # after xdist's own hook
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # set in xdist workers under loadgroup
+            return
+        try:
+            from _pytest.nodeid import NodeId
+        except ImportError:  # an older pytest, where xdist's own suffix works
+            return
+        for item in items:
+            marks = item.iter_markers("xdist_group")
+            names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+            nodeid = item.nodeid
+            if names and nodeid.rfind("@") <= nodeid.rfind("]") and hasattr(item, "_id"):
+                item._id = NodeId.parse(f"{nodeid}@{'_'.join(names)}")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_GroupInNodeId(), "evalkit-xdist-group-in-node-id")
+
+
 def _checkout_state() -> str | None:
     """``git status --porcelain`` of the checkout (untracked files included), or None outside git."""
     try:

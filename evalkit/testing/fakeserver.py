@@ -3,7 +3,9 @@
 It speaks ``POST /v1/chat/completions`` (plain and with tools) and ``GET /v1/models``, answers
 from a script (JSON list or JSONL of rules: the first rule whose ``match`` substring or ``regex``
 occurs in the request's message text wins) or else an echo rule, records every request to a JSONL
-log, and injects faults on demand:
+log as it arrives (before answering it, so the log is complete once the client has its answer;
+a client that gave up before its answer was written gets a line amending that request's status
+to -1, folded in by ``evalkit.testing.serverlog.read_log``), and injects faults on demand:
 
 =============  ==================================================================
 ``latency``    answers after an extra ``fault_latency_s``
@@ -41,6 +43,9 @@ from typing import Any
 from evalkit.models.prefix import PrefixIndex
 from evalkit.testing.fakebatch import BatchDesk, BatchFaults, batch_route
 from evalkit.testing.faults import REFUSAL_TEXT, FaultPlan, Rule
+
+# The HTTP status each fault answers with (0: no answer); every other request gets 200.
+_STATUS = {"429": 429, "500": 500, "drop": 0, "timeout": 0}
 
 
 def _text_of(messages: list[dict]) -> str:
@@ -280,6 +285,10 @@ def _handler(server: FakeServer):
             if server.log_bodies:
                 entry["body"] = body
             plan = server.plan
+            # Logged on arrival, before any wait or answer: once a client has its answer (or has
+            # sent a request), the line is in the log, and a reader need not wait for it to settle.
+            entry["status"] = _STATUS.get(fault, 200)
+            server.record(entry)
             if plan.latency_s:
                 # Counted from the request's arrival, so the answer comes ``latency_s`` after it as
                 # from a real endpoint, not ``latency_s`` plus this server's own parsing and
@@ -288,31 +297,25 @@ def _handler(server: FakeServer):
             if fault == "latency":
                 time.sleep(plan.fault_latency_s)
             try:
-                status = self._respond(fault, body, plan)
+                self._respond(fault, body, plan)
             except (BrokenPipeError, ConnectionResetError):
-                status = -1  # the client gave up (its timeout) before the answer was written
+                # the client gave up (its timeout) before the answer was written
+                server.record({"amends": {"key": key, "attempt": attempt}, "status": -1})
                 self.close_connection = True
-            entry["status"] = status
-            server.record(entry)
 
-        def _respond(self, fault: str | None, body: dict, plan: FaultPlan) -> int:
-            """Write the answer (or the fault); returns the HTTP status (0: no answer)."""
-            status = 200
+        def _respond(self, fault: str | None, body: dict, plan: FaultPlan) -> None:
+            """Write the answer (or the fault)."""
             if fault == "429":
-                status = 429
                 self._json(
                     429,
                     {"error": {"message": "rate limited (fake)", "type": "rate_limit"}},
                     {"Retry-After": plan.retry_after},
                 )
             elif fault == "500":
-                status = 500
                 self._json(500, {"error": {"message": "internal error (fake)", "type": "server_error"}})
             elif fault == "drop":
-                status = 0
                 self._drop()
             elif fault == "timeout":
-                status = 0
                 time.sleep(plan.hang_s)
                 self._drop()
             elif fault == "malformed":
@@ -331,6 +334,5 @@ def _handler(server: FakeServer):
                     msg["content"] = text[: max(1, len(text) // 2)]
                     completion["choices"][0]["finish_reason"] = "length"
                 self._json(200, completion)
-            return status
 
     return Handler

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from evalkit.corpus import read_sessions, write_sessions
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 from tests.conftest import ROOT
 from tests.support.cli import run_cli
 from tests.support.runs import tiny_corpus, verdict_script, write_experiment
@@ -24,7 +24,7 @@ SCRIPT = ROOT / "tests" / "support" / "external_compactor.py"
 
 
 def _posts(log: Path) -> int:
-    return sum(e["method"] == "POST" for e in settled_log(log))
+    return sum(e["method"] == "POST" for e in read_log(log))
 
 
 def _judge_errors(run: Path) -> int:

@@ -20,7 +20,7 @@ from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.event import Event
 from evalkit.contracts.session import Message, Session, Source, Text, ToolCall, ToolResult, message_to_dict
 from evalkit.models import ChatResponse
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 
 BUILD_ERR = "src/x.ts:1:1 - error TS2339: Property 'a' does not exist\n"
 AT = 11  # index of the last recorded message in view when compaction fired
@@ -338,7 +338,7 @@ def test_openai_agent_over_the_fake_server(fake_server, tmp_path, monkeypatch, s
     t = agent(inp, ReplayEnvironment(inp.record, AT))
     got = _metrics(inp, t)
     assert got["refail_30"] == refail and got["calls_used"] == calls and t.stopped
-    posts = [e for e in settled_log(srv.log_path) if e["method"] == "POST"]
+    posts = [e for e in read_log(srv.log_path) if e["method"] == "POST"]
     assert len(posts) == calls + 1  # one request per tool call, and the one that stopped
 
 

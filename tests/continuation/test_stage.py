@@ -113,7 +113,7 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
     on the wire (one agent sends one call at a time)."""
     import pandas as pd
 
-    from evalkit.testing.serverlog import answered, settled_log
+    from evalkit.testing.serverlog import answered, read_log
 
     latency = 0.1
     url, log = fake_server_process("--no-bodies", "--latency", str(latency))
@@ -128,11 +128,11 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
     for workers in (2, 1):
         run = tmp_path / f"w{workers}"
         shutil.copytree(tmp_path / "offline", run)
-        before = len(settled_log(log, quiet=0.3))
+        before = len(read_log(log))
         section = ContinuationConfig(agent="openai", max_calls=2, workers=workers)
         manifest = run_continuation(run, ["baseline"], section, model, "cw")
         assert manifest["workers"] == workers and manifest["counts"]["continuations"] > 1
-        sent = [e for e in answered(settled_log(log, quiet=0.3)[before:]) if e["purpose"] == "agent"]
+        sent = [e for e in answered(read_log(log)[before:]) if e["purpose"] == "agent"]
         keys = [e["key"] for e in sent]
         assert keys and len(keys) == len(set(keys)), (workers, len(keys), len(set(keys)))
         calls[workers] = sorted(keys)

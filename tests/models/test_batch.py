@@ -17,7 +17,7 @@ from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
 from evalkit.replay.batch import RECORD, BatchJobs, BatchSettings, Frontier, batch_replay
 from evalkit.replay.frontier import walk
-from evalkit.testing.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, read_log
 from tests.pipeline.test_plan import write_config
 
 from .test_budget import _metrics
@@ -38,7 +38,7 @@ def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_p
         load_experiment(write_config(tmp_path / "a", url_a, arms=ARMS, sessions=2, window=WINDOW)),
         tmp_path / "a" / "run",
     )
-    direct = answered(settled_log(log_a))
+    direct = answered(read_log(log_a))
 
     url_b, log_b = fake_server_process(
         "--no-bodies", "--batch-fail", "0.5", "--batch-expire", "1", "--batch-delay", "0.05"
@@ -48,7 +48,7 @@ def test_batch_run_with_failures_and_an_expired_batch_matches_a_direct_run(tmp_p
     )
     run_b = tmp_path / "b" / "run"
     run_experiment(exp, run_b)
-    log = settled_log(log_b)
+    log = read_log(log_b)
     sent = answered(log)
     keys = Counter(e["key"] for e in sent)
     assert max(keys.values()) == 1 and len(keys) == len(direct)  # zero duplicate paid calls
@@ -97,7 +97,7 @@ def test_a_killed_runs_batch_is_collected_on_resume_not_resubmitted(tmp_path, fa
     recs = _records(run)
     assert recs[1] == {**recs[1], "event": "collected", "batch": first}  # collected first, by its id
     assert stats["batches"] == len([r for r in recs if r["event"] == "submitted"]) - 1
-    keys = Counter(e["key"] for e in answered(settled_log(log)))
+    keys = Counter(e["key"] for e in answered(read_log(log)))
     assert max(keys.values()) == 1
     assert not any(
         k in keys and v > 1
@@ -129,7 +129,7 @@ def test_stragglers_go_direct_with_fallback(tmp_path, fake_server_process):
     url, log = fake_server_process("--no-bodies", "--batch-delay", "0.05", "--batch-fail", "1.0")
     exp, run, _ = _setup(tmp_path, url, batch_max_rounds=1, batch_fallback=True)
     run_experiment(exp, run)
-    sent = answered(settled_log(log))
+    sent = answered(read_log(log))
     assert sent and all(e.get("via") != "batch" for e in sent)  # every batch line failed; all went direct
     assert incomplete(run) is None
 
@@ -175,5 +175,5 @@ def test_a_run_killed_with_sigkill_resumes_its_batch(tmp_path, fake_server_proce
     assert recs[1]["event"] == "collected" and recs[1]["batch"] == first[0]["batch"]
     tries = Counter(k for r in recs if r["event"] == "submitted" for k in r["keys"])
     assert max(tries.values()) == 1  # nothing resubmitted (no line fails here)
-    keys = Counter(e["key"] for e in answered(settled_log(log)))
+    keys = Counter(e["key"] for e in answered(read_log(log)))
     assert max(keys.values()) == 1

@@ -18,7 +18,7 @@ from evalkit.models.prices import Price
 from evalkit.models.request import ChatRequest
 from evalkit.models.spending import RunIncomplete, incomplete
 from evalkit.pipeline.run import run_experiment
-from evalkit.testing.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, read_log
 from tests.pipeline.test_plan import write_config
 from tests.support.runs import verdict_script
 
@@ -36,7 +36,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
         write_config(tmp_path / "a", url_a, arms=("baseline", "head-tail"), sessions=2, window=120_000)
     )
     run_experiment(exp_a, tmp_path / "a" / "run")
-    n = len(answered(settled_log(log_a)))
+    n = len(answered(read_log(log_a)))
     assert n > 20
 
     url_b, log_b = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
@@ -53,7 +53,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     with pytest.raises(RunIncomplete) as stop:
         run_experiment(exp_b, run_b)
     assert stop.value.code == 3 and "stopped (budget" in str(stop.value)
-    first = answered(settled_log(log_b))
+    first = answered(read_log(log_b))
     assert 0 < len(first) <= n // 2 + 2  # stopped before crossing
     record = incomplete(run_b)
     assert record["reason"] == "budget" and record["calls_answered"] == len(first)
@@ -62,7 +62,7 @@ def test_budget_stop_then_resume_matches_an_uninterrupted_run(tmp_path, fake_ser
     assert main(["gate", str(run_b)]) == 1
     run_experiment(exp_b, run_b, resume=True)
     assert incomplete(run_b) is None
-    keys = Counter(e["key"] for e in answered(settled_log(log_b)))
+    keys = Counter(e["key"] for e in answered(read_log(log_b)))
     assert sum(keys.values()) == n and max(keys.values()) == 1  # zero duplicate paid calls
     pd.testing.assert_frame_equal(_metrics(tmp_path / "a" / "run"), _metrics(run_b))
 
@@ -96,12 +96,12 @@ def test_budget_stop_in_the_replay_keeps_the_paid_calls(tmp_path, fake_server_pr
     with pytest.raises(RunIncomplete):
         run_experiment(exp, run)
     assert not (run / "events" / "baseline.jsonl").exists()
-    first = {e["key"] for e in answered(settled_log(log))}
-    assert 0 < len(first) <= 5 and all(e.get("purpose") == "summarize" for e in answered(settled_log(log)))
+    first = {e["key"] for e in answered(read_log(log))}
+    assert 0 < len(first) <= 5 and all(e.get("purpose") == "summarize" for e in answered(read_log(log)))
     assert incomplete(run)["calls_answered_in_cache"] == len(first)
     cfg.write_text(cfg.read_text().replace("max_calls = 5", "max_calls = 100000"))
     exp2 = load_experiment(cfg)
     assert exp2.hash == exp.hash
     run_experiment(exp2, run, resume=True)
-    keys = Counter(e["key"] for e in answered(settled_log(log)))
+    keys = Counter(e["key"] for e in answered(read_log(log)))
     assert first <= set(keys) and max(keys.values()) == 1

@@ -647,7 +647,7 @@ def test_a_disk_full_while_scoring_exits_2_naming_the_file_and_resume_pays_nothi
     import subprocess
 
     from evalkit.testing.faults import load_script
-    from evalkit.testing.serverlog import settled_log
+    from evalkit.testing.serverlog import read_log, settled_log
     from tests.support.runs import evalkit_cmd, verdict_script
 
     disk = tmp_path / "disk"
@@ -664,7 +664,7 @@ def test_a_disk_full_while_scoring_exits_2_naming_the_file_and_resume_pays_nothi
     assert len(scoring) >= 8
     (run / ".done" / "score.json").unlink()
     shutil.rmtree(run / "report", ignore_errors=True)
-    before = len(settled_log(srv.log_path, quiet=0.5))
+    before = len(read_log(srv.log_path))
     resume = evalkit_cmd("run", "--config", str(tmp_path / "exp.toml"), "--run-dir", "$D/run", "--resume")
     script = (
         'mount -t tmpfs -o size=64m tmpfs "$D" && cp -a "$RUN" "$D/run" && '

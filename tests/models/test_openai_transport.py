@@ -12,7 +12,7 @@ from evalkit.models import ChatRequest
 from evalkit.models.client import build_client
 from evalkit.models.openai_backend import http_client
 from evalkit.testing.faults import FaultPlan
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 
 TOOL = {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}
 
@@ -43,7 +43,7 @@ def test_the_body_on_the_wire_is_the_request_and_the_header_its_key(fake_server,
     client = build_client(settings(srv.url), tmp_path)
     resp = client(req)
     assert resp.ok and resp.tool_calls and resp.tool_calls[0]["name"] == "read"
-    (entry,) = settled_log(srv.log_path, quiet=0.3)
+    (entry,) = read_log(srv.log_path)
     assert entry["body"] == {
         "model": "fake-model",
         "messages": [dict(m) for m in messages],

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from evalkit.testing.faults import FaultPlan
-from evalkit.testing.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, read_log
 from tests.support.cli import run_cli
 from tests.support.runs import tiny_corpus, write_experiment
 
@@ -57,7 +57,7 @@ def test_length_fault_is_truncated_never_cached_nor_scored(tmp_path, fake_server
         json.loads(x) for x in (tmp_path / "run2" / "events" / "baseline.jsonl").read_text().splitlines()
     ]
     assert events2 and all(e["summary_error"] is None and e["summary"] for e in events2)
-    sent = {e["key"] for e in answered(settled_log(healthy.log_path)) if e["purpose"] == "summarize"}
+    sent = {e["key"] for e in answered(read_log(healthy.log_path)) if e["purpose"] == "summarize"}
     # Each session's first compaction is the same request in both runs: sent again, not replayed.
     assert {e["request_key"] for e in events if e["round"] == 1} <= sent
 

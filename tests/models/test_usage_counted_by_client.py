@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 from tests.support.cli import run_cli
 from tests.support.runs import tiny_corpus, verdict_script, write_experiment
 
@@ -30,7 +30,7 @@ def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, 
     run = tmp_path / "run"
     done = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert done.returncode == 0, done.stderr
-    posts = [e for e in settled_log(log) if e["method"] == "POST"]
+    posts = [e for e in read_log(log) if e["method"] == "POST"]
     u = json.loads((run / "model-usage.json").read_text())["total"]
     assert u["requests"] == len(posts)  # every HTTP request, retries included
     assert u["retries"] == len(posts) - len({e["key"] for e in posts}) > 0
@@ -46,7 +46,7 @@ def test_requests_retries_failures_and_cache_hits_are_counted_per_run(tmp_path, 
     assert again.returncode == 0, again.stderr
     usage = json.loads((run / "model-usage.json").read_text())
     w = usage["total"]
-    posts2 = [e for e in settled_log(log) if e["method"] == "POST"][n:]
+    posts2 = [e for e in read_log(log) if e["method"] == "POST"][n:]
     assert w["requests"] == len(posts2)
     # Nothing answered before is sent again. (Not every answered call recurs: a summary that
     # failed in the first run and succeeds now changes the prompts of the calls after it.)

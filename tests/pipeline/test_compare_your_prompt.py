@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 from tests.support.cli import run_cli
 from tests.support.runs import starter_experiment, verdict_script
 
@@ -51,7 +51,7 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
     run = tmp_path / "real"
     real = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert real.returncode == 0, real.stderr
-    sent = sum(e["method"] == "POST" for e in settled_log(log))
+    sent = sum(e["method"] == "POST" for e in read_log(log))
     assert sent > 0 and f"endpoint: model: {url}" in real.stderr
 
     # 5. the verdict, with the project's guardrails inherited
@@ -66,4 +66,4 @@ def test_compare_your_own_prompt(tmp_path, transcripts, fake_server_process):
     assert gate.returncode == 1, gate.stdout + gate.stderr
     again = run_cli("run", "--config", str(exp), "--run-dir", str(run))
     assert again.returncode == 0, again.stderr
-    assert sum(e["method"] == "POST" for e in settled_log(log)) == sent
+    assert sum(e["method"] == "POST" for e in read_log(log)) == sent

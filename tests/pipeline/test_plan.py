@@ -14,7 +14,7 @@ from evalkit.corpus import build_corpus
 from evalkit.models.usage import read_ledger
 from evalkit.pipeline.plan import build_plan, render_plan, write_plan
 from evalkit.pipeline.run import run_experiment
-from evalkit.testing.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, read_log
 
 # The fake server's echo answer: "[fake-server echo <sha12>] " and up to 400 characters.
 ECHO_TOKENS = 106
@@ -82,7 +82,7 @@ def test_plan_within_ten_percent_of_the_run(tmp_path, fake_server_process):
     assert plan.sampled == plan.sessions == 2
     write_plan(plan, run / "plan.json")  # the run keeps it; the report compares it with the actual calls
     run_experiment(exp, run)
-    sent = answered(settled_log(log))
+    sent = answered(read_log(log))
     actual = actual_by_purpose(run)
     planned_summ = plan.totals("summarizer")
     planned_judge = plan.totals("judge")

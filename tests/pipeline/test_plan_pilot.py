@@ -15,7 +15,7 @@ from evalkit.contracts.config import load_experiment
 from evalkit.models.usage import read_ledger
 from evalkit.pipeline.plan import build_plan, render_plan
 from evalkit.pipeline.run import run_experiment
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 from tests.support.runs import starter_experiment, verdict_script
 
 PRICES = {"input": 1.0, "cached_input": 0.25, "output": 4.0}
@@ -23,7 +23,7 @@ FOLDER = "claude-code/daaain-claude-code-log"  # 28 real sessions (the closing n
 
 
 def posts(log: Path) -> int:
-    return sum(e.get("method") == "POST" for e in settled_log(log)) if log.exists() else 0
+    return sum(e.get("method") == "POST" for e in read_log(log)) if log.exists() else 0
 
 
 def actual(run: Path) -> tuple[int, float]:
@@ -94,7 +94,7 @@ def test_the_plan_measures_answer_lengths_on_the_default_experiment(tmp_path, fa
     assert 6 <= r["piloted"] <= 4 * 12, r["text"]  # summaries, answers, grades, search queries
     # Nothing the pilot paid for is paid again by the run: no request reached the server twice
     # (the server logs each request's cache key; a run without a plan sends these same requests).
-    keys = [e["key"] for e in settled_log(log) if e.get("method") == "POST"]
+    keys = [e["key"] for e in read_log(log) if e.get("method") == "POST"]
     assert len(keys) == len(set(keys)) == r["piloted"] + r["sent"]
     # The fake server answers each replicate as a sampling endpoint does (its own echo), so the
     # A/A arm's summaries differ from the baseline's and its questions are asked, as planned.

@@ -11,13 +11,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evalkit.testing.serverlog import settled_log
+from evalkit.testing.serverlog import read_log
 from tests.support.cli import run_cli
 from tests.support.runs import evalkit, tiny_corpus, verdict_script, write_experiment
 
 
 def _posts(log: Path) -> int:
-    return sum(e["method"] == "POST" for e in settled_log(log))
+    return sum(e["method"] == "POST" for e in read_log(log))
 
 
 def _plugin(folder: Path, prompt: str) -> Path:

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from evalkit.testing.serverlog import answered, settled_log
+from evalkit.testing.serverlog import answered, read_log
 from tests.support.cli import run_cli
 from tests.support.runs import copy_run, evalkit, tiny_corpus, verdict_script, write_experiment
 
@@ -95,7 +95,7 @@ def test_two_runs_sharing_one_cache_pay_each_call_once(tmp_path, fake_server_pro
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
-    paid = Counter(e["key"] for e in answered(settled_log(log)))
+    paid = Counter(e["key"] for e in answered(read_log(log)))
     assert paid and max(paid.values()) == 1, [k for k, n in paid.items() if n > 1]
 
 

@@ -175,7 +175,7 @@ min_sessions = 2
 
 @pytest.mark.slow
 def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
-    from evalkit.testing.serverlog import settled_log
+    from evalkit.testing.serverlog import read_log
 
     url, log = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
@@ -186,7 +186,7 @@ def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_s
             main(["run", "--config", str(cfg), "--shard", f"{k}/2", "--run-dir", str(tmp_path / f"s{k}")])
             == 0
         )
-    sent = len(settled_log(log))
+    sent = len(read_log(log))
     per_shard = [len(cache_keys(tmp_path / f"s{k}" / "model-calls.sqlite")) for k in (1, 2)]
     assert min(per_shard) > 0 and sent >= sum(per_shard)
     # Each shard's plan is made from the shard's own corpus (after its corpus stage), not the whole.
@@ -204,7 +204,7 @@ def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_s
     before = shared.read_bytes()
     rerun = tmp_path / "rerun"
     assert main(["run", "--config", str(cfg), "--run-dir", str(rerun), "--warm-cache", str(shared)]) == 0
-    assert len(settled_log(log)) == sent
+    assert len(read_log(log)) == sent
     assert shared.read_bytes() == before and sorted(p.name for p in shared.parent.iterdir()) == [
         "calls.sqlite"
     ]
@@ -269,12 +269,12 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
     assert main(["merge", str(s1), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
     # The same config run in one piece (warmed from the merged cache, so it sends no call) agrees
     # byte for byte: nothing was counted twice or lost.
-    sent = len(settled_log(log))
+    sent = len(read_log(log))
     merged_cache = tmp_path / "merged" / "model-calls.sqlite"
     one = tmp_path / "one"
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
     assert main(["run", "--config", str(cfg), "--run-dir", str(one), "--warm-cache", str(merged_cache)]) == 0
-    assert len(settled_log(log)) == sent
+    assert len(read_log(log)) == sent
     assert_same_outputs_of(
         tmp_path / "merged",
         one,

@@ -357,7 +357,7 @@ def test_the_recovery_arm_runs_against_the_fake_server_with_the_model_choosing_t
     """Real HTTP: the answering model is asked for a query (purpose "search"), the lexical search
     runs with it, the answer call carries what it found, and its tokens are charged."""
     from evalkit.testing.faults import Rule
-    from evalkit.testing.serverlog import settled_log
+    from evalkit.testing.serverlog import read_log
 
     s, qs = recovery_case()
     grades = verdict(5)
@@ -375,7 +375,7 @@ def test_the_recovery_arm_runs_against_the_fake_server_with_the_model_choosing_t
     rec = event(s, at, 5, "summary", meta={"recovery": {"searches": 1}})
     got = {v.metric: (v.value, v.error) for v in bank(ProbeInput(rec, view))}
     assert got["exam"] == (1.0, None) and got["exam_search_tokens"][0] > 0
-    log = [e for e in settled_log(srv.log_path) if e.get("key")]
+    log = [e for e in read_log(srv.log_path) if e.get("key")]
     assert [e["purpose"] for e in log] == ["search", "answer", "judge"]
 
 
@@ -525,7 +525,7 @@ def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
     """End to end over real HTTP: the summarizer, the search query, the answers and the judge are
     all calls to the fake server; the recovery arm's bank rows carry its search tokens."""
     from evalkit.testing.faults import Rule
-    from evalkit.testing.serverlog import settled_log
+    from evalkit.testing.serverlog import read_log
 
     sid = "12a546d1-83a7-49a6-abba-5400db340b43"
     corpus = tmp_path / "corpus"
@@ -556,7 +556,7 @@ def test_a_run_with_the_recovery_arm_against_the_fake_server_charges_its_search(
     assert set(spent["arm"]) == {"recover"} and (spent["value"] > 0).all()
     exam = m[(m["metric"] == "exam") & m["error"].isna()].groupby("arm")["value"].mean()
     assert exam["recover"] == exam["baseline"] == pytest.approx(0.6)  # the scripted judge: 3 / 5
-    purposes = [e.get("purpose") for e in settled_log(srv.log_path) if e.get("key")]
+    purposes = [e.get("purpose") for e in read_log(srv.log_path) if e.get("key")]
     # one query per question the recovery arm was asked: the 8 of the bank and the generated exam's
     from evalkit.contracts import questions
 

@@ -130,7 +130,7 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     rounds through ``client.map``, not a call at a time), and a question whose answer is refused
     is left out with its reason while the other questions are graded."""
     from evalkit.testing.faults import Rule
-    from evalkit.testing.serverlog import settled_log
+    from evalkit.testing.serverlog import read_log
 
     s = judge_session()
     qs = select_questions(ProbeInput(event(s, 11, 10, FULL), SessionView(s, compute_facts(s))), per_kind=1)
@@ -158,7 +158,7 @@ def test_model_judge_sends_an_events_answers_then_its_judge_calls_and_isolates_a
     )
     assert set(per_q.values()) == {(4.0, None)}
     assert sorted(j["kind"] for j in view.extras["judgements"]) == ["artifact", "continuation", "recall"]
-    log = [e for e in settled_log(srv.log_path) if e.get("key")]  # a line is written after its answer
+    log = [e for e in read_log(srv.log_path) if e.get("key")]
     answers = [e["ts"] for e in log if e["purpose"] == "answer"]
     judges = [e["ts"] for e in log if e["purpose"] == "judge"]
     assert (len(answers), len(judges)) == (4 * 2, 3 * 2)  # 4 questions x 2 replicates; 3 judged
@@ -252,7 +252,7 @@ def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_cal
 
     from evalkit.models.usage import read_ledger
     from evalkit.score.stage import score_run
-    from evalkit.testing.serverlog import answered, settled_log
+    from evalkit.testing.serverlog import answered, read_log
 
     url, log = fake_server_process("--no-bodies", "--latency", "0.05")
     cfg = tmp_path / "exp.toml"
@@ -274,10 +274,10 @@ def test_scoring_with_a_real_model_in_two_workers_matches_one_and_sends_each_cal
             "max_retries": 2,
         }
         (run / "config.json").write_text(json.dumps(conf))
-        before = len(settled_log(log, quiet=0.3))
+        before = len(read_log(log))
         score_run(run, suite=find_suite("probes/default.toml", ROOT), run_id="sw", workers=workers)
         sent = [
-            e for e in answered(settled_log(log, quiet=0.3)[before:]) if e["purpose"] in ("answer", "judge")
+            e for e in answered(read_log(log)[before:]) if e["purpose"] in ("answer", "judge")
         ]
         keys = [e["key"] for e in sent]
         assert keys and len(keys) == len(set(keys)), (workers, len(keys), len(set(keys)))
