@@ -49,6 +49,7 @@ class TextIndex:
             self.starts.append(pos)
             pos += len(t) + 1
         self.joined = SEP.join(self.texts)
+        self._lines: _Lines | None = None  # built on the first needle positions() looks for
 
     def _holding(self, needle: str, verify: Verify | None) -> Iterator[int]:
         """Each text (its index in ``self.texts``) holding ``needle`` with ``verify`` holding at
@@ -72,9 +73,59 @@ class TextIndex:
         """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
         holding at an occurrence)."""
         ids = self.ids
-        return frozenset(ids[i] for i in self._holding(needle, verify))
+        one_line = needle.splitlines() == [needle]  # no line break in it, as splitlines() sees it
+        found = self._holding_line(needle, verify) if one_line else self._holding(needle, verify)
+        return frozenset(ids[i] for i in found)
+
+    def _holding_line(self, needle: str, verify: Verify | None) -> Iterator[int]:
+        """:meth:`_holding` for a needle without a line break: found in the texts' distinct lines.
+
+        An occurrence of such a needle lies within one line, so the texts holding it are those
+        holding a line that holds it. A session's texts repeat their lines (tool output shown
+        again, the same file read twice: its distinct lines are about a ninth of its text), so
+        each needle is searched in the distinct lines once, and only the texts holding one of the
+        lines found are read, for ``verify`` at the needle's occurrences there."""
+        if self._lines is None:
+            self._lines = _Lines(self.texts)
+        for i in self._lines.texts_holding(needle):
+            if verify is None or contains(self.texts[i], needle, verify, self.plain[i]):
+                yield i
 
     def any(self, needle: str, verify: Verify | None = None) -> bool:
         """Whether any text contains ``needle`` (probes ask this of an event's few fresh
         messages for hundreds of needles)."""
         return next(self._holding(needle, verify), None) is not None
+
+
+class _Lines:
+    """The distinct lines (``str.splitlines()``) of a list of texts, each with the texts holding it."""
+
+    def __init__(self, texts: list[str]):
+        holders: dict[str, list[int]] = {}
+        for i, t in enumerate(texts):
+            for line in set(t.splitlines()):
+                h = holders.get(line)
+                if h is None:
+                    holders[line] = [i]
+                else:
+                    h.append(i)
+        self.holders = list(holders.values())
+        self.starts: list[int] = []
+        pos = 0
+        for line in holders:
+            self.starts.append(pos)
+            pos += len(line) + 1
+        self.joined = "\n".join(holders)  # no line holds a line break
+
+    def texts_holding(self, needle: str) -> list[int]:
+        """The texts (in order) holding a line that holds ``needle`` (which holds no line break)."""
+        joined, starts, holders = self.joined, self.starts, self.holders
+        out: set[int] = set()
+        at = joined.find(needle)
+        while at >= 0:
+            k = bisect_right(starts, at) - 1
+            out.update(holders[k])
+            if k + 1 >= len(starts):
+                break
+            at = joined.find(needle, starts[k + 1])
+        return sorted(out)
