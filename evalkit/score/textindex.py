@@ -13,6 +13,7 @@ with blank lines, which no needle of the probes spans).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 
 SEP = "\x00"
@@ -73,11 +74,11 @@ class TextIndex:
         """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
         holding at an occurrence)."""
         ids = self.ids
-        one_line = needle.splitlines() == [needle]  # no line break in it, as splitlines() sees it
-        found = self._holding_line(needle, verify) if one_line else self._holding(needle, verify)
-        return frozenset(ids[i] for i in found)
+        if needle.splitlines() != [needle]:  # a line break in it, as splitlines() sees it
+            return frozenset(ids[i] for i in self._holding(needle, verify))
+        return frozenset([ids[i] for i in self._holding_line(needle, verify)])
 
-    def _holding_line(self, needle: str, verify: Verify | None) -> Iterator[int]:
+    def _holding_line(self, needle: str, verify: Verify | None) -> list[int]:
         """:meth:`_holding` for a needle without a line break: found in the texts' distinct lines.
 
         An occurrence of such a needle lies within one line, so the texts holding it are those
@@ -87,9 +88,11 @@ class TextIndex:
         lines found are read, for ``verify`` at the needle's occurrences there."""
         if self._lines is None:
             self._lines = _Lines(self.texts)
-        for i in self._lines.texts_holding(needle):
-            if verify is None or contains(self.texts[i], needle, verify, self.plain[i]):
-                yield i
+        found = self._lines.texts_holding(needle)
+        if verify is None:
+            return found
+        texts, plain = self.texts, self.plain
+        return [i for i in found if contains(texts[i], needle, verify, plain[i])]
 
     def any(self, needle: str, verify: Verify | None = None) -> bool:
         """Whether any text contains ``needle`` (probes ask this of an event's few fresh
@@ -101,14 +104,10 @@ class _Lines:
     """The distinct lines (``str.splitlines()``) of a list of texts, each with the texts holding it."""
 
     def __init__(self, texts: list[str]):
-        holders: dict[str, list[int]] = {}
+        holders: defaultdict[str, list[int]] = defaultdict(list)
         for i, t in enumerate(texts):
             for line in set(t.splitlines()):
-                h = holders.get(line)
-                if h is None:
-                    holders[line] = [i]
-                else:
-                    h.append(i)
+                holders[line].append(i)
         self.holders = list(holders.values())
         self.starts: list[int] = []
         pos = 0
@@ -121,11 +120,12 @@ class _Lines:
         """The texts (in order) holding a line that holds ``needle`` (which holds no line break)."""
         joined, starts, holders = self.joined, self.starts, self.holders
         out: set[int] = set()
+        last = len(starts) - 1
         at = joined.find(needle)
         while at >= 0:
             k = bisect_right(starts, at) - 1
             out.update(holders[k])
-            if k + 1 >= len(starts):
+            if k == last:
                 break
             at = joined.find(needle, starts[k + 1])
         return sorted(out)
