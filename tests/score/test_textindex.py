@@ -188,3 +188,23 @@ def test_a_needle_without_a_line_break_is_found_in_the_distinct_lines_as_in_the_
     # needles with a line break are scanned in the texts, never looked up as lines
     for needle in ("12\na1b2", "12\r\n#", "2\x1c#", "a1b2\u2028", "\x85"):
         assert idx.positions(needle) == scanned(needle, None) != frozenset(), needle
+
+
+def test_an_events_positions_from_show_only_are_its_own_and_an_unknown_reference_still_raises():
+    from evalkit.score.base import context_positions
+
+    s = _session()
+    evs = _masked_events(s, random.Random(3))
+    bad = event(s, 29, 20, "Summary", n=9)
+    bad.new_context = [*bad.new_context, {"ref": "no-such-message"}]
+    view = SessionView(s, compute_facts(s))
+    view.show_only([*evs, bad])
+    n = len(s.messages)
+    for ev in evs:
+        assert ProbeInput(ev, view).positions() == context_positions(ev, view.index, n)
+        assert any(p is not None and p >= n for p in context_positions(ev, view.index, n))  # masked copies
+    with pytest.raises(KeyError):
+        ProbeInput(bad, view).positions()
+    moved = evs[0]
+    moved.new_context = moved.new_context[:3]  # a new context after show_only: its own positions
+    assert ProbeInput(moved, view).positions() == context_positions(moved, view.index, n)
