@@ -87,6 +87,8 @@ class SessionView:
         self._cache: dict[tuple, Any] = {}
         self.extras: dict[str, Any] = {}  # run-level inputs: the score context, pinned questions
         self._shown: frozenset[int] | None = None  # None: every position
+        # id(event) -> (its new_context, context_positions()), from show_only()
+        self.event_positions: dict[int, tuple[list, list[int | None]]] = {}
 
     def show_only(self, events: Iterable[Event]) -> None:
         """Render and search only the recorded positions that ``events`` show.
@@ -99,9 +101,17 @@ class SessionView:
         Once the view was read, its caches cover what it showed then: a later call may only show
         no more than that (scoring the same events again), else it raises ``RuntimeError``."""
         index, n = self.index, len(self.session.messages)
-        shown = frozenset(
-            p for ev in events for p in context_positions(ev, index, n, strict=False) if p is not None
-        )
+        found: set[int | None] = set()
+        for ev in events:
+            try:
+                pos = context_positions(ev, index, n)
+            except KeyError:  # an unknown reference: ProbeInput.positions raises it at the event
+                pos = context_positions(ev, index, n, strict=False)
+            else:  # kept for the event's probes (an uncompacted context has thousands of entries)
+                self.event_positions[id(ev)] = (ev.new_context, pos)
+            found.update(pos)
+        found.discard(None)
+        shown = frozenset(found)
         if self._cache:
             if self._shown is not None and not shown <= self._shown:
                 raise RuntimeError(
@@ -229,10 +239,13 @@ class ProbeInput:
         """Per context entry, the recorded position it shows (:meth:`SessionView.form_texts`), or
         None for a message the compaction wrote (summary, carried text)."""
 
-        return self.memo(
-            "positions",
-            lambda: context_positions(self.event, self.view.index, len(self.view.session.messages)),
-        )
+        def build() -> list[int | None]:
+            known = self.view.event_positions.get(id(self.event))
+            if known is not None and known[0] is self.event.new_context:
+                return known[1]
+            return context_positions(self.event, self.view.index, len(self.view.session.messages))
+
+        return self.memo("positions", build)
 
     def kept_positions(self) -> tuple[frozenset[int], frozenset[int]]:
         """Session indexes of the recorded messages kept as they were, and of those kept masked."""

@@ -173,7 +173,9 @@ class _VisibleContext(SessionContext):
         self.entries = inp.context_entries()
         self.texts = inp.message_texts()
         super().__init__(
-            tuple(m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)),
+            tuple(
+                [m.id if rec else (m.role, t) for (m, rec), t in zip(self.entries, self.texts, strict=True)]
+            ),
             self.texts,
             session_cache(inp),
         )

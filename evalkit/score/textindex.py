@@ -13,6 +13,7 @@ with blank lines, which no needle of the probes spans).
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 
 SEP = "\x00"
@@ -49,6 +50,7 @@ class TextIndex:
             self.starts.append(pos)
             pos += len(t) + 1
         self.joined = SEP.join(self.texts)
+        self._lines: _Lines | None = None  # built on the first needle positions() looks for
 
     def _holding(self, needle: str, verify: Verify | None) -> Iterator[int]:
         """Each text (its index in ``self.texts``) holding ``needle`` with ``verify`` holding at
@@ -72,9 +74,58 @@ class TextIndex:
         """Positions (in the list given) of the texts that contain ``needle`` (with ``verify``
         holding at an occurrence)."""
         ids = self.ids
-        return frozenset(ids[i] for i in self._holding(needle, verify))
+        if needle.splitlines() != [needle]:  # a line break in it, as splitlines() sees it
+            return frozenset(ids[i] for i in self._holding(needle, verify))
+        return frozenset([ids[i] for i in self._holding_line(needle, verify)])
+
+    def _holding_line(self, needle: str, verify: Verify | None) -> list[int]:
+        """:meth:`_holding` for a needle without a line break: found in the texts' distinct lines.
+
+        An occurrence of such a needle lies within one line, so the texts holding it are those
+        holding a line that holds it. A session's texts repeat their lines (tool output shown
+        again, the same file read twice: its distinct lines are about a ninth of its text), so
+        each needle is searched in the distinct lines once, and only the texts holding one of the
+        lines found are read, for ``verify`` at the needle's occurrences there."""
+        if self._lines is None:
+            self._lines = _Lines(self.texts)
+        found = self._lines.texts_holding(needle)
+        if verify is None:
+            return found
+        texts, plain = self.texts, self.plain
+        return [i for i in found if contains(texts[i], needle, verify, plain[i])]
 
     def any(self, needle: str, verify: Verify | None = None) -> bool:
         """Whether any text contains ``needle`` (probes ask this of an event's few fresh
         messages for hundreds of needles)."""
         return next(self._holding(needle, verify), None) is not None
+
+
+class _Lines:
+    """The distinct lines (``str.splitlines()``) of a list of texts, each with the texts holding it."""
+
+    def __init__(self, texts: list[str]):
+        holders: defaultdict[str, list[int]] = defaultdict(list)
+        for i, t in enumerate(texts):
+            for line in set(t.splitlines()):
+                holders[line].append(i)
+        self.holders = list(holders.values())
+        self.starts: list[int] = []
+        pos = 0
+        for line in holders:
+            self.starts.append(pos)
+            pos += len(line) + 1
+        self.joined = "\n".join(holders)  # no line holds a line break
+
+    def texts_holding(self, needle: str) -> list[int]:
+        """The texts (in order) holding a line that holds ``needle`` (which holds no line break)."""
+        joined, starts, holders = self.joined, self.starts, self.holders
+        out: set[int] = set()
+        last = len(starts) - 1
+        at = joined.find(needle)
+        while at >= 0:
+            k = bisect_right(starts, at) - 1
+            out.update(holders[k])
+            if k == last:
+                break
+            at = joined.find(needle, starts[k + 1])
+        return sorted(out)

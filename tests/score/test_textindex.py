@@ -142,3 +142,69 @@ def test_any_is_true_exactly_where_one_text_holds_a_verified_occurrence():
     for needle in ("12", "#12", "issue", "y", "", "\x00"):
         want = any(needle in t for t in lower)
         assert idx.any(needle) == want, needle
+
+
+def test_a_needle_without_a_line_break_is_found_in_the_distinct_lines_as_in_the_texts():
+    """``positions`` looks for a needle without a line break in the texts' distinct lines, then
+    verifies occurrences in the texts holding one: the same positions as scanning every text, for
+    needles inside longer lines, at text edges, next to the breaks ``str.splitlines`` splits on
+    ("\r\n", "\x1c", "\u2028", ...), and with a check that holds at some occurrences only."""
+    pieces = ["#12", "#123", "12", "a1b2", "A1B2c", "src/app.py", "app.py", "é", "x", "-", "", "\x00", "İ"]
+    seps = [" ", "\n", "\r", "\r\n", "\t", "\x0b", "\x1c", "\x85", "\u2028", "\u3000", "", ".", "#"]
+    rng = random.Random(35)
+    plain = ["", "12", " 12 ", "#12#12"] + [
+        "".join(rng.choice(pieces) + rng.choice(seps) for _ in range(rng.randrange(0, 25)))
+        for _ in range(400)
+    ]
+    lower = [t.lower() for t in plain]
+    texts = [*lower[:100], None, *lower[100:]]  # a None text is left out, never found
+    idx = TextIndex(texts, [*plain[:100], None, *plain[100:]])
+
+    def hash_bounded(text: str, at: int) -> bool:
+        return text[at - 1 : at] == "#" and not text[at + 2 : at + 3].isdigit()
+
+    def scanned(needle, verify):
+        return frozenset(idx.ids[i] for i in idx._holding(needle, verify))
+
+    needles = [
+        "12",
+        "#12",
+        "a1b2",
+        "src/app.py",
+        "py",
+        "é",
+        "x-",
+        "\x00",
+        "12\x0012",
+        "zz",
+        "i̇",
+        "12 a1b2",
+        "2\t#",
+    ]
+    for needle in needles:
+        for verify in (None, hash_bounded):
+            assert idx.positions(needle, verify) == scanned(needle, verify), (needle, verify)
+    assert idx._lines is not None and len(idx.positions("12")) > 100  # the line path ran, and found
+    # needles with a line break are scanned in the texts, never looked up as lines
+    for needle in ("12\na1b2", "12\r\n#", "2\x1c#", "a1b2\u2028", "\x85"):
+        assert idx.positions(needle) == scanned(needle, None) != frozenset(), needle
+
+
+def test_an_events_positions_from_show_only_are_its_own_and_an_unknown_reference_still_raises():
+    from evalkit.score.base import context_positions
+
+    s = _session()
+    evs = _masked_events(s, random.Random(3))
+    bad = event(s, 29, 20, "Summary", n=9)
+    bad.new_context = [*bad.new_context, {"ref": "no-such-message"}]
+    view = SessionView(s, compute_facts(s))
+    view.show_only([*evs, bad])
+    n = len(s.messages)
+    for ev in evs:
+        assert ProbeInput(ev, view).positions() == context_positions(ev, view.index, n)
+        assert any(p is not None and p >= n for p in context_positions(ev, view.index, n))  # masked copies
+    with pytest.raises(KeyError):
+        ProbeInput(bad, view).positions()
+    moved = evs[0]
+    moved.new_context = moved.new_context[:3]  # a new context after show_only: its own positions
+    assert ProbeInput(moved, view).positions() == context_positions(moved, view.index, n)
