@@ -28,6 +28,7 @@ from evalkit.contracts.session import (
     Session,
     message_chars,
     message_to_dict,
+    pair_ids,
     session_from_dict,
     tool_pairs_valid,
 )
@@ -69,6 +70,7 @@ class SessionCache:
         self.nothing_to_summarize: Counter[str] = Counter()
         self._tokens: dict[str, int] = {}
         self._chars: dict[str, int] = {}
+        self._pairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def tokens(self, m: Message) -> int:
         t = self._tokens.get(m.id)
@@ -85,6 +87,16 @@ class SessionCache:
         if c is None:
             c = self._chars[m.id] = message_chars(m)
         return c
+
+    def pair_ids(self, m: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """:func:`~evalkit.contracts.session.pair_ids`, kept for recorded messages: every event
+        checks the pairing of its whole new context, mostly the same recorded messages."""
+        p = self._pairs.get(m.id)
+        if p is None:
+            p = pair_ids(m)
+            if m.id in self.recorded:
+                self._pairs[m.id] = p
+        return p
 
 
 def _is_recorded_compaction(msg: Message) -> bool:
@@ -243,7 +255,7 @@ def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, 
         carried=o.carried,
         new_context=[_entry(m, cache.recorded) for m in o.new_context],
         invariants=Invariants(
-            tool_pairs_valid=tool_pairs_valid(o.new_context),
+            tool_pairs_valid=tool_pairs_valid(o.new_context, cache.pair_ids),
             lost_chars=lost,
             over_limit=new_tokens > settings.window,
         ),
