@@ -439,3 +439,22 @@ def test_extractive_answers_a_replicate_once_with_the_fresh_answer():
     assert [a.text for a in answers] == [summarize(r).text for r in (first, first, other, other)]
     assert answers[0].text != answers[2].text
     assert {(a.backend, a.model) for a in answers} == {("extractive", "extractive-v1")}
+
+
+def test_transcript_lines_are_classified_as_the_classifier_reads_each_line():
+    from evalkit.models.transcript import _classify, parse_transcript
+
+    text = CONVO + (
+        "\n\n  User: indented, not a speaker\nUserland is a word\nAssistant (thinking): hmm"
+        "\n[tool error] boom\n[tool result]\nA line\nAssistant: done\n[not a tag]\n\t\nAssistant: [tool call] Bash {}"
+    )
+    want, speaker, block = [], "user", 0
+    for raw in text.splitlines():
+        opened, body = _classify(raw)
+        if opened is not None:
+            block, speaker = block + 1, opened
+        if body:
+            want.append((speaker, body, block))
+    parse_transcript.cache_clear()
+    assert [tuple(ln) for ln in parse_transcript(text).lines] == want
+    assert {s for s, _, _ in want} >= {"user", "assistant", "thinking", "error", "result", "call"}
