@@ -19,10 +19,8 @@ constraint wording: it must not share patterns with the ground truth or the prob
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from evalkit.common.templates import REFERENCE_TEMPLATE
 from evalkit.contracts.config import ModelConfig
@@ -320,34 +318,13 @@ def summarize(request: ChatRequest) -> ChatResponse:
     return ChatResponse(text=text, backend="extractive", model=request.model)
 
 
-ANSWERS_KEPT = 32  # a session's arms replay one after another: the A/A arm's rounds follow the baseline's
-
-
 class ExtractiveBackend(Backend):
     name = key_backend = "extractive"
     # Cheaper than a cache lookup and deterministic: caching it would only cost disk.
     cacheable = False
 
-    def __init__(self) -> None:
-        # The answer depends on the request's content only, never on its replicate: the A/A arm
-        # (the baseline under another replicate) gets the baseline's answers without a second pass.
-        self._answers: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
     def __call__(self, request: ChatRequest) -> ChatResponse:
-        key = (request if request.replicate == 0 else replace(request, replicate=0)).canonical()
-        with self._lock:
-            text = self._answers.get(key)
-            if text is not None:
-                self._answers.move_to_end(key)
-        if text is None:
-            resp = summarize(request)
-            with self._lock:
-                self._answers[key] = resp.text or ""
-                while len(self._answers) > ANSWERS_KEPT:
-                    self._answers.popitem(last=False)
-            return resp
-        return ChatResponse(text=text, backend="extractive", model=request.model)
+        return summarize(request)
 
 
 @BACKENDS.register(

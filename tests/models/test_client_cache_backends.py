@@ -427,20 +427,6 @@ ImportError: cannot import name 'Row' from 'jobs.models'"""
     assert update(fixed).strip() == "- (none found)"
 
 
-def test_extractive_answers_a_replicate_once_with_the_fresh_answer():
-    from evalkit.models.extractive import ExtractiveBackend
-
-    backend = ExtractiveBackend()
-    first = _ask(SYSTEM_PROMPT, f"<conversation>\n{CONVO}\n</conversation>")
-    other = _ask(STATE, f"<conversation>\n{CONVO}\n</conversation>")
-    answers = [backend(r) for r in (first, replace(first, replicate=1), other, replace(other, replicate=2))]
-    # The replicates were answered from the kept answers: two summaries, not four.
-    assert len(backend._answers) == 2
-    assert [a.text for a in answers] == [summarize(r).text for r in (first, first, other, other)]
-    assert answers[0].text != answers[2].text
-    assert {(a.backend, a.model) for a in answers} == {("extractive", "extractive-v1")}
-
-
 def test_transcript_lines_are_classified_as_the_classifier_reads_each_line():
     from evalkit.models.transcript import _classify, parse_transcript
 
