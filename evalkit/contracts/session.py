@@ -11,6 +11,7 @@ reader in :mod:`evalkit.corpus` can report ``file:line: field: reason``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -288,31 +289,40 @@ class PairProblem:
     problem: str  # "orphan_result" | "unanswered_call" | "duplicate_result"
 
 
-def tool_pair_problems(messages: list[Message]) -> list[PairProblem]:
+def pair_ids(msg: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ids of ``msg``'s tool calls and of the calls its tool results answer."""
+    return tuple(c.id for c in msg.tool_calls()), tuple(r.call_id for r in msg.tool_results())
+
+
+def tool_pair_problems(
+    messages: list[Message], ids: Callable[[Message], tuple[Sequence[str], Sequence[str]]] = pair_ids
+) -> list[PairProblem]:
     """Every tool call must be answered by exactly one result before the next assistant turn.
 
     Providers reject a request with a result whose call is not in view (or a call left without its
-    result) with a 400, so a compactor that breaks a pair kills the session.
+    result) with a 400, so a compactor that breaks a pair kills the session. ``ids`` gives each
+    message's :func:`pair_ids` (replay passes a memo: it checks every event's whole context).
     """
     problems: list[PairProblem] = []
     open_calls: dict[str, int] = {}
     answered: set[str] = set()
     for i, msg in enumerate(messages):
+        calls, results = ids(msg)
         if msg.role == "assistant":
             for cid, at in open_calls.items():
                 problems.append(PairProblem(at, cid, "unanswered_call"))
             open_calls = {}
             answered = set()
-            for call in msg.tool_calls():
-                open_calls[call.id] = i
-        for res in msg.tool_results():
-            if res.call_id in open_calls:
-                del open_calls[res.call_id]
-                answered.add(res.call_id)
-            elif res.call_id in answered:
-                problems.append(PairProblem(i, res.call_id, "duplicate_result"))
+            for cid in calls:
+                open_calls[cid] = i
+        for rid in results:
+            if rid in open_calls:
+                del open_calls[rid]
+                answered.add(rid)
+            elif rid in answered:
+                problems.append(PairProblem(i, rid, "duplicate_result"))
             else:
-                problems.append(PairProblem(i, res.call_id, "orphan_result"))
+                problems.append(PairProblem(i, rid, "orphan_result"))
     for cid, at in open_calls.items():
         problems.append(PairProblem(at, cid, "unanswered_call"))
     return problems
@@ -333,9 +343,11 @@ def reused_call_ids(messages: list[Message]) -> int:
     return reused
 
 
-def tool_pairs_valid(messages: list[Message]) -> bool:
+def tool_pairs_valid(
+    messages: list[Message], ids: Callable[[Message], tuple[Sequence[str], Sequence[str]]] = pair_ids
+) -> bool:
     """True when :func:`tool_pair_problems` finds nothing."""
-    return not tool_pair_problems(messages)
+    return not tool_pair_problems(messages, ids)
 
 
 def block_chars(block: Block) -> int:

@@ -44,6 +44,9 @@ _SPEAKERS = {
 }
 
 
+_OPENERS = frozenset(k[0] for k in _SPEAKERS)
+
+
 @lru_cache(maxsize=1 << 18)
 def _classify(raw: str) -> tuple[str | None, str]:
     """(speaker if the line opens a new message, else None; the stripped body)."""
@@ -87,7 +90,12 @@ def parse_transcript(text: str, first_block: int = 0) -> Parsed:
     out: list[Line] = []
     speaker, block = "user", first_block
     for raw in text.splitlines():
-        opened, body = _classify(raw)
+        # Only a line opening with one of the prefixes' first letters can open a message: the
+        # rest (most lines of tool output) skip the cached classifier and its hashing of the line.
+        if raw[:1] in _OPENERS:
+            opened, body = _classify(raw)
+        else:
+            opened, body = None, raw.strip()
         if opened is not None:
             block += 1
             speaker = opened

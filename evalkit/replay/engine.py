@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import os
 from collections import Counter
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from evalkit.contracts.session import (
     Session,
     message_chars,
     message_to_dict,
+    pair_ids,
     session_from_dict,
     tool_pairs_valid,
 )
@@ -69,6 +71,7 @@ class SessionCache:
         self.nothing_to_summarize: Counter[str] = Counter()
         self._tokens: dict[str, int] = {}
         self._chars: dict[str, int] = {}
+        self._pairs: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
     def tokens(self, m: Message) -> int:
         t = self._tokens.get(m.id)
@@ -85,6 +88,16 @@ class SessionCache:
         if c is None:
             c = self._chars[m.id] = message_chars(m)
         return c
+
+    def pair_ids(self, m: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """:func:`~evalkit.contracts.session.pair_ids`, kept for recorded messages: every event
+        checks the pairing of its whole new context, mostly the same recorded messages."""
+        p = self._pairs.get(m.id)
+        if p is None:
+            p = pair_ids(m)
+            if m.id in self.recorded:
+                self._pairs[m.id] = p
+        return p
 
 
 def _is_recorded_compaction(msg: Message) -> bool:
@@ -212,8 +225,12 @@ def _made_entry(m: Message) -> dict:
 
 
 def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, counter) -> Event:
-    new_ids = {m.id for m in o.new_context}
-    removed = [m for m in context if m.id not in new_ids and m.id in cache.recorded]
+    recorded = cache.recorded
+    if len(o.new_context) == len(context) and all(map(operator.is_, o.new_context, context)):
+        removed = []  # the context kept whole (the uncompacted reference: ~3,000 messages an event)
+    else:
+        new_ids = {m.id for m in o.new_context}
+        removed = [m for m in context if m.id not in new_ids and m.id in recorded]
     lost, truncated = o.deferred_lost, 0
     for m in removed:
         shown, elided = o.accounting.get(m.id, (0, 0))
@@ -241,9 +258,9 @@ def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, 
         request_key=o.request_key or (o.request.key(job.backend_name) if o.request else None),
         request=request_record(o.request, o.recipe) if o.request else None,
         carried=o.carried,
-        new_context=[_entry(m, cache.recorded) for m in o.new_context],
+        new_context=[{"ref": m.id} if m.id in recorded else _entry(m, recorded) for m in o.new_context],
         invariants=Invariants(
-            tool_pairs_valid=tool_pairs_valid(o.new_context),
+            tool_pairs_valid=tool_pairs_valid(o.new_context, cache.pair_ids),
             lost_chars=lost,
             over_limit=new_tokens > settings.window,
         ),

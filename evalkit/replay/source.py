@@ -28,11 +28,12 @@ def fill_source(p: Pass) -> None:
     """
     budget, variant = p.job.settings.summary_source_chars, p.policy.renderer
     size, stop, acts = 0, len(p.activity), p.activity
+    render, taken = p.job.renders.get, p.taken  # looked up once: a head is thousands of messages
     for k, m in enumerate(acts):
-        r = p.job.renders.get(m, variant)
-        sep = 2 if p.taken else 0
+        r = render(m, variant)
+        sep = 2 if taken else 0
         if not budget or size + sep + len(r.text) <= budget:
-            p.taken.append((m, r, None))
+            taken.append((m, r, None))
             size += sep + len(r.text)
             continue
         room = budget - size - sep

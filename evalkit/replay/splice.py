@@ -37,10 +37,13 @@ def carry_files(p: Pass) -> dict[str, list[str]]:
     for m in p.leaving_made:
         for k, v in m.meta.get(FILES_META, {}).items():
             (read if k == "read" else modified).update(dict.fromkeys(v))
+    files = p.job.renders.files
     for m, _, _ in p.taken:
-        r, w = p.job.renders.files(m)
-        read.update(dict.fromkeys(r))
-        modified.update(dict.fromkeys(w))
+        r, w = files(m)
+        if r:  # most messages of a head read and modify nothing
+            read.update(dict.fromkeys(r))
+        if w:
+            modified.update(dict.fromkeys(w))
     return {"read": [f for f in read if f not in modified], "modified": list(modified)}
 
 

@@ -218,6 +218,9 @@ def compounding_plot(
     grid_rows = math.ceil(len(shown) / cols)
     fig = Figure(figsize=(WIDTH_IN, 0.9 + 2.0 * grid_rows), dpi=DPI, layout="constrained")
     axes = fig.subplots(grid_rows, cols, squeeze=False, sharex=True, sharey=True)
+    # Every panel's limits are set below: autoscaling 20 shared axes after each curve only costs.
+    for ax in axes.flat:
+        ax.set_autoscale_on(False)
     base = shown[0] if shown else None
     base_med = _round_medians(ev[ev["arm"] == base], "after_share")[0] if base else pd.Series(dtype=float)
     last = 1

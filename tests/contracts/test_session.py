@@ -104,3 +104,19 @@ def test_tool_pair_problems_are_named():
     ]
     got = {(p.call_id, p.problem) for p in tool_pair_problems(msgs)}
     assert got == {("c2", "unanswered_call"), ("c1", "duplicate_result"), ("c9", "orphan_result")}
+
+
+def test_tool_pair_problems_with_given_ids_are_the_same():
+    from evalkit.contracts.session import pair_ids
+
+    msgs = [
+        Message("a", "assistant", [ToolCall("c1", "Bash", {}), ToolCall("c2", "Bash", {})]),
+        Message("b", "tool", [ToolResult("c1", "x")]),
+        Message("c", "tool", [ToolResult("c1", "again")]),
+        Message("d", "assistant", [Text("next turn")]),
+        Message("e", "tool", [ToolResult("c9", "orphan")]),
+    ]
+    memo = {m.id: pair_ids(m) for m in msgs}
+    assert memo["a"] == (("c1", "c2"), ())
+    assert tool_pair_problems(msgs, lambda m: memo[m.id]) == tool_pair_problems(msgs)
+    assert tool_pair_problems(msgs[:2], lambda m: memo[m.id]) == tool_pair_problems(msgs[:2])

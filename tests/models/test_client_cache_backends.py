@@ -425,3 +425,22 @@ ImportError: cannot import name 'Row' from 'jobs.models'"""
     # ...and one that runs the command again and passes clears it; nothing else is invented.
     fixed = 'Assistant: [tool call] Bash {"command": "python scripts/migrate.py"}\n\n[tool result] migrated 3 rows'
     assert update(fixed).strip() == "- (none found)"
+
+
+def test_transcript_lines_are_classified_as_the_classifier_reads_each_line():
+    from evalkit.models.transcript import _classify, parse_transcript
+
+    text = CONVO + (
+        "\n\n  User: indented, not a speaker\nUserland is a word\nAssistant (thinking): hmm"
+        "\n[tool error] boom\n[tool result]\nA line\nAssistant: done\n[not a tag]\n\t\nAssistant: [tool call] Bash {}"
+    )
+    want, speaker, block = [], "user", 0
+    for raw in text.splitlines():
+        opened, body = _classify(raw)
+        if opened is not None:
+            block, speaker = block + 1, opened
+        if body:
+            want.append((speaker, body, block))
+    parse_transcript.cache_clear()
+    assert [tuple(ln) for ln in parse_transcript(text).lines] == want
+    assert {s for s, _, _ in want} >= {"user", "assistant", "thinking", "error", "result", "call"}
