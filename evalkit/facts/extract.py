@@ -162,6 +162,8 @@ _OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)\s*$|^\[File: (.+?) \(\d+ lines t
 _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 # aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
+# aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
+_AIDER_WHOLE = re.compile(r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(.*?)^```", re.M | re.S)
 
 
 def is_test_command(cmd: str) -> bool:
@@ -239,6 +241,8 @@ class _Builder:
 
     def __init__(self, session: Session):
         self.facts = Facts(session=session.id)
+        # Only aider writes whole-file listings as edits; elsewhere a fenced file is prose.
+        self.aider = session.source.format == "aider"
         self.calls: dict[str, tuple[int, ToolCall, list[str]]] = {}  # id -> (index, call, modified)
         self.open_failures: dict[str, list[int]] = {}  # attempt key -> unfixed failure indices
         self.open_file: str | None = None
@@ -306,8 +310,11 @@ class _Builder:
                 for kind, value in identifiers.in_text(text):
                     self.identifier(i, kind, value)
                 if msg.role == "assistant":
-                    for m in _AIDER_REPLACE.finditer(text):
-                        for name in identifiers.symbols(m.group(1)):
+                    blocks = [m.group(1) for m in _AIDER_REPLACE.finditer(text)]
+                    if self.aider and "```" in text:
+                        blocks += [m.group(1) for m in _AIDER_WHOLE.finditer(text)]
+                    for block in blocks:
+                        for name in identifiers.symbols(block):
                             self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)

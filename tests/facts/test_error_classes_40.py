@@ -1,0 +1,79 @@
+"""The error classes heldout40's measurement showed (tests/fixtures/labels/README.md), each with a
+positive and a negative case on a real-shaped sample: symbols in aider's whole-file listings, C#
+modifiers and TypeScript arrow functions with return types, interfaces (not definitions)."""
+
+from __future__ import annotations
+
+from evalkit.facts import compute_facts
+from evalkit.facts.identifiers import symbols
+from evalkit.importers import import_paths
+from tests.support.facts import ids_of
+
+# --------------------------------------------------------------------------- symbols from edit text
+
+_WHOLE = """# aider chat started at 2025-05-23 18:13:33
+
+> Model: gemini-2.5-pro with whole edit format
+
+#### Create only `lru_cache.py`.
+
+Here is the file:
+
+lru_cache.py
+```
+from collections import OrderedDict
+
+class LRUCache:
+
+    def __init__(self, capacity: int):
+        self.cache = OrderedDict()
+
+    # def old_get(self, key):
+```
+
+> Applied edit to lru_cache.py
+"""
+
+
+def _aider(tmp_path, text: str):
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(text)
+    (s,), _ = import_paths([p])
+    return compute_facts(s)
+
+
+def test_an_aider_whole_file_listing_gives_its_definition_lines(tmp_path):
+    f = _aider(tmp_path, _WHOLE)
+    assert ids_of(f, "symbol") == {"LRUCache", "__init__"}  # not the commented-out old_get
+    assert [x.path for x in f.files_modified] == ["lru_cache.py"]
+
+
+def test_a_fenced_listing_without_a_file_line_is_no_edit(tmp_path):
+    # A code sample in prose ("For example:") is not aider's whole-file edit.
+    text = _WHOLE.replace("lru_cache.py\n```", "For example:\n```").replace("> Applied edit to lru_cache.py\n", "")
+    assert ids_of(_aider(tmp_path, text), "symbol") == set()
+
+
+def test_c_sharp_modifiers_and_typescript_arrow_functions_with_return_types():
+    text = (
+        "namespace PirateGame.Core\n{\n    public sealed class ItemData : ScriptableObject\n    {\n"
+        "        public void Trade() {}\n    }\n}\n"
+        "const mapDBUserToBFF = (dbUser: any): User => ({\n"
+        "export const getUserById = async (userId: string): Promise<User | null> => {\n"
+        "export const createUser = async (\n  data: CreateUserDTO,\n  hash = hashPassword(p),\n): Promise<User> => {\n"
+        "export default function AdminLoginPage() {\n"
+    )
+    assert list(symbols(text)) == ["ItemData", "mapDBUserToBFF", "getUserById", "createUser", "AdminLoginPage"]
+
+
+def test_interfaces_type_aliases_calls_and_comparisons_are_not_definitions():
+    text = (
+        "export interface CreateCategoryDTO {\n  name: string;\n}\n"
+        "type CategoryResponse = { id: string };\n"
+        "const handler = useCallback(() => save(), []);\n"
+        "const ok = a >= b;\n"
+        "export const X: Provider = { provide: 'x' };\n"
+        "describe('svc', () => {\n"
+        "        public void Trade() {}\n"
+    )
+    assert list(symbols(text)) == []
