@@ -163,7 +163,10 @@ _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 # aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
 # aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
-_AIDER_WHOLE = re.compile(r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(.*?)^```", re.M | re.S)
+# A fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
+_AIDER_WHOLE = re.compile(
+    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)^```", re.M | re.S
+)
 
 
 def is_test_command(cmd: str) -> bool:
@@ -307,7 +310,9 @@ class _Builder:
             self.last_edit = None
         if msg.role in ("user", "assistant") and not msg.meta.get("synthetic"):
             for text in own:
-                for kind, value in identifiers.in_text(text):
+                # A whole-file listing is the file's content: its URLs and numbers are no anchors.
+                said = _AIDER_WHOLE.sub("", text) if self.aider and msg.role == "assistant" else text
+                for kind, value in identifiers.in_text(said):
                     self.identifier(i, kind, value)
                 if msg.role == "assistant":
                     blocks = [m.group(1) for m in _AIDER_REPLACE.finditer(text)]

@@ -148,9 +148,13 @@ _GENERIC_MESSAGE = re.compile(
     # A call cut off by an interruption: the notice says nothing of the call.
     r"Task was interrupted before this tool call\b|\[interrupted: |"
     # A bare HTTP status (axios' "Request failed with status code 404"): no URL, path or argument.
+    r"SearchReplaceNoExactMatch: The SEARCH section must exactly match\b|"
     r"Request failed with status code \d{3}\.?$|HTTP (?:Error|error|status) \d{3}(?::\s*[\w ]{0,40})?\.?$)",
     re.I,
 )
+# aider's failed-match report: "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly
+# match lines in X" under its count line (the Markdown heading dropped).
+_AIDER_NO_MATCH = re.compile(r"^(?:#+ )?(SearchReplaceNoExactMatch: .*?)\s*$", re.M)
 # Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
 # exec_command chunk header), and a build tool's wrapper around the error it reports.
 _WRAPPER = re.compile(
@@ -178,6 +182,9 @@ def error_string(output: str, refused: bool = False) -> str:
     m = _LINT_ERRORS.search(text)
     if m:
         return m.group(1).strip()[:300]
+    m = _AIDER_NO_MATCH.search(text) if "SearchReplaceNoExactMatch" in text else None
+    if m:  # aider's count line is generic; the line under it names the file
+        return "" if _GENERIC_MESSAGE.match(m.group(1)) else m.group(1)[:300]
     refused = refusal_line(text) or (refused and text.splitlines()[0].strip() if text else None)
     if refused:
         return "" if _GENERIC_MESSAGE.match(refused) else refused[:300]

@@ -8,11 +8,13 @@ output (token counts, commits, the echo of command output) and are skipped, exce
 
 - ``> Applied edit to PATH``: aider applied the model's edit block; it becomes a synthetic
   ``edit`` call on PATH answered by that line, so files modified are known; ``> Skipping edits
-  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error;
+  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error
+  (the latter on the file its report names, the report being the result: aider 0.86 prefixes only
+  the report's first line, so its unprefixed lines up to the Markdown line break belong to it);
 - ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
   the model, so it is kept as synthetic user text (one message per report);
 - ``> Commit 1a2b3c4 …``: aider committed the applied edits; the line is appended to the result
-  of the latest applied edit (the commit's SHA is an anchor a continuation needs);
+  of the latest edit aider answered (the commit's SHA is an anchor a continuation needs);
 - ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
 
 A ``(y/n…)`` line is aider's prompt followed by the user's reply, filed as user text. The rest is
@@ -44,22 +46,28 @@ COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 
 # "> Commit 1a2b3c4 feat: …": aider committed the edits it just applied.
 COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ")
+# A failed-match report names the file under its count line ("… failed to exactly match lines in X").
+NO_MATCH_PATH = re.compile(r"failed to exactly match lines in (\S+?)\s*$", re.M)
+# Status lines that end a failed-match report aider wrote all prefixed (before 0.86).
+REPORT_END = re.compile(
+    r"^(?:Commit [0-9a-f]{7,40} |Applied edit to |Skipping edits to |# Fix any errors|Tokens: )"
+)
 
 
-def _note_commit(b: SessionBuilder, line: str, pending: list[str]) -> None:
-    """Append aider's commit line to the result of the edit it committed (the latest applied
-    edit), so the commit's SHA stays with the call that made the change. A commit of the user's
-    own changes before the edits apply ("Committing X before applying edits.") waits for the
-    next applied edit."""
+def _note_commit(b: SessionBuilder, line: str, pending: list[str], edits: list[int]) -> None:
+    """Append aider's commit line to the result of the edit it committed (the latest edit aider
+    answered, ``edits`` being the indices of those results), so the commit's SHA stays with the
+    call that made the change; after a failed match the commit holds what aider did create (an
+    empty new file). A commit of the user's own changes before the edits apply ("Committing X
+    before applying edits.") waits for the next applied edit."""
     if pending and pending[-1] == "":
         pending[-1] = line
         return
-    for msg in reversed(b.messages):
-        if msg.role == "tool":
-            res = msg.blocks[0]
-            if isinstance(res, ToolResult) and res.output.startswith("Applied edit to"):
-                msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
-            return
+    if edits:
+        msg = b.messages[edits[-1]]
+        res = msg.blocks[0]
+        if isinstance(res, ToolResult):
+            msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
 
 
 def detect(probe: Probe) -> bool:
@@ -88,6 +96,9 @@ def read(probe: Probe, report: ImportReport, options: dict):
     command = ""
     count = 0
     pending_commits: list[str] = []  # commits aider made before applying the next edit
+    edits: list[int] = []  # indices of the results aider gave edit calls
+    no_match: list[str] | None = None  # collecting a failed-match report
+    no_match_line = 0
 
     def flush_user():
         nonlocal user
@@ -139,8 +150,20 @@ def read(probe: Probe, report: ImportReport, options: dict):
             output = "\n".join([output, *(c for c in pending_commits if c)])
             pending_commits.clear()
         b.result(cid, output, is_error=status is not None, line=n)
+        edits.append(len(b.messages) - 1)
+
+    def flush_report():
+        """A failed-match report: a failing edit of the file it names, answered by the report.
+        aider 0.86 prefixes only its first line with "> "; earlier versions every line."""
+        nonlocal no_match
+        if no_match is not None:
+            text = "\n".join(no_match).rstrip()
+            m = NO_MATCH_PATH.search(text)
+            applied(m.group(1) if m else "", no_match_line, status=text)
+        no_match = None
 
     def finish():
+        flush_report()
         flush_lint()
         flush_output()
         flush_user()
@@ -172,6 +195,27 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 if last:
                     flush_output()
                 continue
+        if no_match is not None:
+            prefixed = line.startswith(">")
+            body = line[1:].strip() if prefixed else line
+            unprefixed_seen = any(not r.startswith("\0") for r in no_match[1:])
+            if line.startswith("#### ") or (prefixed and (unprefixed_seen or REPORT_END.match(body))):
+                no_match = [r.lstrip("\0") for r in no_match]
+                flush_report()
+            else:
+                # "\0" marks a prefixed line until the report ends (an unprefixed line after
+                # prefixed ones is the next text, not the report).
+                if prefixed:
+                    no_match.append("\0" + body)
+                    continue
+                if no_match[1:] and no_match[-1].startswith("\0"):
+                    no_match = [r.lstrip("\0") for r in no_match]
+                    flush_report()
+                else:
+                    no_match.append(line.rstrip())
+                    if line.endswith("  ") and line.strip():  # aider's Markdown break ends the message
+                        flush_report()
+                    continue
         if lint is not None:
             if line.startswith(">"):
                 lint.append(line[2:] if line.startswith("> ") else line[1:])
@@ -212,13 +256,16 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 continue
             m = NOT_APPLIED.match(body)
             if m:
-                applied(m.group(1) or "", n, status=body)
+                if m.group(1):
+                    applied(m.group(1), n, status=body)
+                else:
+                    no_match, no_match_line = [body], n
                 continue
             if body.startswith(LINT_START):
                 lint, lint_line = [body], n
                 continue
             if COMMIT.match(body):
-                _note_commit(b, body, pending_commits)
+                _note_commit(b, body, pending_commits, edits)
                 continue
             if body.startswith("Committing ") and body.endswith("before applying edits."):
                 pending_commits.append("")  # the commit line that follows belongs to the next edit

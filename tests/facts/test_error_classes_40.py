@@ -50,7 +50,9 @@ def test_an_aider_whole_file_listing_gives_its_definition_lines(tmp_path):
 
 def test_a_fenced_listing_without_a_file_line_is_no_edit(tmp_path):
     # A code sample in prose ("For example:") is not aider's whole-file edit.
-    text = _WHOLE.replace("lru_cache.py\n```", "For example:\n```").replace("> Applied edit to lru_cache.py\n", "")
+    text = _WHOLE.replace("lru_cache.py\n```", "For example:\n```").replace(
+        "> Applied edit to lru_cache.py\n", ""
+    )
     assert ids_of(_aider(tmp_path, text), "symbol") == set()
 
 
@@ -63,7 +65,13 @@ def test_c_sharp_modifiers_and_typescript_arrow_functions_with_return_types():
         "export const createUser = async (\n  data: CreateUserDTO,\n  hash = hashPassword(p),\n): Promise<User> => {\n"
         "export default function AdminLoginPage() {\n"
     )
-    assert list(symbols(text)) == ["ItemData", "mapDBUserToBFF", "getUserById", "createUser", "AdminLoginPage"]
+    assert list(symbols(text)) == [
+        "ItemData",
+        "mapDBUserToBFF",
+        "getUserById",
+        "createUser",
+        "AdminLoginPage",
+    ]
 
 
 def test_interfaces_type_aliases_calls_and_comparisons_are_not_definitions():
@@ -77,3 +85,72 @@ def test_interfaces_type_aliases_calls_and_comparisons_are_not_definitions():
         "        public void Trade() {}\n"
     )
     assert list(symbols(text)) == []
+
+
+def test_urls_in_a_whole_file_listing_are_content_but_urls_in_prose_count(tmp_path):
+    text = _WHOLE.replace(
+        "        self.cache = OrderedDict()\n", '        self.origin = "http://localhost:3000"\n'
+    ).replace("Here is the file:", "See https://docs.python.org/3/library/collections.html first.")
+    assert ids_of(_aider(tmp_path, text), "url") == {"https://docs.python.org/3/library/collections.html"}
+
+
+# --------------------------------------------------------------------------- aider importer fidelity
+
+# aider 0.86 prefixes only the first line of a multi-line status with "> ".
+_NO_MATCH_086 = """# aider chat started at 2025-12-22 00:35:39
+
+#### let the requester approve too
+
+sc/src/SupplyChain.sol
+```
+<<<<<<< SEARCH
+function approveRoleRequest(uint256 _requestId) public {
+=======
+function approveRoleRequest(uint256 _requestId) external {
+>>>>>>> REPLACE
+```
+
+> The LLM did not conform to the edit format.⏎
+> # 1 SEARCH/REPLACE block failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in sc/src/SupplyChain.sol
+<<<<<<< SEARCH
+function approveRoleRequest(uint256 _requestId) public {
+=======
+function approveRoleRequest(uint256 _requestId) external {
+>>>>>>> REPLACE
+
+The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc⏎
+> Commit fc286a7 Here is the one-line commit message for the changes:
+feat: add supply chain contract
+
+I read the file again.
+""".replace("⏎", "  ")  # aider's Markdown line break ends a status message
+
+
+def test_an_aider_086_failed_match_report_is_one_failing_edit_of_the_file_it_names(tmp_path):
+    f = _aider(tmp_path, _NO_MATCH_086)
+    assert [(x.tool, x.command) for x in f.failures] == [("edit", "edit sc/src/SupplyChain.sol")]
+    assert ids_of(f, "error") == {
+        "SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in sc/src/SupplyChain.sol"
+    }
+    # The commit after the failed edit keeps its SHA; a failed edit modified nothing.
+    assert "fc286a7" in ids_of(f, "sha")
+    assert f.files_modified == []
+    assert ids_of(f, "symbol") == {"approveRoleRequest"}
+
+
+def test_an_all_prefixed_failed_match_report_ends_at_the_next_text(tmp_path):
+    # Before 0.86 every line of the report is prefixed; the generic wording names no file.
+    text = _NO_MATCH_086.split("> The LLM")[0] + (
+        "> # 1 SEARCH/REPLACE block failed to match!\n>\n"
+        "> ## SearchReplaceNoExactMatch: The SEARCH section must exactly match an existing block of lines\n"
+        "\nI will copy the lines exactly this time.\n"
+    )
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(text)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert [x.tool for x in f.failures] == ["edit"]
+    assert ids_of(f, "error") == set()
+    assert s.messages[-1].role == "assistant" and "copy the lines exactly" in s.messages[-1].text
