@@ -20,6 +20,7 @@ from evalkit.facts.failures import (
     edit_lint_error,
     failure_source,
     lint_report_error,
+    lint_report_paths,
     never_returned,
     own_output,
     result_body,
@@ -251,7 +252,9 @@ class _Builder:
         self.open_file: str | None = None
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
-        self.last_edit: tuple[int, ToolCall, object] | None = None  # the latest applied edit (aider lint)
+        # The edits applied since aider's last lint report (aider lints every file it just wrote).
+        self.unlinted: list[tuple[int, ToolCall, object]] = []
+        self.fixed_by: dict[int, list[tuple[str, int]]] = {}  # message -> (attempt, failure) it fixed
         self.polls = Polls()
 
     def identifier(self, i: int, kind: str, value: str, source: str = "message") -> None:
@@ -293,6 +296,8 @@ class _Builder:
                     )
                 )
         own = [b.text for b in msg.blocks if isinstance(b, Text) and not b.synthetic]
+        if msg.role == "user" and msg.meta.get("harness") != "aider lint":
+            self.unlinted.clear()  # aider lints right after it applies edits, before the next turn
         if msg.is_genuine_user():
             for text in own:
                 source = (
@@ -303,11 +308,8 @@ class _Builder:
                     else "user turn"
                 )
                 self.constraints(i, text, source)
-        if msg.meta.get("harness") == "aider lint" and self.last_edit is not None:
-            # aider linted the file its last edit wrote and found errors: that edit failed.
-            at, call, res = self.last_edit
-            self.fail(at, call, res, "lint", lint_report_error(msg.text) or "")
-            self.last_edit = None
+        if msg.meta.get("harness") == "aider lint" and self.unlinted:
+            self.lint_report(msg.text)
         if msg.role in ("user", "assistant") and not msg.meta.get("synthetic"):
             for text in own:
                 # A whole-file listing is the file's content: its URLs and numbers are no anchors.
@@ -334,6 +336,25 @@ class _Builder:
             if msg.meta.get("missing_result") or never_returned(call, res):
                 continue  # no result was recorded, or the user's next turn answers the call
             self.result(i, res)
+
+    def lint_report(self, report: str) -> None:
+        """aider linted the files its edits just wrote and found problems: the edit of each file
+        the report names failed (the latest edit when it names none it wrote)."""
+        for part in re.split(r"^(?=# Fix any errors below)", report, flags=re.M):
+            if not part.strip() or not self.unlinted:
+                continue
+            named = lint_report_paths(part)
+            # A report that names no file is the latest edit's; one that names files only theirs.
+            # aider lints a file as it now stands: the latest edit of it is the one that failed.
+            latest = {_path_arg(e[1].args): e for e in self.unlinted}
+            hits = [e for p, e in latest.items() if p in named] if named else self.unlinted[-1:]
+            for at, call, res in hits:
+                # The edit did not fix what it looked like fixing: its own lint failed.
+                for key, k in self.fixed_by.pop(at, []):
+                    self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=None)
+                    self.open_failures.setdefault(key, []).append(k)
+                self.fail(at, call, res, "lint", lint_report_error(part, _path_arg(call.args)) or "")
+                self.unlinted.remove((at, call, res))
 
     def resolve_earlier(self, cwd: str) -> None:
         """Join the relative paths seen before the harness first printed its working directory
@@ -405,7 +426,7 @@ class _Builder:
             return
         lint = None if failed else edit_lint_error(call, res.output)
         if not failed and modified:
-            self.last_edit = (i, call, res)
+            self.unlinted.append((i, call, res))
         if not (failed or lint or self.open_failures):
             return
         key = attempt_key(subject)
@@ -416,6 +437,7 @@ class _Builder:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):
                 self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=i)
+                self.fixed_by.setdefault(i, []).append((key, k))
             if lint:  # the file was written, and the harness's lint found an error in it
                 self.fail(i, call, res, "lint", lint)
 

@@ -12,7 +12,9 @@ output (token counts, commits, the echo of command output) and are skipped, exce
   (the latter on the file its report names, the report being the result: aider 0.86 prefixes only
   the report's first line, so its unprefixed lines up to the Markdown line break belong to it);
 - ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
-  the model, so it is kept as synthetic user text (one message per report);
+  the model, so it is kept as synthetic user text (one message per run of reports, aider linting
+  each file it wrote in turn; its status lines after them, "Attempt to fix lint errors?", are not
+  part of it);
 - ``> Commit 1a2b3c4 …``: aider committed the applied edits; the line is appended to the result
   of the latest edit aider answered (the commit's SHA is an anchor a continuation needs);
 - ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
@@ -40,6 +42,11 @@ APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 # Edits aider did not apply: the user declined a new file, or a SEARCH block matched nothing.
 NOT_APPLIED = re.compile(r"^(?:Skipping edits to (.+?)|# \d+ SEARCH/REPLACE blocks? failed to match!.*)\s*$")
 LINT_START = "# Fix any errors below"
+# aider's status lines after a lint report: its prompt, its give-up notice, the next status.
+LINT_END = re.compile(
+    r"^(?:Attempt to fix lint errors\?|Only \d+ reflections allowed|summarizer unexpectedly failed|"
+    r"Tokens: |Commit [0-9a-f]{7,40} |Applied edit to )"
+)
 # aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
 COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 
@@ -217,8 +224,10 @@ def read(probe: Probe, report: ImportReport, options: dict):
                         flush_report()
                     continue
         if lint is not None:
-            if line.startswith(">"):
-                lint.append(line[2:] if line.startswith("> ") else line[1:])
+            body = line[1:].strip() if line.startswith(">") else None
+            if body is not None and not LINT_END.match(body):
+                # aider's Markdown line break ("  ") is no part of the report
+                lint.append((line[2:] if line.startswith("> ") else line[1:]).rstrip())
                 continue
             flush_lint()
         if line.startswith("#### "):

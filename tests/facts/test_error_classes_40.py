@@ -154,3 +154,119 @@ def test_an_all_prefixed_failed_match_report_ends_at_the_next_text(tmp_path):
     assert [x.tool for x in f.failures] == ["edit"]
     assert ids_of(f, "error") == set()
     assert s.messages[-1].role == "assistant" and "copy the lines exactly" in s.messages[-1].text
+
+
+# --------------------------------------------------------------------------- lint reports
+
+_LINT = """# aider chat started at 2025-03-18 13:02:09
+
+#### add a license badge and tests
+
+README.md
+```
+<<<<<<< SEARCH
+# Tool
+=======
+# Tool [![License](badge.svg)](LICENSE)
+>>>>>>> REPLACE
+```
+
+tests/test_readme.py
+```
+<<<<<<< SEARCH
+=======
+import re
+
+def test_badge():
+    pass
+>>>>>>> REPLACE
+```
+
+> Applied edit to README.md⏎
+> Applied edit to tests/test_readme.py⏎
+> Commit 98406d1 feat: Add license badge⏎
+>⏎
+> # Fix any errors below, if possible.⏎
+>⏎
+> ## Running: pylint README.md⏎
+>⏎
+> README.md:3:7: E0001: Parsing failed: 'invalid syntax (README, line 3)' (syntax-error)⏎
+>⏎
+>⏎
+> # Fix any errors below, if possible.⏎
+>⏎
+> ## Running: pylint tests/test_readme.py⏎
+>⏎
+> tests/test_readme.py:3:0: W0611: Unused import re (unused-import)⏎
+> tests/test_readme.py:4:0: W0611: Unused import subprocess (unused-import)⏎
+>⏎
+> Attempt to fix lint errors? (Y)es/(N)o [Yes]: y⏎
+
+README.md
+```
+<<<<<<< SEARCH
+# Tool [![License](badge.svg)](LICENSE)
+=======
+# Tool
+
+[![License](badge.svg)](LICENSE)
+>>>>>>> REPLACE
+```
+
+tests/test_readme.py
+```
+<<<<<<< SEARCH
+import re
+=======
+>>>>>>> REPLACE
+```
+
+> Applied edit to README.md⏎
+> Applied edit to tests/test_readme.py⏎
+>⏎
+> # Fix any errors below, if possible.⏎
+>⏎
+> ## Running: pylint README.md⏎
+>⏎
+> README.md:3:7: E0001: Parsing failed: 'invalid syntax (README, line 3)' (syntax-error)⏎
+>⏎
+> Attempt to fix lint errors? (Y)es/(N)o [Yes]: y⏎
+> Only 3 reflections allowed, stopping.⏎
+""".replace("⏎", "  ")
+
+
+def test_each_file_an_aider_lint_run_reports_fails_its_own_edit_with_its_first_diagnostic(tmp_path):
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(_LINT)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert [(x.command, x.source, x.fixed_at is not None) for x in f.failures] == [
+        ("edit README.md", "lint", False),  # failed again after the second edit: never fixed
+        ("edit tests/test_readme.py", "lint", True),  # the second edit drew no report on it
+        ("edit README.md", "lint", False),
+    ]
+    assert ids_of(f, "error") == {
+        "README.md:3:7: E0001: Parsing failed: 'invalid syntax (README, line 3)' (syntax-error)",
+        "tests/test_readme.py:3:0: W0611: Unused import re (unused-import)",
+    }
+    reports = [m.text for m in s.messages if m.meta.get("harness") == "aider lint"]
+    assert len(reports) == 2 and not any("Attempt to fix" in r or r != r.rstrip() for r in reports)
+
+
+def test_a_lint_report_naming_only_files_no_edit_wrote_fails_no_edit(tmp_path):
+    # Negative: reports on files no edit wrote (another linted file) fail none of the edits.
+    one = _LINT.split("\n\nREADME.md\n```\n<<<<<<< SEARCH\n# Tool [")[0]
+    one = (
+        one.replace("pylint tests/test_readme.py", "pylint other.py")
+        .replace("tests/test_readme.py:3:0", "other.py:3:0")
+        .replace("tests/test_readme.py:4:0", "other.py:4:0")
+    )
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(
+        one.replace("## Running: pylint README.md", "## Running: pylint docs.md").replace(
+            "README.md:3:7", "docs.md:3:7"
+        )
+    )
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert f.failures == []
