@@ -34,12 +34,14 @@ _PROHIBIT = (
 # Obligations and limits that need no subject check.
 _OBLIGE = (
     r"always|make sure|be sure to|ensure that|remember to|no more than|at most|stick to|"
-    r"use [\w./-]+(?: [\w./-]+)? (?:not|instead of)|prefer"
+    r"use [\w./-]+(?: [\w./-]+)? (?:not|instead of)|prefer|"
+    # Which versions the work may install: "Use the exact package versions from my requirements.txt."
+    r"use (?:the |only the )?(?:exact|same|pinned) (?:package |library |dependency )?versions?"
 )
 # "only" limits a scope when it sits next to an action verb.
 _ONLY = (
     r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
-    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b|"
+    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter|create|write) only\b|"
     # "Focus only on the chats.py": where the work may go, as "only edit" does.
     r"focus only on\b"
 )
@@ -52,8 +54,16 @@ _MODAL = (
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"
 )
+# A step ordered before the change, wherever it sits: "Add tests for task first before making
+# changes." (an imperative: "We ran it before making changes" reports what was done).
+_ORDER = r"\bfirst,? before\b|\bbefore (?:making|writing|changing) (?:any )?(?:changes|code)\b"
+_ORDER_RE = re.compile(_ORDER, re.I)
+_SUBJECT_START = re.compile(
+    r"^(?:i|we|they|he|she|it|this|that|you)\b(?!\s+(?:must|should|need|have to)\b)", re.I
+)
 # Rules with no marker word: answer-form limits and the wordings the issue names.
 _KEYWORDLESS = (
+    rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
     r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
@@ -308,6 +318,11 @@ _INJECTED = re.compile(
     re.S,
 )
 _CHECKBOX = re.compile(r"^\s*[-*]\s+\[[ xX]\]\s")
+# A line that opens with a tool's error label is pasted output ("✖ ERROR: Error: Cannot find
+# module …. Please verify that the package.json has a valid "main" entry"), the tool's words.
+_PASTED_ERROR = re.compile(
+    r"^(?:[✖✗×❌]\s*)?(?:ERROR|Error|error|FATAL|[A-Z]\w*Error|npm ERR!)(?:\s*\[[\w-]+\])?:\s"
+)
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -345,6 +360,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         if (
             not stripped
             or _CHECKBOX.match(line)
+            or _PASTED_ERROR.match(stripped)
             or stripped.startswith((">", "$ ", "E   "))
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
@@ -406,6 +422,8 @@ def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
+        if _ORDER_RE.fullmatch(m.group(0)) and _SUBJECT_START.match(text):
+            continue
         if _MINDFUL.search(before) and not _PROHIBIT_RE.fullmatch(m.group(0)):
             continue
         if _USE_INSTEAD.match(m.group(0)) and re.search(r"\bto\s*$", before) and not _AGENT_TO.search(before):
@@ -470,7 +488,15 @@ def _clauses(sentence: str) -> list[str]:
     # A rule joined by ", and" to what is neither a rule nor a process step is joined to the
     # task ("run the agents in the background, and while we wait … write your own poem").
     parts = re.split(r",\s+and\s+", sentence)
-    if len(parts) > 1 and _rule_in(parts[0]) and not any(_rule_in(p) or _directive(p) for p in parts[1:]):
+    # "… of e.g. todos, what you did, issues, plans, and things to keep in mind": the last item
+    # of a serial list, no clause of its own.
+    serial = len(parts) == 2 and ", " in parts[0] and "," not in parts[1] and len(parts[1].split()) <= 6
+    if (
+        len(parts) > 1
+        and not serial
+        and _rule_in(parts[0])
+        and not any(_rule_in(p) or _directive(p) for p in parts[1:])
+    ):
         sentence = parts[0]
     words = sentence.split()
     # Only a condition or time lead-in, or a reason before "so", is cut ("When …, make sure …");
@@ -510,6 +536,19 @@ def is_template(text: str) -> bool:
 
 
 def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+    """(rule, marker) for each sentence or clause of a user message that states a rule
+    (:func:`_constraint_sentences`). Typographic apostrophes ("Don’t use external libraries") are
+    read as typed ones; the rule is given as the user typed it."""
+    if "’" not in text:
+        yield from _constraint_sentences(text, reason)
+        return
+    plain = text.replace("’", "'")  # the same length: positions carry over
+    for rule, marker in _constraint_sentences(plain, reason):
+        at = plain.find(rule)
+        yield (text[at : at + len(rule)] if at >= 0 else rule), marker
+
+
+def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule.
 
     A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,

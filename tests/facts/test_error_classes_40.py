@@ -270,3 +270,68 @@ def test_a_lint_report_naming_only_files_no_edit_wrote_fails_no_edit(tmp_path):
     (s,), _ = import_paths([p])
     f = compute_facts(s)
     assert f.failures == []
+
+
+# --------------------------------------------------------------------------- constraints
+
+
+def test_typographic_apostrophes_mark_prohibitions_and_are_kept_as_typed():
+    from tests.support.facts import rules_of
+
+    assert rules_of("Plan the screens.\nDon’t write any code yet") == ["Don’t write any code yet"]
+    text = "Build the chart page. (Don’t use external libraries)\nAgain, keep everything simple and don’t use external libraries."
+    assert rules_of(text) == [
+        "(Don’t use external libraries)",
+        "Again, keep everything simple and don’t use external libraries.",
+    ]
+    # Negative: a statement with the same apostrophe states no rule.
+    assert rules_of("Build the chart page.\nI don’t know why it fails.") == []
+
+
+def test_scope_versions_and_order_rules():
+    from tests.support.facts import rules_of
+
+    assert rules_of("Implement an LRU cache.\nCreate only `lru_cache.py`. Don't run it.") == [
+        "Create only `lru_cache.py`.",
+        "Don't run it.",
+    ]
+    assert rules_of("Set up the API.\nUse the exact package versions from my requirements.txt.") == [
+        "Use the exact package versions from my requirements.txt."
+    ]
+    assert rules_of("Improve code quality. TDD! Add tests for task first before making changes.") == [
+        "Add tests for task first before making changes."
+    ]
+    # Negatives: a report of what was done, a creation that is the task, a version said as a fact.
+    assert rules_of("Fix the parser.\nWe ran it before making changes.") == []
+    assert rules_of("Create the `lru_cache.py` module.") == []
+    assert rules_of("Fix the parser.\nThe exact versions are in requirements.txt.") == []
+
+
+def test_pasted_error_lines_in_a_user_turn_are_the_tools_words():
+    from tests.support.facts import rules_of
+
+    pasted = (
+        "Fix the failing unit test:\n\n"
+        "✖ ERROR: Error: Cannot find module '/app/node_modules/db/index.js'. Please verify that the "
+        'package.json has a valid "main" entry\n'
+        "Error: Cannot find module 'ts-node/register'\n"
+    )
+    assert rules_of(pasted) == []
+    # Negative: the user's own rule after the paste still counts; "Error handling:" is no label.
+    assert rules_of(pasted + "Do not touch the db package.\nError handling: never swallow exceptions.") == [
+        "Do not touch the db package.",
+        "Error handling: never swallow exceptions.",
+    ]
+
+
+def test_the_last_item_of_a_serial_list_stays_with_the_rule():
+    from tests.support.facts import rules_of
+
+    text = "Improve the tool.\nKeep notes in notes.md of e.g. todos, what you did, issues, plans, and things to keep in mind"
+    assert rules_of(text) == [
+        "Keep notes in notes.md of e.g. todos, what you did, issues, plans, and things to keep in mind"
+    ]
+    # Negative: a task clause after ", and" is still cut from the rule.
+    assert rules_of(
+        "Fix it.\nRun the agents in the background, and while we wait write a short poem about it"
+    ) == ["Run the agents in the background"]
