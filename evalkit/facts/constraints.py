@@ -40,7 +40,7 @@ _OBLIGE = (
 )
 # "only" limits a scope when it sits next to an action verb.
 _ONLY = (
-    r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
+    r"only\b(?:\s+\w+){0,2}\s+(?:do|edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
     r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter|create|write) only\b|"
     # "Focus only on the chats.py": where the work may go, as "only edit" does.
     r"focus only on\b"
@@ -127,7 +127,8 @@ _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
     r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to|"
     r"(?:can|could|would|will)\s+you)\s+)?"
-    rf"(?:please\s+)?(?:keep(?!\s+(?:it|this|the\s+\w+)\s+{_TEXT_QUALITY})|use \S+ (?:not|instead of)|only|"
+    # "Keep in mind that we have a dedicated script …" states a consideration.
+    rf"(?:please\s+)?(?:keep(?!\s+(?:it|this|the\s+\w+)\s+{_TEXT_QUALITY}|\s+in\s+mind\b)|use \S+ (?:not|instead of)|only|"
     # Where the agent may work: "Stay in your worktree." ("stay in sync" is no place).
     r"stay\s+(?:in|inside|within)\s+(?:your|the|this)\s+(?:own\s+)?(?:worktree|work\s*tree|directory|folder|repo|"
     r"repository|branch|sandbox|workspace|project)|"
@@ -154,6 +155,9 @@ _PROCESS_VERB = (
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)(?=\s+(?:to|for|when|instead)\b)|"
     # Studying the code before changing it ("Analyze the current command patterns").
     r"analy[sz]e|examine|inspect|explore|study|investigate|"
+    # Reading before writing: "Look eg. at the transactionService to see how we did it", "Have a
+    # look at that and enter the appropriate command."
+    r"look(?:\s+(?:e\.?g\.?|for example))?\s+(?:at|into|over|through)\b|(?:have|take)\s+a\s+(?:quick\s+|closer\s+)?look\b|"
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
@@ -424,7 +428,8 @@ def _rule_in(text: str) -> re.Match | None:
         before = text[: m.start()]
         if _ORDER_RE.fullmatch(m.group(0)) and _SUBJECT_START.match(text):
             continue
-        if _MINDFUL.search(before) and not _PROHIBIT_RE.fullmatch(m.group(0)):
+        # (a modal's subject and verb come before its "not": "… that you must not push")
+        if _MINDFUL.search(before) and not _PROHIBIT_RE.search(text[m.start() : m.end() + 5]):
             continue
         if _USE_INSTEAD.match(m.group(0)) and re.search(r"\bto\s*$", before) and not _AGENT_TO.search(before):
             continue
@@ -442,9 +447,15 @@ def _rule_in(text: str) -> re.Match | None:
     return _IMPERATIVE.match(text)
 
 
+_OFFER = re.compile(r"^(?:if|when(?:ever)?)\s+you\s+(?:need|want|would like|'d like|like|wish)\b", re.I)
+
+
 def _directive(sentence: str, investigation: bool = False) -> bool:
     """A process imperative addressed to the agent, possibly after a time or condition frame.
     When the request is an investigation, an imperative to check or read is the task itself."""
+    # "If you need more context, have a look at git diff": an offer for when the agent wants it.
+    if _OFFER.match(sentence):
+        return False
     s = _FRAME.sub("", sentence, count=1)
     if investigation and _CHECK_VERB.match(s):
         return False
@@ -469,7 +480,10 @@ def _directive_clause(sentence: str) -> str:
     if cut < 0:
         return sentence
     nxt = sentence[cut + 2 :].split(", ", 1)[0]
-    return sentence if _rule_in(nxt) or _directive(nxt) else sentence[:cut]
+    # A reason the step gives ("…, because the remaining tests should do it in the same way") is
+    # part of that step.
+    reason = re.match(r"(?:because|since|so that|as)\b", nxt, re.I)
+    return sentence if reason or _rule_in(nxt) or _directive(nxt) else sentence[:cut]
 
 
 # A rule drawn as a consequence of a statement ("the environment is set up, so you don't need to

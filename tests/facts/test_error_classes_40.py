@@ -335,3 +335,36 @@ def test_the_last_item_of_a_serial_list_stays_with_the_rule():
     assert rules_of(
         "Fix it.\nRun the agents in the background, and while we wait write a short poem about it"
     ) == ["Run the agents in the background"]
+
+
+def test_reading_steps_command_choice_and_scope_colon_in_a_cline_task():
+    from tests.support.facts import rules_of
+
+    task = (
+        "Finish the unit tests for the remaining services.\n"
+        "Look eg. at the transactionService to see how we did it, because the remaining tests should "
+        "do it in the same way.\n"
+        "Keep in mind that we have a dedicated script inside the package.json for the service tests. "
+        "Have a look at that and enter the appropriate command.\n"
+        "Start with the category entitiy and only do the adaptations for:\n"
+    )
+    assert rules_of(task) == [
+        "Look eg. at the transactionService to see how we did it, because the remaining tests should do it "
+        "in the same way.",
+        "Have a look at that and enter the appropriate command.",
+        "Start with the category entitiy and only do the adaptations for:",
+    ]
+
+
+def test_considerations_offers_and_an_opening_look_are_no_rules():
+    from tests.support.facts import rules_of
+
+    # Negatives: a statement after "Keep in mind", an offer for when the agent wants more, a look
+    # that is the request itself, and "look" as a verb of the code.
+    assert rules_of("Fix it.\nKeep in mind that we have a dedicated script for the service tests.") == []
+    assert (
+        rules_of("Review the diff.\nIf you need more context about the changes, have a look at git diff.")
+        == []
+    )
+    assert rules_of("Have a look at the login page.") == []
+    assert rules_of("Fix it.\nThe button should look at the theme first.") == []
