@@ -34,6 +34,10 @@ _PR = re.compile(
     r"|(?:\bgh (?:pr|issue) (?:view|checkout|merge|close|comment|edit|diff|review) #?(\d{1,7})\b)",
     re.I,
 )
+# A list after one keyword names each number: "issues #32934 and #26930", "PRs #1, #2 and #3".
+_PR_LIST = re.compile(
+    r"\b(?:issues?|PRs?|pull requests?)\s+#\d{1,7}(?:(?:\s*,\s*|\s+(?:and|or)\s+|\s*&\s*)#\d{1,7}\b)+", re.I
+)
 _SHA = re.compile(r"(?<![\w#/.-])([0-9a-f]{7,40})(?![\w-])")
 # git's global options before the subcommand ("git -C <worktree> checkout -b X") leave it the same
 # command; a worktree added with its own branch ("git worktree add ../wt -b X") creates that branch.
@@ -108,6 +112,8 @@ def in_text(text: str, urls: bool = True) -> Iterator[tuple[str, str]]:
     if "#" in text or "PR" in text or "pull" in text or "Pull" in text or "gh " in text:
         for m in _PR.finditer(text):
             yield "pr", "#" + next(g for g in m.groups() if g)
+        for m in _PR_LIST.finditer(text):
+            yield from (("pr", "#" + n) for n in re.findall(r"#(\d+)", m.group(0)))
     for m in _SHA.finditer(text):
         if _sha_ok(m.group(1)):
             yield "sha", m.group(1)

@@ -368,3 +368,18 @@ def test_considerations_offers_and_an_opening_look_are_no_rules():
     )
     assert rules_of("Have a look at the login page.") == []
     assert rules_of("Fix it.\nThe button should look at the theme first.") == []
+
+
+# --------------------------------------------------------------------------- identifiers in messages
+
+
+def test_a_list_of_issue_numbers_after_one_keyword_names_each():
+    from evalkit.facts.identifiers import in_text
+
+    assert {v for k, v in in_text("See issues #32934 and #26930 for the history.") if k == "pr"} == {
+        "#32934",
+        "#26930",
+    }
+    assert {v for k, v in in_text("Fixed PRs #1, #2 & #3.") if k == "pr"} == {"#1", "#2", "#3"}
+    # Negative: a number after a list of other words is no issue ("step 2 and #3 of the list").
+    assert [v for k, v in in_text("Do step 2 and #3 of the list.") if k == "pr"] == []
