@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from evalkit.contracts.session import ToolCall, ToolResult
+from evalkit.contracts.session import Text, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, short_id
 from evalkit.importers.inputs import ImportReport, Probe, decode_reported
@@ -77,6 +77,25 @@ def _note_commit(b: SessionBuilder, line: str, pending: list[str], edits: list[i
             msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
 
 
+def _relayed(b: SessionBuilder, text: str) -> dict | None:
+    """A ``####`` turn the user did not type: aider logs ``/code <message>`` and then the message
+    as sent (the words are the command's), and in architect mode the architect's reply it hands
+    to the editor model."""
+    prev = next((m for m in reversed(b.messages) if m.role in ("user", "assistant")), None)
+    if prev is None or len(prev.blocks) != 1 or not isinstance(prev.blocks[0], Text):
+        return None
+    before = prev.blocks[0].text.strip()
+    if (
+        prev.role == "user"
+        and before.split(maxsplit=1)[0] in GENUINE_COMMANDS
+        and before.split(maxsplit=1)[1:] == [text.strip()]
+    ):
+        return {"harness": "aider command echo"}
+    if prev.role == "assistant" and before == text.strip():
+        return {"harness": "aider architect relay"}
+    return None
+
+
 def detect(probe: Probe) -> bool:
     # Real histories often start with pages of text from an earlier aider version's header-less
     # session, so the first header can sit far past the first lines.
@@ -113,7 +132,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
             text = "\n".join(user)
             cmd = text.split()[0] if text.startswith("/") else ""
             synthetic = bool(cmd) and cmd not in GENUINE_COMMANDS
-            b.text("user", text, user_line, synthetic=synthetic)
+            meta = _relayed(b, text)
+            b.text("user", text, user_line, synthetic=synthetic or bool(meta), meta=meta)
         user = []
 
     def flush_assistant():

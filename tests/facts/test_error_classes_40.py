@@ -383,3 +383,39 @@ def test_a_list_of_issue_numbers_after_one_keyword_names_each():
     assert {v for k, v in in_text("Fixed PRs #1, #2 & #3.") if k == "pr"} == {"#1", "#2", "#3"}
     # Negative: a number after a list of other words is no issue ("step 2 and #3 of the list").
     assert [v for k, v in in_text("Do step 2 and #3 of the list.") if k == "pr"] == []
+
+
+# --------------------------------------------------------------------------- turns aider relayed
+
+_RELAY = """# aider chat started at 2026-02-23 00:50:06
+
+#### /code Set up the API. Use the exact package versions from my requirements.txt.
+
+#### Set up the API. Use the exact package versions from my requirements.txt.
+
+Please run the build command: `make`. Do not skip the tests.
+
+#### Please run the build command: `make`. Do not skip the tests.
+
+Running it.
+
+#### Please run the build command again. Do not skip the tests.
+"""
+
+
+def test_a_command_echo_and_an_architect_relay_are_not_the_users_words(tmp_path):
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(_RELAY)
+    (s,), _ = import_paths([p])
+    f = compute_facts(s)
+    assert [(s.messages[c.message_index].meta.get("harness"), c.text) for c in f.constraints] == [
+        (None, "Use the exact package versions from my requirements.txt."),
+        # Negative: a turn the user typed after the model's reply, not a copy of it, is the user's.
+        (None, "Do not skip the tests."),
+    ]
+    assert [m.meta.get("harness") for m in s.messages if m.role == "user"] == [
+        None,
+        "aider command echo",
+        "aider architect relay",
+        None,
+    ]
