@@ -49,7 +49,7 @@ _ONLY = (
 _MODAL = (
     # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
     r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
-    r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
+    r"(?:must|should|are required to|is required to|shall|need to|have to|has to|not allowed to|not permitted to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule;
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"

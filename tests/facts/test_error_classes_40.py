@@ -419,3 +419,15 @@ def test_a_command_echo_and_an_architect_relay_are_not_the_users_words(tmp_path)
         "aider architect relay",
         None,
     ]
+
+
+def test_not_allowed_with_the_agent_as_subject_is_a_prohibition():
+    from tests.support.facts import rules_of
+
+    rule = (
+        "You are NOT allowed to explore the repository or run any bash commands until you have "
+        "completed this clarification phase."
+    )
+    assert rules_of("Fix the validator.\n" + rule) == [rule]
+    # Negative: the code's subject makes it a requirement on the code.
+    assert rules_of("Fix the validator.\nThe username is not allowed to end with a newline.") == []
