@@ -422,6 +422,15 @@ _MINDFUL = re.compile(r"\b(?:keep|bear)\s+in\s+mind\b", re.I)
 _PROHIBIT_RE = re.compile(rf"\b(?:{_PROHIBIT})\b", re.I)
 
 
+# "next we need to increase the score when …", "we have to make the necessary adaption to the
+# Service": the user and agent together, a change to the code as the verb: the task, not a rule.
+_WE_CHANGE = re.compile(
+    r"\s+(?:make|increase|decrease|add|implement|create|build|fix|change|update|adapt|refactor|rewrite|"
+    r"write|move|rename|remove|replace|extend|support|handle|introduce)\b",
+    re.I,
+)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
@@ -441,6 +450,14 @@ def _rule_in(text: str) -> re.Match | None:
         ):
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
+            continue
+        if (
+            _MODAL_RE.match(m.group(0))
+            and re.match(r"we\b", m.group(0), re.I)
+            and _WE_CHANGE.match(text[m.end() :])
+            # "Ignore all errors, since we have to adapt them later": the reason of another rule.
+            and not re.search(r"\b(?:since|because)\s*$", before)
+        ):
             continue
         if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
             return m

@@ -431,3 +431,26 @@ def test_not_allowed_with_the_agent_as_subject_is_a_prohibition():
     assert rules_of("Fix the validator.\n" + rule) == [rule]
     # Negative: the code's subject makes it a requirement on the code.
     assert rules_of("Fix the validator.\nThe username is not allowed to end with a newline.") == []
+
+
+def test_we_need_to_change_the_code_is_the_task_but_a_reason_keeps_its_rule():
+    from tests.support.facts import rules_of
+
+    assert (
+        rules_of("Good.\nnext we need to increase the score when the pacman walks over the point object.")
+        == []
+    )
+    assert (
+        rules_of(
+            "Finish the tests.\nAs with the other tests we have to make the necessary adaption to the Service "
+            "itself to use Dependency Injection."
+        )
+        == []
+    )
+    # Negatives: a rule with "we" and a process verb, and a rule whose reason holds "we have to".
+    assert rules_of("Fix it.\nWe have to run the linter before every commit.") == [
+        "We have to run the linter before every commit."
+    ]
+    assert rules_of(
+        "Adapt the entity.\nIgnore all Typescript errors, since we have to adapt the related entitites later on."
+    ) == ["Ignore all Typescript errors, since we have to adapt the related entitites later on."]
