@@ -58,9 +58,7 @@ def cmd_gate(args) -> int:
     df = loaded.metrics  # a corrupt or foreign table is a data error naming the file
     config = loaded.config
     where = f"{loaded.paths.root / RunPaths.CONFIG}: rules"
-    rules = (
-        read_rules_file(args.rules) if args.rules else resolve_rules(rules_table(config.get("rules"), where))
-    )
+    rules = read_rules_file(args.rules) if args.rules else resolve_rules(rules_table(config.get("rules"), where))
     arms = list(config.get("replay", {}).get("arms", []))
 
     df = df.assign(arm=df["arm"].astype(str))

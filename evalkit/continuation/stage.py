@@ -187,8 +187,7 @@ def run_continuation(
     if parallel:
         pool = worker_pool(workers)
         jobs = (
-            (corpus, span, _job_events(events, sid), name, settings, model, run, n, run_id)
-            for sid, span in sessions
+            (corpus, span, _job_events(events, sid), name, settings, model, run, n, run_id) for sid, span in sessions
         )
         results = pool.map(_continue_in_worker, jobs, chunksize=2)
     else:

@@ -89,9 +89,7 @@ class ReplayConfig(Section):
     once_at: float = Field(1.0, gt=0.0, le=1.0)
     max_messages: int = Field(40, ge=1)
     workers: int = Field(0, ge=0)  # 0 = all cores
-    keep_messages: int = Field(
-        0, ge=0
-    )  # trigger = "messages": kept after a compaction (0: max_messages // 2)
+    keep_messages: int = Field(0, ge=0)  # trigger = "messages": kept after a compaction (0: max_messages // 2)
     summary_source_chars: int = Field(0, ge=0)  # 0: the summarizer sees the whole head
     external_timeout: float = Field(60.0, gt=0)  # seconds per compaction for external:CMD candidates
     # Summarizer request layout (docs/models.md): the same for every arm.
@@ -134,9 +132,7 @@ class ModelConfig(Section):
     concurrency: int = Field(16, ge=1)
     timeout: float = Field(60.0, ge=0)
     max_retries: int = Field(6, ge=0)
-    fail_fast_after: int = Field(
-        5, ge=0
-    )  # consecutive refused/401/403/404 attempts before the run stops (0: never)
+    fail_fast_after: int = Field(5, ge=0)  # consecutive refused/401/403/404 attempts before the run stops (0: never)
     backoff_base: float = Field(0.5, ge=0)
     backoff_max: float = Field(30.0, ge=0)
     replay_backend: str = "openai"  # whose cached calls the replay backend answers from
@@ -290,9 +286,7 @@ class ExperimentConfig(Section):
     @model_validator(mode="after")
     def _judge_budget(self) -> ExperimentConfig:
         if self.score.judge_budget and "uncompacted" not in self.replay.arms:
-            raise _KeyError(
-                "score.judge_budget", 'calibrating needs the ceiling arm "uncompacted" in replay.arms'
-            )
+            raise _KeyError("score.judge_budget", 'calibrating needs the ceiling arm "uncompacted" in replay.arms')
         return self
 
     def dump(self) -> dict[str, Any]:

@@ -163,14 +163,20 @@ def build_corpus(
     ):
         if kind == "synth":
             tokens = section.session_tokens
-            jobs = [(seed, i, tokens) for i in range(section.sessions) if select is None or select(i)]
+            jobs = [
+                (seed, i, tokens)
+                for i in range(section.sessions)
+                if select is None or select(i)
+            ]
             n = len(jobs)
             encoded = bounded_map(pool, _synth_one, jobs, 4 * workers)
         elif kind == "path":
             if source_path is None:
                 raise ValueError("corpus kind 'path' needs corpus.path")
             # Canonical input is re-encoded so the run's copy is normalised and hashed the same way.
-            sessions = _count_reused_ids(read_sessions(source_path, section.on_error, read), reused)
+            sessions = _count_reused_ids(
+                read_sessions(source_path, section.on_error, read), reused
+            )
             if select is not None:
                 sessions = (s for i, s in enumerate(sessions) if select(i))
             encoded = map(_encoded, sessions)

@@ -155,9 +155,7 @@ def rules_from(table: RulesConfig, source: str) -> Rules:
     candidates = {}
     for name, c in table.candidates.items():
         guards = default_guards if c.guardrails is None else tuple(c.guardrails)
-        candidates[name] = CandidateRule(
-            name, tuple(c.success), tuple(g for g in guards if g not in c.success)
-        )
+        candidates[name] = CandidateRule(name, tuple(c.success), tuple(g for g in guards if g not in c.success))
     return Rules(
         alpha=table.alpha,
         power=table.power,

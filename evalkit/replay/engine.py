@@ -284,9 +284,7 @@ def replay_session_arms(
     ]
 
 
-def _replay_line(
-    args: tuple[str, list[str], ReplayConfig, ModelConfig, str | None],
-) -> tuple[list[list[str]], dict]:
+def _replay_line(args: tuple[str, list[str], ReplayConfig, ModelConfig, str | None]) -> tuple[list[list[str]], dict]:
     line, arms, section, model, run_dir = args
     session = session_from_dict(json.loads(line))
     settings = ReplaySettings.from_section(section)

@@ -31,9 +31,7 @@ class ReplaySettings:
     trigger: str = _D.trigger  # tokens | messages | recorded | once
     once_at: float = _D.once_at  # trigger = "once": the fraction of the session's messages
     max_messages: int = _D.max_messages
-    keep_messages: int = (
-        _D.keep_messages
-    )  # trigger = "messages": kept after a compaction (0: max_messages // 2)
+    keep_messages: int = _D.keep_messages  # trigger = "messages": kept after a compaction (0: max_messages // 2)
     summary_source_chars: int = _D.summary_source_chars
     tokenizer: str = _D.tokenizer
     external_timeout: float = _D.external_timeout  # seconds per compaction for external:CMD candidates

@@ -22,7 +22,6 @@ from evalkit.contracts.session import Message, ToolCall
 
 MAX_CALLS = ContinuationConfig().max_calls  # [continuation] max_calls: its default lives there
 
-
 @dataclass(frozen=True, slots=True)
 class Step:
     """One call the agent made and the environment's answer."""

@@ -27,7 +27,6 @@ EXECUTORS: Registry[Callable] = Registry(
     {"local": "evalkit.pipeline.executors:run_local", "ray": "evalkit.pipeline.executors.ray:run_ray"},
 )
 
-
 def settings_from(exp) -> ExecutorConfig:
     """The experiment's ``[executor]`` (validated with the config, :class:`ExecutorConfig`)."""
     return exp.config.executor

@@ -70,9 +70,7 @@ def read_first(data: ReportData) -> list[str]:
     ns = [v.n_sessions for v in data.verdicts.values() if isinstance(v.n_sessions, int)]
     n = min((x for x in ns if x > 0), default=None)
     if n is not None and n < LOW_N:
-        out.append(
-            f"**Low n**: as few as {n} session{'' if n == 1 else 's'} (< {LOW_N}); intervals are wide."
-        )
+        out.append(f"**Low n**: as few as {n} session{'' if n == 1 else 's'} (< {LOW_N}); intervals are wide.")
     return out
 
 
