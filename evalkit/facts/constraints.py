@@ -34,12 +34,14 @@ _PROHIBIT = (
 # Obligations and limits that need no subject check.
 _OBLIGE = (
     r"always|make sure|be sure to|ensure that|remember to|no more than|at most|stick to|"
-    r"use [\w./-]+(?: [\w./-]+)? (?:not|instead of)|prefer"
+    r"use [\w./-]+(?: [\w./-]+)? (?:not|instead of)|prefer|"
+    # Which versions the work may install: "Use the exact package versions from my requirements.txt."
+    r"use (?:the |only the )?(?:exact|same|pinned) (?:package |library |dependency )?versions?"
 )
 # "only" limits a scope when it sits next to an action verb.
 _ONLY = (
-    r"only\b(?:\s+\w+){0,2}\s+(?:edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
-    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter) only\b|"
+    r"only\b(?:\s+\w+){0,2}\s+(?:do|edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
+    r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter|create|write) only\b|"
     # "Focus only on the chats.py": where the work may go, as "only edit" does.
     r"focus only on\b"
 )
@@ -47,13 +49,21 @@ _ONLY = (
 _MODAL = (
     # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
     r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
-    r"(?:must|should|are required to|is required to|shall|need to|have to|has to)\b"
+    r"(?:must|should|are required to|is required to|shall|need to|have to|has to|not allowed to|not permitted to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule;
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"
 )
+# A step ordered before the change, wherever it sits: "Add tests for task first before making
+# changes." (an imperative: "We ran it before making changes" reports what was done).
+_ORDER = r"\bfirst,? before\b|\bbefore (?:making|writing|changing) (?:any )?(?:changes|code)\b"
+_ORDER_RE = re.compile(_ORDER, re.I)
+_SUBJECT_START = re.compile(
+    r"^(?:i|we|they|he|she|it|this|that|you)\b(?!\s+(?:must|should|need|have to)\b)", re.I
+)
 # Rules with no marker word: answer-form limits and the wordings the issue names.
 _KEYWORDLESS = (
+    rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
     r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
@@ -117,7 +127,8 @@ _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
     r"^(?:(?:(?:so|and|but|also)\s+)?(?:(?:i|we)(?:'d|\s+would)\s+like\s+(?:you\s+)?to|i\s+want\s+you\s+to|"
     r"(?:can|could|would|will)\s+you)\s+)?"
-    rf"(?:please\s+)?(?:keep(?!\s+(?:it|this|the\s+\w+)\s+{_TEXT_QUALITY})|use \S+ (?:not|instead of)|only|"
+    # "Keep in mind that we have a dedicated script …" states a consideration.
+    rf"(?:please\s+)?(?:keep(?!\s+(?:it|this|the\s+\w+)\s+{_TEXT_QUALITY}|\s+in\s+mind\b)|use \S+ (?:not|instead of)|only|"
     # Where the agent may work: "Stay in your worktree." ("stay in sync" is no place).
     r"stay\s+(?:in|inside|within)\s+(?:your|the|this)\s+(?:own\s+)?(?:worktree|work\s*tree|directory|folder|repo|"
     r"repository|branch|sandbox|workspace|project)|"
@@ -144,6 +155,9 @@ _PROCESS_VERB = (
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)(?=\s+(?:to|for|when|instead)\b)|"
     # Studying the code before changing it ("Analyze the current command patterns").
     r"analy[sz]e|examine|inspect|explore|study|investigate|"
+    # Reading before writing: "Look eg. at the transactionService to see how we did it", "Have a
+    # look at that and enter the appropriate command."
+    r"look(?:\s+(?:e\.?g\.?|for example))?\s+(?:at|into|over|through)\b|(?:have|take)\s+a\s+(?:quick\s+|closer\s+)?look\b|"
     r"submit|commit|push|ask|think|repeat|follow|proceed|continue|work|lint|pull(?!\s+requests?\b)|fetch|stash|"
     # Research before the task ("First, do a web search to understand …"); in an investigation
     # the search is the task itself (see _INVESTIGATION).
@@ -308,6 +322,11 @@ _INJECTED = re.compile(
     re.S,
 )
 _CHECKBOX = re.compile(r"^\s*[-*]\s+\[[ xX]\]\s")
+# A line that opens with a tool's error label is pasted output ("✖ ERROR: Error: Cannot find
+# module …. Please verify that the package.json has a valid "main" entry"), the tool's words.
+_PASTED_ERROR = re.compile(
+    r"^(?:[✖✗×❌]\s*)?(?:ERROR|Error|error|FATAL|[A-Z]\w*Error|npm ERR!)(?:\s*\[[\w-]+\])?:\s"
+)
 
 
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
@@ -345,6 +364,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
         if (
             not stripped
             or _CHECKBOX.match(line)
+            or _PASTED_ERROR.match(stripped)
             or stripped.startswith((">", "$ ", "E   "))
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
@@ -402,11 +422,23 @@ _MINDFUL = re.compile(r"\b(?:keep|bear)\s+in\s+mind\b", re.I)
 _PROHIBIT_RE = re.compile(rf"\b(?:{_PROHIBIT})\b", re.I)
 
 
+# "next we need to increase the score when …", "we have to make the necessary adaption to the
+# Service": the user and agent together, a change to the code as the verb: the task, not a rule.
+_WE_CHANGE = re.compile(
+    r"\s+(?:make|increase|decrease|add|implement|create|build|fix|change|update|adapt|refactor|rewrite|"
+    r"write|move|rename|remove|replace|extend|support|handle|introduce)\b",
+    re.I,
+)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
-        if _MINDFUL.search(before) and not _PROHIBIT_RE.fullmatch(m.group(0)):
+        if _ORDER_RE.fullmatch(m.group(0)) and _SUBJECT_START.match(text):
+            continue
+        # (a modal's subject and verb come before its "not": "… that you must not push")
+        if _MINDFUL.search(before) and not _PROHIBIT_RE.search(text[m.start() : m.end() + 5]):
             continue
         if _USE_INSTEAD.match(m.group(0)) and re.search(r"\bto\s*$", before) and not _AGENT_TO.search(before):
             continue
@@ -419,14 +451,28 @@ def _rule_in(text: str) -> re.Match | None:
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
             continue
+        if (
+            _MODAL_RE.match(m.group(0))
+            and re.match(r"we\b", m.group(0), re.I)
+            and _WE_CHANGE.match(text[m.end() :])
+            # "Ignore all errors, since we have to adapt them later": the reason of another rule.
+            and not re.search(r"\b(?:since|because)\s*$", before)
+        ):
+            continue
         if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
             return m
     return _IMPERATIVE.match(text)
 
 
+_OFFER = re.compile(r"^(?:if|when(?:ever)?)\s+you\s+(?:need|want|would like|'d like|like|wish)\b", re.I)
+
+
 def _directive(sentence: str, investigation: bool = False) -> bool:
     """A process imperative addressed to the agent, possibly after a time or condition frame.
     When the request is an investigation, an imperative to check or read is the task itself."""
+    # "If you need more context, have a look at git diff": an offer for when the agent wants it.
+    if _OFFER.match(sentence):
+        return False
     s = _FRAME.sub("", sentence, count=1)
     if investigation and _CHECK_VERB.match(s):
         return False
@@ -451,7 +497,10 @@ def _directive_clause(sentence: str) -> str:
     if cut < 0:
         return sentence
     nxt = sentence[cut + 2 :].split(", ", 1)[0]
-    return sentence if _rule_in(nxt) or _directive(nxt) else sentence[:cut]
+    # A reason the step gives ("…, because the remaining tests should do it in the same way") is
+    # part of that step.
+    reason = re.match(r"(?:because|since|so that|as)\b", nxt, re.I)
+    return sentence if reason or _rule_in(nxt) or _directive(nxt) else sentence[:cut]
 
 
 # A rule drawn as a consequence of a statement ("the environment is set up, so you don't need to
@@ -470,7 +519,15 @@ def _clauses(sentence: str) -> list[str]:
     # A rule joined by ", and" to what is neither a rule nor a process step is joined to the
     # task ("run the agents in the background, and while we wait … write your own poem").
     parts = re.split(r",\s+and\s+", sentence)
-    if len(parts) > 1 and _rule_in(parts[0]) and not any(_rule_in(p) or _directive(p) for p in parts[1:]):
+    # "… of e.g. todos, what you did, issues, plans, and things to keep in mind": the last item
+    # of a serial list, no clause of its own.
+    serial = len(parts) == 2 and ", " in parts[0] and "," not in parts[1] and len(parts[1].split()) <= 6
+    if (
+        len(parts) > 1
+        and not serial
+        and _rule_in(parts[0])
+        and not any(_rule_in(p) or _directive(p) for p in parts[1:])
+    ):
         sentence = parts[0]
     words = sentence.split()
     # Only a condition or time lead-in, or a reason before "so", is cut ("When …, make sure …");
@@ -510,6 +567,19 @@ def is_template(text: str) -> bool:
 
 
 def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+    """(rule, marker) for each sentence or clause of a user message that states a rule
+    (:func:`_constraint_sentences`). Typographic apostrophes ("Don’t use external libraries") are
+    read as typed ones; the rule is given as the user typed it."""
+    if "’" not in text:
+        yield from _constraint_sentences(text, reason)
+        return
+    plain = text.replace("’", "'")  # the same length: positions carry over
+    for rule, marker in _constraint_sentences(plain, reason):
+        at = plain.find(rule)
+        yield (text[at : at + len(rule)] if at >= 0 else rule), marker
+
+
+def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule.
 
     A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,

@@ -20,6 +20,7 @@ from evalkit.facts.failures import (
     edit_lint_error,
     failure_source,
     lint_report_error,
+    lint_report_paths,
     never_returned,
     own_output,
     result_body,
@@ -162,6 +163,11 @@ _OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)\s*$|^\[File: (.+?) \(\d+ lines t
 _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 # aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
+# aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
+# A fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
+_AIDER_WHOLE = re.compile(
+    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)^```", re.M | re.S
+)
 
 
 def is_test_command(cmd: str) -> bool:
@@ -239,12 +245,16 @@ class _Builder:
 
     def __init__(self, session: Session):
         self.facts = Facts(session=session.id)
+        # Only aider writes whole-file listings as edits; elsewhere a fenced file is prose.
+        self.aider = session.source.format == "aider"
         self.calls: dict[str, tuple[int, ToolCall, list[str]]] = {}  # id -> (index, call, modified)
         self.open_failures: dict[str, list[int]] = {}  # attempt key -> unfixed failure indices
         self.open_file: str | None = None
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
-        self.last_edit: tuple[int, ToolCall, object] | None = None  # the latest applied edit (aider lint)
+        # The edits applied since aider's last lint report (aider lints every file it just wrote).
+        self.unlinted: list[tuple[int, ToolCall, object]] = []
+        self.fixed_by: dict[int, list[tuple[str, int]]] = {}  # message -> (attempt, failure) it fixed
         self.polls = Polls()
 
     def identifier(self, i: int, kind: str, value: str, source: str = "message") -> None:
@@ -286,6 +296,8 @@ class _Builder:
                     )
                 )
         own = [b.text for b in msg.blocks if isinstance(b, Text) and not b.synthetic]
+        if msg.role == "user" and msg.meta.get("harness") != "aider lint":
+            self.unlinted.clear()  # aider lints right after it applies edits, before the next turn
         if msg.is_genuine_user():
             for text in own:
                 source = (
@@ -296,18 +308,20 @@ class _Builder:
                     else "user turn"
                 )
                 self.constraints(i, text, source)
-        if msg.meta.get("harness") == "aider lint" and self.last_edit is not None:
-            # aider linted the file its last edit wrote and found errors: that edit failed.
-            at, call, res = self.last_edit
-            self.fail(at, call, res, "lint", lint_report_error(msg.text) or "")
-            self.last_edit = None
+        if msg.meta.get("harness") == "aider lint" and self.unlinted:
+            self.lint_report(msg.text)
         if msg.role in ("user", "assistant") and not msg.meta.get("synthetic"):
             for text in own:
-                for kind, value in identifiers.in_text(text):
+                # A whole-file listing is the file's content: its URLs and numbers are no anchors.
+                said = _AIDER_WHOLE.sub("", text) if self.aider and msg.role == "assistant" else text
+                for kind, value in identifiers.in_text(said):
                     self.identifier(i, kind, value)
                 if msg.role == "assistant":
-                    for m in _AIDER_REPLACE.finditer(text):
-                        for name in identifiers.symbols(m.group(1)):
+                    blocks = [m.group(1) for m in _AIDER_REPLACE.finditer(text)]
+                    if self.aider and "```" in text:
+                        blocks += [m.group(1) for m in _AIDER_WHOLE.finditer(text)]
+                    for block in blocks:
+                        for name in identifiers.symbols(block):
                             self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
             read, modified = files_of(call, self.open_file)
@@ -322,6 +336,25 @@ class _Builder:
             if msg.meta.get("missing_result") or never_returned(call, res):
                 continue  # no result was recorded, or the user's next turn answers the call
             self.result(i, res)
+
+    def lint_report(self, report: str) -> None:
+        """aider linted the files its edits just wrote and found problems: the edit of each file
+        the report names failed (the latest edit when it names none it wrote)."""
+        for part in re.split(r"^(?=# Fix any errors below)", report, flags=re.M):
+            if not part.strip() or not self.unlinted:
+                continue
+            named = lint_report_paths(part)
+            # A report that names no file is the latest edit's; one that names files only theirs.
+            # aider lints a file as it now stands: the latest edit of it is the one that failed.
+            latest = {_path_arg(e[1].args): e for e in self.unlinted}
+            hits = [e for p, e in latest.items() if p in named] if named else self.unlinted[-1:]
+            for at, call, res in hits:
+                # The edit did not fix what it looked like fixing: its own lint failed.
+                for key, k in self.fixed_by.pop(at, []):
+                    self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=None)
+                    self.open_failures.setdefault(key, []).append(k)
+                self.fail(at, call, res, "lint", lint_report_error(part, _path_arg(call.args)) or "")
+                self.unlinted.remove((at, call, res))
 
     def resolve_earlier(self, cwd: str) -> None:
         """Join the relative paths seen before the harness first printed its working directory
@@ -393,7 +426,7 @@ class _Builder:
             return
         lint = None if failed else edit_lint_error(call, res.output)
         if not failed and modified:
-            self.last_edit = (i, call, res)
+            self.unlinted.append((i, call, res))
         if not (failed or lint or self.open_failures):
             return
         key = attempt_key(subject)
@@ -404,6 +437,7 @@ class _Builder:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):
                 self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=i)
+                self.fixed_by.setdefault(i, []).append((key, k))
             if lint:  # the file was written, and the harness's lint found an error in it
                 self.fail(i, call, res, "lint", lint)
 

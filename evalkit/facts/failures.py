@@ -253,7 +253,12 @@ def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> 
 # edit (a workspace-wide list names other files too; warnings alone do not fail it).
 _CLINE_PROBLEMS = "New problems detected after saving the file:"
 _CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+)$", re.M)
-_LINT_DIAGNOSTIC = re.compile(r"^(\S+?:\d+:\d+: [A-Z]+\d+ .+?)\s*$", re.M)
+# flake8 "a.py:3:1: F401 'os' imported but unused", pylint "a.py:3:0: W0611: Unused import re".
+_LINT_DIAGNOSTIC = re.compile(r"^(\S+?:\d+:\d+: [A-Z]+\d+:? .+?)\s*$", re.M)
+# The file each lint run checked: "## Running: pylint README.md", and a diagnostic's own path.
+_LINT_RUNNING = re.compile(r"^## Running: \S+(?: -\S+)* (\S+)\s*$", re.M)
+# The file line over the marked source lines ("README.md:" then "3█…").
+_LINT_LISTED = re.compile(r"^([^\s:│█]+):\s*\n(?:\.\.\.⋮\.\.\.\s*\n)?\s*\d+[│█]", re.M)
 
 
 def edit_lint_error(call: ToolCall | None, output: str) -> str | None:
@@ -271,11 +276,20 @@ def edit_lint_error(call: ToolCall | None, output: str) -> str | None:
     return None
 
 
-def lint_report_error(report: str) -> str | None:
-    """The first diagnostic of aider's lint report (``path:line:col: CODE message``)."""
-    m = _LINT_DIAGNOSTIC.search(report)
-    if m:
-        return m.group(1)
+def lint_report_paths(report: str) -> set[str]:
+    """The files aider's lint report names (the linted paths and its diagnostics' paths)."""
+    paths = set(_LINT_RUNNING.findall(report)) | set(_LINT_LISTED.findall(report))
+    paths.update(m.group(1).split(":", 1)[0] for m in _LINT_DIAGNOSTIC.finditer(report))
+    return paths
+
+
+def lint_report_error(report: str, path: str | None = None) -> str | None:
+    """The first diagnostic of aider's lint report (``path:line:col: CODE message``), the first
+    for ``path`` when given."""
+    found = [m.group(1) for m in _LINT_DIAGNOSTIC.finditer(report)]
+    own = [d for d in found if path and d.startswith(f"{path}:")]
+    if own or found:
+        return (own or found)[0]
     for ln in report.splitlines():
         if re.search(r"\berror\b", ln, re.I) and not ln.lstrip().startswith("#"):
             return ln.strip()

@@ -34,6 +34,10 @@ _PR = re.compile(
     r"|(?:\bgh (?:pr|issue) (?:view|checkout|merge|close|comment|edit|diff|review) #?(\d{1,7})\b)",
     re.I,
 )
+# A list after one keyword names each number: "issues #32934 and #26930", "PRs #1, #2 and #3".
+_PR_LIST = re.compile(
+    r"\b(?:issues?|PRs?|pull requests?)\s+#\d{1,7}(?:(?:\s*,\s*|\s+(?:and|or)\s+|\s*&\s*)#\d{1,7}\b)+", re.I
+)
 _SHA = re.compile(r"(?<![\w#/.-])([0-9a-f]{7,40})(?![\w-])")
 # git's global options before the subcommand ("git -C <worktree> checkout -b X") leave it the same
 # command; a worktree added with its own branch ("git worktree add ../wt -b X") creates that branch.
@@ -46,10 +50,17 @@ _BRANCH = re.compile(
 # A flag holds no "/": "mkdir -p -experiments/worktrees/work" (a publisher's path that opens with
 # "-") creates that path.
 _MKDIR = re.compile(r"(?:^|[;&|(]\s*|\s)mkdir\s+((?:-[^\s/]+\s+)*)([^;&|<>\n]+)")
+# C#/Java/TypeScript modifiers before the keyword ("public class ItemData", "export abstract class").
+_MODIFIERS = r"(?:(?:public|private|protected|internal|static|abstract|sealed|partial|final)\s+)*"
+# A TypeScript interface or type alias declares a shape, no behaviour: not a definition line by the
+# labelling rules' keyword list (heldout39, heldout40b leave them out).
 _DEF = re.compile(
-    r"^[ \t+]*(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
-    r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|interface|struct|enum|trait)\s+([A-Za-z_]\w*)"
-    r"|^[ \t+]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:\([^)]*\)|[\w$]+)\s*=>",
+    rf"^[ \t+]*{_MODIFIERS}(?:export\s+)?(?:default\s+)?{_MODIFIERS}(?:async\s+)?(?:pub(?:\(\w+\))?\s+)?"
+    r"(?:def|class|function\*?|fn|func(?:\s+\([^)]*\))?|struct|enum|trait)\s+([A-Za-z_]\w*)"
+    # An arrow function, its parameters and return type possibly over several lines
+    # ("const f = async (\n  a: A,\n): Promise<B> => {").
+    r"|^[ \t+]*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)(?:\s*:\s*[^=\n]+?)?\s*=\s*(?:async\s*)?"
+    r"(?:\([^()]*(?:\([^()]*\)[^()]*)*\)|[\w$]+)(?:\s*:\s*[^=\n;]+?)?\s*=>",
     re.M,
 )
 # The keys where edit tools carry their new text.
@@ -101,6 +112,8 @@ def in_text(text: str, urls: bool = True) -> Iterator[tuple[str, str]]:
     if "#" in text or "PR" in text or "pull" in text or "Pull" in text or "gh " in text:
         for m in _PR.finditer(text):
             yield "pr", "#" + next(g for g in m.groups() if g)
+        for m in _PR_LIST.finditer(text):
+            yield from (("pr", "#" + n) for n in re.findall(r"#(\d+)", m.group(0)))
     for m in _SHA.finditer(text):
         if _sha_ok(m.group(1)):
             yield "sha", m.group(1)
@@ -141,9 +154,13 @@ _GENERIC_MESSAGE = re.compile(
     # A call cut off by an interruption: the notice says nothing of the call.
     r"Task was interrupted before this tool call\b|\[interrupted: |"
     # A bare HTTP status (axios' "Request failed with status code 404"): no URL, path or argument.
+    r"SearchReplaceNoExactMatch: The SEARCH section must exactly match\b|"
     r"Request failed with status code \d{3}\.?$|HTTP (?:Error|error|status) \d{3}(?::\s*[\w ]{0,40})?\.?$)",
     re.I,
 )
+# aider's failed-match report: "## SearchReplaceNoExactMatch: This SEARCH block failed to exactly
+# match lines in X" under its count line (the Markdown heading dropped).
+_AIDER_NO_MATCH = re.compile(r"^(?:#+ )?(SearchReplaceNoExactMatch: .*?)\s*$", re.M)
 # Header lines a harness writes around a command's own output (Claude Code's "Exit code 1", Codex's
 # exec_command chunk header), and a build tool's wrapper around the error it reports.
 _WRAPPER = re.compile(
@@ -171,6 +188,9 @@ def error_string(output: str, refused: bool = False) -> str:
     m = _LINT_ERRORS.search(text)
     if m:
         return m.group(1).strip()[:300]
+    m = _AIDER_NO_MATCH.search(text) if "SearchReplaceNoExactMatch" in text else None
+    if m:  # aider's count line is generic; the line under it names the file
+        return "" if _GENERIC_MESSAGE.match(m.group(1)) else m.group(1)[:300]
     refused = refusal_line(text) or (refused and text.splitlines()[0].strip() if text else None)
     if refused:
         return "" if _GENERIC_MESSAGE.match(refused) else refused[:300]

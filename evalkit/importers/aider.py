@@ -8,11 +8,15 @@ output (token counts, commits, the echo of command output) and are skipped, exce
 
 - ``> Applied edit to PATH``: aider applied the model's edit block; it becomes a synthetic
   ``edit`` call on PATH answered by that line, so files modified are known; ``> Skipping edits
-  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error;
+  to PATH`` and "SEARCH/REPLACE block failed to match" become the same call answered as an error
+  (the latter on the file its report names, the report being the result: aider 0.86 prefixes only
+  the report's first line, so its unprefixed lines up to the Markdown line break belong to it);
 - ``> # Fix any errors below, if possible.`` and the lint report under it: aider sends that to
-  the model, so it is kept as synthetic user text (one message per report);
+  the model, so it is kept as synthetic user text (one message per run of reports, aider linting
+  each file it wrote in turn; its status lines after them, "Attempt to fix lint errors?", are not
+  part of it);
 - ``> Commit 1a2b3c4 …``: aider committed the applied edits; the line is appended to the result
-  of the latest applied edit (the commit's SHA is an anchor a continuation needs);
+  of the latest edit aider answered (the commit's SHA is an anchor a continuation needs);
 - ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
 
 A ``(y/n…)`` line is aider's prompt followed by the user's reply, filed as user text. The rest is
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from evalkit.contracts.session import ToolCall, ToolResult
+from evalkit.contracts.session import Text, ToolCall, ToolResult
 from evalkit.importers import Importer, register
 from evalkit.importers.building import SessionBuilder, short_id
 from evalkit.importers.inputs import ImportReport, Probe, decode_reported
@@ -38,28 +42,58 @@ APPLIED = re.compile(r"^Applied edit to (.+?)\s*$")
 # Edits aider did not apply: the user declined a new file, or a SEARCH block matched nothing.
 NOT_APPLIED = re.compile(r"^(?:Skipping edits to (.+?)|# \d+ SEARCH/REPLACE blocks? failed to match!.*)\s*$")
 LINT_START = "# Fix any errors below"
+# aider's status lines after a lint report: its prompt, its give-up notice, the next status.
+LINT_END = re.compile(
+    r"^(?:Attempt to fix lint errors\?|Only \d+ reflections allowed|summarizer unexpectedly failed|"
+    r"Tokens: |Commit [0-9a-f]{7,40} |Applied edit to )"
+)
 # aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
 COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 
 
 # "> Commit 1a2b3c4 feat: …": aider committed the edits it just applied.
 COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ")
+# A failed-match report names the file under its count line ("… failed to exactly match lines in X").
+NO_MATCH_PATH = re.compile(r"failed to exactly match lines in (\S+?)\s*$", re.M)
+# Status lines that end a failed-match report aider wrote all prefixed (before 0.86).
+REPORT_END = re.compile(
+    r"^(?:Commit [0-9a-f]{7,40} |Applied edit to |Skipping edits to |# Fix any errors|Tokens: )"
+)
 
 
-def _note_commit(b: SessionBuilder, line: str, pending: list[str]) -> None:
-    """Append aider's commit line to the result of the edit it committed (the latest applied
-    edit), so the commit's SHA stays with the call that made the change. A commit of the user's
-    own changes before the edits apply ("Committing X before applying edits.") waits for the
-    next applied edit."""
+def _note_commit(b: SessionBuilder, line: str, pending: list[str], edits: list[int]) -> None:
+    """Append aider's commit line to the result of the edit it committed (the latest edit aider
+    answered, ``edits`` being the indices of those results), so the commit's SHA stays with the
+    call that made the change; after a failed match the commit holds what aider did create (an
+    empty new file). A commit of the user's own changes before the edits apply ("Committing X
+    before applying edits.") waits for the next applied edit."""
     if pending and pending[-1] == "":
         pending[-1] = line
         return
-    for msg in reversed(b.messages):
-        if msg.role == "tool":
-            res = msg.blocks[0]
-            if isinstance(res, ToolResult) and res.output.startswith("Applied edit to"):
-                msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
-            return
+    if edits:
+        msg = b.messages[edits[-1]]
+        res = msg.blocks[0]
+        if isinstance(res, ToolResult):
+            msg.blocks[0] = replace(res, output=f"{res.output}\n{line}")
+
+
+def _relayed(b: SessionBuilder, text: str) -> dict | None:
+    """A ``####`` turn the user did not type: aider logs ``/code <message>`` and then the message
+    as sent (the words are the command's), and in architect mode the architect's reply it hands
+    to the editor model."""
+    prev = next((m for m in reversed(b.messages) if m.role in ("user", "assistant")), None)
+    if prev is None or len(prev.blocks) != 1 or not isinstance(prev.blocks[0], Text):
+        return None
+    before = prev.blocks[0].text.strip()
+    if (
+        prev.role == "user"
+        and before.split(maxsplit=1)[0] in GENUINE_COMMANDS
+        and before.split(maxsplit=1)[1:] == [text.strip()]
+    ):
+        return {"harness": "aider command echo"}
+    if prev.role == "assistant" and before == text.strip():
+        return {"harness": "aider architect relay"}
+    return None
 
 
 def detect(probe: Probe) -> bool:
@@ -88,6 +122,9 @@ def read(probe: Probe, report: ImportReport, options: dict):
     command = ""
     count = 0
     pending_commits: list[str] = []  # commits aider made before applying the next edit
+    edits: list[int] = []  # indices of the results aider gave edit calls
+    no_match: list[str] | None = None  # collecting a failed-match report
+    no_match_line = 0
 
     def flush_user():
         nonlocal user
@@ -95,7 +132,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
             text = "\n".join(user)
             cmd = text.split()[0] if text.startswith("/") else ""
             synthetic = bool(cmd) and cmd not in GENUINE_COMMANDS
-            b.text("user", text, user_line, synthetic=synthetic)
+            meta = _relayed(b, text)
+            b.text("user", text, user_line, synthetic=synthetic or bool(meta), meta=meta)
         user = []
 
     def flush_assistant():
@@ -139,8 +177,20 @@ def read(probe: Probe, report: ImportReport, options: dict):
             output = "\n".join([output, *(c for c in pending_commits if c)])
             pending_commits.clear()
         b.result(cid, output, is_error=status is not None, line=n)
+        edits.append(len(b.messages) - 1)
+
+    def flush_report():
+        """A failed-match report: a failing edit of the file it names, answered by the report.
+        aider 0.86 prefixes only its first line with "> "; earlier versions every line."""
+        nonlocal no_match
+        if no_match is not None:
+            text = "\n".join(no_match).rstrip()
+            m = NO_MATCH_PATH.search(text)
+            applied(m.group(1) if m else "", no_match_line, status=text)
+        no_match = None
 
     def finish():
+        flush_report()
         flush_lint()
         flush_output()
         flush_user()
@@ -172,9 +222,32 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 if last:
                     flush_output()
                 continue
+        if no_match is not None:
+            prefixed = line.startswith(">")
+            body = line[1:].strip() if prefixed else line
+            unprefixed_seen = any(not r.startswith("\0") for r in no_match[1:])
+            if line.startswith("#### ") or (prefixed and (unprefixed_seen or REPORT_END.match(body))):
+                no_match = [r.lstrip("\0") for r in no_match]
+                flush_report()
+            else:
+                # "\0" marks a prefixed line until the report ends (an unprefixed line after
+                # prefixed ones is the next text, not the report).
+                if prefixed:
+                    no_match.append("\0" + body)
+                    continue
+                if no_match[1:] and no_match[-1].startswith("\0"):
+                    no_match = [r.lstrip("\0") for r in no_match]
+                    flush_report()
+                else:
+                    no_match.append(line.rstrip())
+                    if line.endswith("  ") and line.strip():  # aider's Markdown break ends the message
+                        flush_report()
+                    continue
         if lint is not None:
-            if line.startswith(">"):
-                lint.append(line[2:] if line.startswith("> ") else line[1:])
+            body = line[1:].strip() if line.startswith(">") else None
+            if body is not None and not LINT_END.match(body):
+                # aider's Markdown line break ("  ") is no part of the report
+                lint.append((line[2:] if line.startswith("> ") else line[1:]).rstrip())
                 continue
             flush_lint()
         if line.startswith("#### "):
@@ -212,13 +285,16 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 continue
             m = NOT_APPLIED.match(body)
             if m:
-                applied(m.group(1) or "", n, status=body)
+                if m.group(1):
+                    applied(m.group(1), n, status=body)
+                else:
+                    no_match, no_match_line = [body], n
                 continue
             if body.startswith(LINT_START):
                 lint, lint_line = [body], n
                 continue
             if COMMIT.match(body):
-                _note_commit(b, body, pending_commits)
+                _note_commit(b, body, pending_commits, edits)
                 continue
             if body.startswith("Committing ") and body.endswith("before applying edits."):
                 pending_commits.append("")  # the commit line that follows belongs to the next edit
