@@ -156,21 +156,62 @@ def build(metrics: str | os.PathLike) -> pa.Table:
         pf = pq.ParquetFile(metrics)
     except Exception as e:  # pyarrow raises several types for a file that is not parquet
         raise ValueError(f"{metrics}: cannot read the metrics table: {type(e).__name__}: {e}") from None
-    # The partial aggregates of each row group are merged a few at a time: a session's rows lie in
-    # at most a few consecutive row groups of an arm, so the merged table stays one row per key.
-    held: list[pa.Table] = []
+    # A metrics file is in canonical order (arm, then session, ...): a session's rows end before the
+    # next session's begin, so every session of a row group but its last is complete and leaves the
+    # merge for good; only the last one's partial sums are carried into the next group. An arm's
+    # complete sessions are sorted (by metric, then session) once the file has moved past the arm:
+    # the sorted arms, in order, are the aggregate, with no sort of the whole. Merging everything
+    # read so far again and again (a table that grows with the corpus, hashed and sorted each
+    # time) made this the run's largest stage at 800 sessions. A file in another order is merged
+    # whole at the end (:func:`merge`), as correct and no leaner.
+    done: list[pa.Table] = []  # the aggregate of the arms the file has moved past, each sorted
+    open_: list[pa.Table] = []  # complete sessions of the arms not yet past
+    carry = empty()  # the partial sums of the last (arm, session) read
+    unsorted: list[pa.Table] = []
+    last: tuple[str, str] | None = None
     offset = 0
     for i in range(pf.num_row_groups):
-        t = pf.read_row_group(i, columns=["arm", "session", "metric", "value", "error"])
+        t = pf.read_row_group(i, columns=["arm", "session", "metric", "value", "error"], use_threads=False)
         for c in KEYS:
             if t.column(c).null_count:
                 row = offset + pc.index(pc.is_null(t.column(c)), True).as_py()
                 raise ValueError(f"{metrics}: column {c}, row {row}: None is not a valid value")
         offset += t.num_rows
-        held.append(of_rows(t))
-        if len(held) >= 16:
-            held = [merge(*held)]
-    return merge(*held)
+        if not t.num_rows:
+            continue
+        part = of_rows(t)
+        if unsorted or not _in_order(t, last):
+            unsorted.append(part)
+            continue
+        last = (t.column("arm")[-1].as_py(), t.column("session")[-1].as_py())
+        # merge() adds the carried sums first, then this group's: the order a merge of every
+        # group's partial aggregate adds them in, so the sums come out the same to the last bit.
+        part = merge(carry, part) if carry.num_rows else part
+        tail = pc.and_(pc.equal(part.column("arm"), last[0]), pc.equal(part.column("session"), last[1]))
+        open_.append(part.filter(pc.invert(tail)))
+        carry = part.filter(tail)
+        if any(p.num_rows and p.column("arm")[0].as_py() < last[0] for p in open_):
+            held = pa.concat_tables(open_)
+            past = pc.less(held.column("arm"), last[0])
+            done.append(_sorted(held.filter(past)))
+            open_ = [held.filter(pc.invert(past))]
+    if unsorted:
+        return merge(*done, *open_, carry, *unsorted)
+    done.append(_sorted(pa.concat_tables([*open_, carry])))
+    return pa.concat_tables(done)
+
+
+def _in_order(t: pa.Table, last: tuple[str, str] | None) -> bool:
+    """Whether the rows of ``t`` are in (arm, session) order and start at or after ``last``."""
+    arm, session = t.column("arm"), t.column("session")
+    if last is not None and (arm[0].as_py(), session[0].as_py()) < last:
+        return False
+    if t.num_rows < 2:
+        return True
+    a0, a1 = arm.slice(0, t.num_rows - 1), arm.slice(1)
+    s0, s1 = session.slice(0, t.num_rows - 1), session.slice(1)
+    ok = pc.or_(pc.less(a0, a1), pc.and_(pc.equal(a0, a1), pc.less_equal(s0, s1)))
+    return pc.all(ok).as_py()
 
 
 def _stamp(metrics: Path) -> bytes:

@@ -120,3 +120,39 @@ def test_the_summary_is_the_mean_of_session_means_with_rows_and_errors():
         rows = df[(df["arm"] == arm) & (df["metric"] == metric)]
         assert d["values"] == len(rows)
         assert d["errors"] == int((rows["error"].notna() | ~np.isfinite(rows["value"])).sum())
+
+
+def test_a_sorted_file_is_aggregated_without_merging_what_was_read_before(tmp_path, monkeypatch):
+    # A metrics file in canonical order: only the last session of each row group is carried on, so
+    # no merge ever sees more than about one row group's keys, however long the file (the build
+    # used to merge everything read so far again and again: a table growing with the corpus).
+    df = _rows(13, sessions=60).sort_values(["arm", "session", "event"], kind="stable")
+    path = tmp_path / "metrics.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=20)
+    groups = pq.ParquetFile(path).num_row_groups
+    pf = pq.ParquetFile(path)
+    whole = aggregate.merge(*(aggregate.of_rows(pf.read_row_group(i)) for i in range(groups)))
+    seen: list[int] = []
+    merge = aggregate.merge
+
+    def counting(*parts):
+        seen.append(sum(p.num_rows for p in parts))
+        return merge(*parts)
+
+    sort = aggregate._sorted
+    sorted_rows: list[int] = []
+
+    def sorting(t):
+        sorted_rows.append(t.num_rows)
+        return sort(t)
+
+    monkeypatch.setattr(aggregate, "merge", counting)
+    monkeypatch.setattr(aggregate, "_sorted", sorting)
+    built = aggregate.build(path)
+    assert groups > 30 and seen
+    assert max(seen) <= 2 * 20  # a row group's keys and the carried session's, never the file's
+    assert built.num_rows > 10 * max(seen)
+    # each arm is sorted once the file is past it: the aggregate is never sorted whole
+    per_arm = built.group_by("arm").aggregate([("n", "count")]).column("n_count").to_pylist()
+    assert max(sorted_rows) == max(per_arm) < built.num_rows
+    assert built.equals(whole)  # the same sums to the last bit as merging every group's at once
