@@ -238,23 +238,38 @@ def write(run_dir: str | os.PathLike, agg: pa.Table | None = None) -> pa.Table:
     return agg
 
 
-def load(path: str | os.PathLike) -> pa.Table:
+def load(path: str | os.PathLike, columns: list[str] | None = None, encoded: bool = False) -> pa.Table:
     """The aggregate of a run folder's ``metrics.parquet`` (or of the metrics file ``path``): the
     ``aggregate.parquet`` beside it when that describes it, else built from it (an older run
-    folder, or a table rewritten since)."""
+    folder, or a table rewritten since).
+
+    ``columns``: only these. ``encoded``: the key columns as dictionaries (each distinct arm,
+    metric and session held once, a row holding its index): a reader that only groups or pairs
+    rows need not hold a string per row."""
     p = Path(path)
     metrics = p if p.suffix == ".parquet" else p / "metrics.parquet"
     p = path_of(metrics.parent)
+    columns = columns or SCHEMA.names
+    t = None
     if p.is_file() and metrics.is_file():
         try:
-            # One thread: a threaded read's scratch memory grew with the file (about +40% RSS
-            # over the table itself at 200 sessions); the file is small enough to read serially.
-            t = pq.ParquetFile(p).read(use_threads=False)
+            keys = [c for c in KEYS if c in columns] if encoded else None
+            pf = pq.ParquetFile(p, read_dictionary=keys)
+            if (pf.schema_arrow.metadata or {}).get(_STAMP) == _stamp(metrics):
+                # One thread: a threaded read's scratch memory grew with the file (about +40% RSS
+                # over the table itself at 200 sessions); the file is small enough to read serially.
+                t = pf.read(columns=columns, use_threads=False).replace_schema_metadata(None)
         except Exception:  # a damaged aggregate is rebuilt from the table, as a stale one is
-            t = empty()
-        if (t.schema.metadata or {}).get(_STAMP) == _stamp(metrics):
-            return t.replace_schema_metadata(None).cast(SCHEMA)
-    return build(metrics) if metrics.is_file() else empty()
+            t = None
+    if t is None:
+        t = (build(metrics) if metrics.is_file() else empty()).select(columns)
+    t = t.cast(pa.schema([_field(c, encoded) for c in columns]))
+    return t.unify_dictionaries() if encoded else t
+
+
+def _field(name: str, encoded: bool) -> pa.Field:
+    f = SCHEMA.field(name)
+    return f.with_type(pa.dictionary(pa.int32(), pa.string())) if encoded and name in KEYS else f
 
 
 # --------------------------------------------------------------------------- what readers take

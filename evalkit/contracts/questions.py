@@ -200,7 +200,10 @@ def _read(
     wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
         if p.is_file() and wanted:
-            return _conform(read_where(p, {c: v for c, _, v in wanted}))
+            # Only the columns asked for (and those filtered on) are decoded, a row group at a time.
+            kept = [c for c in COLUMNS if c in columns or c in {c for c, _, _ in wanted}]
+            present = [c for c in kept if c in pq.ParquetFile(p).schema_arrow.names]
+            return _conform(read_where(p, {c: v for c, _, v in wanted}, present))
         if p.is_file():  # only the columns asked for are decoded
             return pq.read_table(p, schema=SCHEMA, columns=columns)
         if not metrics.is_file():

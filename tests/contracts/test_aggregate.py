@@ -156,3 +156,23 @@ def test_a_sorted_file_is_aggregated_without_merging_what_was_read_before(tmp_pa
     per_arm = built.group_by("arm").aggregate([("n", "count")]).column("n_count").to_pylist()
     assert max(sorted_rows) == max(per_arm) < built.num_rows
     assert built.equals(whole)  # the same sums to the last bit as merging every group's at once
+
+
+def test_a_reader_takes_only_its_columns_with_each_key_held_once(tmp_path, monkeypatch):
+    df = _rows(17, sessions=30)
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "metrics.parquet")
+    whole = aggregate.write(tmp_path)
+    cols = ["arm", "metric", "session", "n", "sum", "min", "max"]
+
+    def no_rebuild(*_):
+        raise AssertionError("a fresh aggregate.parquet was rebuilt from the metrics table")
+
+    monkeypatch.setattr(aggregate, "build", no_rebuild)
+    t = aggregate.load(tmp_path, cols, encoded=True)
+    assert t.column_names == cols
+    for c in aggregate.KEYS:  # each distinct name held once, not a string per row
+        assert pa.types.is_dictionary(t.schema.field(c).type)
+        assert len(t.column(c).chunk(0).dictionary) == len(set(df[c]))
+    assert t.cast(whole.select(cols).schema).equals(whole.select(cols))
+    assert aggregate.per_metric(t).equals(aggregate.per_metric(whole))
+    assert aggregate.same_as_baseline(t, "baseline").equals(aggregate.same_as_baseline(whole, "baseline"))

@@ -79,3 +79,22 @@ def test_reading_some_arms_gives_those_arms_rows_of_the_whole_table(tmp_path):
         assert some["question"].tolist() == ["bank/7@40", "q3"]
         pd.testing.assert_frame_equal(some, whole[whole["arm"] == "head-tail"].reset_index(drop=True))
         assert questions.read(run, ("identifier",), ("head-tail",)).empty
+
+
+def test_reading_some_arms_and_columns_decodes_only_those(tmp_path, monkeypatch):
+    _, asked = questions.split(rows_to_arrow([r.as_tuple() for r in _rows()]))
+    questions.write(questions.path_of(tmp_path), [questions.from_metric_rows(asked)])
+    cols = ["exam", "session", "question", "grade"]  # not the arm filtered on
+    decoded: list[list[str]] = []
+    read_where = questions.read_where
+
+    def spy(path, where, columns=None):
+        decoded.append(list(columns or questions.COLUMNS))
+        return read_where(path, where, columns)
+
+    monkeypatch.setattr(questions, "read_where", spy)
+    some = questions.read(tmp_path, arms=("head-tail",), columns=cols)
+    assert decoded and set(decoded[0]) == {*cols, "arm"}  # not `about` (a string per question)
+    whole = questions.read(tmp_path)
+    assert some.columns.tolist() == cols
+    pd.testing.assert_frame_equal(some, whole[whole["arm"] == "head-tail"][cols].reset_index(drop=True))
