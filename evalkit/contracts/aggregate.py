@@ -179,26 +179,55 @@ def build(metrics: str | os.PathLike) -> pa.Table:
         offset += t.num_rows
         if not t.num_rows:
             continue
-        part = of_rows(t)
         if unsorted or not _in_order(t, last):
-            unsorted.append(part)
+            unsorted.append(of_rows(t))
             continue
-        last = (t.column("arm")[-1].as_py(), t.column("session")[-1].as_py())
-        # merge() adds the carried sums first, then this group's: the order a merge of every
-        # group's partial aggregate adds them in, so the sums come out the same to the last bit.
-        part = merge(carry, part) if carry.num_rows else part
-        tail = pc.and_(pc.equal(part.column("arm"), last[0]), pc.equal(part.column("session"), last[1]))
-        open_.append(part.filter(pc.invert(tail)))
-        carry = part.filter(tail)
+        arm, session = t.column("arm"), t.column("session")
+        last = (arm[-1].as_py(), session[-1].as_py())
+        # The group's last session may go on in the next group: its rows are the group's tail.
+        other = pc.or_(pc.not_equal(arm, last[0]), pc.not_equal(session, last[1]))
+        cut = int(np.flatnonzero(other.to_numpy(zero_copy_only=False)).max(initial=-1)) + 1
+        # A key's rows all lie in one of head and tail, so each key sums its rows as of_rows(t) would;
+        # merge() adds the carried sums first, then this group's: the order a merge of every group's
+        # partial aggregate adds them in, so the sums come out the same to the last bit.
+        tail = of_rows(t.slice(cut))
+        if cut:
+            head = of_rows(t.slice(0, cut))
+            open_.append(merge(carry, head) if carry.num_rows else head)
+            carry = tail
+        elif carry.num_rows and _key_of(carry) == last:
+            carry = merge(carry, tail)
+        else:  # the carried session ended with the last group
+            open_.append(carry)
+            carry = tail
         if any(p.num_rows and p.column("arm")[0].as_py() < last[0] for p in open_):
-            held = pa.concat_tables(open_)
-            past = pc.less(held.column("arm"), last[0])
-            done.append(_sorted(held.filter(past)))
-            open_ = [held.filter(pc.invert(past))]
+            # Each part is sorted by arm first: the arms the file is past are a prefix of it.
+            cuts = [int(pc.sum(pc.less(p.column("arm"), last[0])).as_py() or 0) for p in open_]
+            past = pa.concat_tables([p.slice(0, k) for p, k in zip(open_, cuts, strict=True)])
+            done.append(_encoded(_sorted(past)))
+            open_ = [p.slice(k) for p, k in zip(open_, cuts, strict=True) if p.num_rows > k]
+            del past  # its parts, sorted into done
     if unsorted:
         return merge(*done, *open_, carry, *unsorted)
-    done.append(_sorted(pa.concat_tables([*open_, carry])))
-    return pa.concat_tables(done)
+    rest = pa.concat_tables([*open_, carry])
+    del open_, carry  # let go of the last arm's parts once they are sorted (only the sort holds them)
+    done.append(_sorted(rest))
+    del rest
+    # Decoded one arm at a time, each arm's encoded copy let go as its strings are made.
+    return pa.concat_tables([done.pop(0).cast(SCHEMA) for _ in range(len(done))])
+
+
+def _encoded(t: pa.Table) -> pa.Table:
+    """``t`` with its key columns as dictionaries: a finished arm waits for the rest of the file
+    holding each metric and session name once, not a string per row."""
+    for c in KEYS:
+        t = t.set_column(t.schema.get_field_index(c), c, pc.dictionary_encode(t.column(c)))
+    return t
+
+
+def _key_of(agg: pa.Table) -> tuple[str, str]:
+    """The (arm, session) of an aggregate of one session's rows."""
+    return agg.column("arm")[0].as_py(), agg.column("session")[0].as_py()
 
 
 def _in_order(t: pa.Table, last: tuple[str, str] | None) -> bool:

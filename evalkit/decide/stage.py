@@ -311,7 +311,8 @@ def decide_run(run_dir: str | os.PathLike, exp: Experiment, rules: Rules | None 
     arms = list(exp.config.replay.arms)
     frames = (t.to_pandas() for t in session_chunks(path, columns))
     prompt_only = prompt_only_arms(exp.config.model.backend)
-    agg = aggregate.load(run)
+    # Which (arm, metric) pairs and 0/1 metrics the run has: three columns, each name held once.
+    agg = aggregate.load(run, ["arm", "metric", "not01"], encoded=True)
     # Per-candidate results only: the per-(arm, metric) means are the aggregate's (aggregate.summary).
     decision = decide_chunks(frames, aggregate.pairs(agg), rules, arms, prompt_only, aggregate.zero_one(agg))
     write_record(run, DecisionRecord, decision)

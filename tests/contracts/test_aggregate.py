@@ -146,8 +146,16 @@ def test_a_sorted_file_is_aggregated_without_merging_what_was_read_before(tmp_pa
         sorted_rows.append(t.num_rows)
         return sort(t)
 
+    encode = aggregate._encoded
+    waiting: list[int] = []
+
+    def encoding(t):
+        waiting.append(t.num_rows)
+        return encode(t)
+
     monkeypatch.setattr(aggregate, "merge", counting)
     monkeypatch.setattr(aggregate, "_sorted", sorting)
+    monkeypatch.setattr(aggregate, "_encoded", encoding)
     built = aggregate.build(path)
     assert groups > 30 and seen
     assert max(seen) <= 2 * 20  # a row group's keys and the carried session's, never the file's
@@ -155,6 +163,9 @@ def test_a_sorted_file_is_aggregated_without_merging_what_was_read_before(tmp_pa
     # each arm is sorted once the file is past it: the aggregate is never sorted whole
     per_arm = built.group_by("arm").aggregate([("n", "count")]).column("n_count").to_pylist()
     assert max(sorted_rows) == max(per_arm) < built.num_rows
+    # the arms finished before the last wait with their names encoded, one arm at a time
+    arms = built.column("arm").to_pylist()
+    assert waiting == [arms.count(a) for a in dict.fromkeys(arms)][:-1]
     assert built.equals(whole)  # the same sums to the last bit as merging every group's at once
 
 
