@@ -75,7 +75,8 @@ class ReportData:
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # The exams' per-question grades (evalkit.contracts.questions): questions.parquet.
+    # The exams' per-question grades (evalkit.contracts.questions): questions.parquet, its text
+    # columns categoricals (questions.read's ``encoded``).
     questions: pd.DataFrame = field(default_factory=pd.DataFrame)
     # health.json (evalkit.decide.health): None when absent or unreadable (its section says so).
     health: Health | None = None
@@ -228,8 +229,9 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     from evalkit.contracts import questions
 
     try:
-        # Not ``about``: no section prints it, and its text is a string per question row.
-        asked = questions.read(run, columns=[c for c in questions.COLUMNS if c != "about"])
+        # Not ``about``: no section prints it, and its text is a string per question row. The text
+        # columns as categoricals: a question id, session and arm held once, not once per row.
+        asked = questions.read(run, columns=[c for c in questions.COLUMNS if c != "about"], encoded=True)
     except (OSError, ValueError) as e:
         asked = questions.empty_frame()
         missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")
