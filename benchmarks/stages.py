@@ -15,10 +15,15 @@ table), the continuation stage and the report. What grows with sessions is the n
 sessions, events and rows, which is what a stage must not hold all of.
 
 ``EVALKIT_BENCH_SCALE_SESSIONS`` overrides the sizes, as for the scale bench (e.g. ``8,16,32``).
+To measure a few stages again without rerunning the others (the 800-session replay takes minutes):
+``EVALKIT_BENCH_STAGES_DIR=DIR`` keeps each size's run folder as ``DIR/run-N`` (it is not deleted),
+and ``EVALKIT_BENCH_STAGES=aggregate,health`` runs only those stages, on the folder kept there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -91,18 +96,40 @@ def figure_name(stage: str, n: int, whose: str) -> str:
     return f"stage {stage}: {n} sessions, peak RSS of the {whose}"
 
 
+def _stages() -> list[str]:
+    raw = os.environ.get("EVALKIT_BENCH_STAGES")
+    chosen = [s.strip() for s in raw.split(",") if s.strip()] if raw else list(STAGES)
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown:
+        raise ValueError(
+            f"EVALKIT_BENCH_STAGES: unknown stage(s) {', '.join(unknown)} (known: {', '.join(STAGES)})"
+        )
+    return chosen
+
+
+def _folder():
+    """Where the run folders go: ``EVALKIT_BENCH_STAGES_DIR`` (kept), else a temporary folder."""
+    kept = os.environ.get("EVALKIT_BENCH_STAGES_DIR")
+    if kept:
+        Path(kept).mkdir(parents=True, exist_ok=True)
+        return contextlib.nullcontext(kept)
+    return tempfile.TemporaryDirectory()
+
+
 def measure(n: int) -> list[Figure]:
-    """Every stage of one run at ``n`` sessions, each in a fresh spawned process."""
+    """Every stage (or those of ``EVALKIT_BENCH_STAGES``) of one run at ``n`` sessions, each in a
+    fresh spawned process."""
     rows = []
-    with tempfile.TemporaryDirectory() as d:
-        for stage in STAGES:
+    with _folder() as d:
+        run = Path(d) / f"run-{n}"
+        for stage in _stages():
             with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as ex:
-                own, worker, cpu = ex.submit(_run_stage, stage, n, str(Path(d) / "run")).result()
+                own, worker, cpu = ex.submit(_run_stage, stage, n, str(run)).result()
             rows.append(Figure(figure_name(stage, n, "stage process"), own, "MB"))
             if worker:
                 rows.append(Figure(figure_name(stage, n, "largest worker"), worker, "MB"))
             rows.append(Figure(f"stage {stage}: {n} sessions, CPU (process and workers)", cpu, "s"))
-        rows += _sizes_of(Path(d) / "run", n)
+        rows += _sizes_of(run, n)
     return rows
 
 

@@ -156,21 +156,91 @@ def build(metrics: str | os.PathLike) -> pa.Table:
         pf = pq.ParquetFile(metrics)
     except Exception as e:  # pyarrow raises several types for a file that is not parquet
         raise ValueError(f"{metrics}: cannot read the metrics table: {type(e).__name__}: {e}") from None
-    # The partial aggregates of each row group are merged a few at a time: a session's rows lie in
-    # at most a few consecutive row groups of an arm, so the merged table stays one row per key.
-    held: list[pa.Table] = []
+    # A metrics file is in canonical order (arm, then session, ...): a session's rows end before the
+    # next session's begin, so every session of a row group but its last is complete and leaves the
+    # merge for good; only the last one's partial sums are carried into the next group. An arm's
+    # complete sessions are sorted (by metric, then session) once the file has moved past the arm:
+    # the sorted arms, in order, are the aggregate, with no sort of the whole. Merging everything
+    # read so far again and again (a table that grows with the corpus, hashed and sorted each
+    # time) made this the run's largest stage at 800 sessions. A file in another order is merged
+    # whole at the end (:func:`merge`), as correct and no leaner.
+    done: list[pa.Table] = []  # the aggregate of the arms the file has moved past, each sorted
+    open_: list[pa.Table] = []  # complete sessions of the arms not yet past
+    carry = empty()  # the partial sums of the last (arm, session) read
+    unsorted: list[pa.Table] = []
+    last: tuple[str, str] | None = None
     offset = 0
     for i in range(pf.num_row_groups):
-        t = pf.read_row_group(i, columns=["arm", "session", "metric", "value", "error"])
+        t = pf.read_row_group(i, columns=["arm", "session", "metric", "value", "error"], use_threads=False)
         for c in KEYS:
             if t.column(c).null_count:
                 row = offset + pc.index(pc.is_null(t.column(c)), True).as_py()
                 raise ValueError(f"{metrics}: column {c}, row {row}: None is not a valid value")
         offset += t.num_rows
-        held.append(of_rows(t))
-        if len(held) >= 16:
-            held = [merge(*held)]
-    return merge(*held)
+        if not t.num_rows:
+            continue
+        if unsorted or not _in_order(t, last):
+            unsorted.append(of_rows(t))
+            continue
+        arm, session = t.column("arm"), t.column("session")
+        last = (arm[-1].as_py(), session[-1].as_py())
+        # The group's last session may go on in the next group: its rows are the group's tail.
+        other = pc.or_(pc.not_equal(arm, last[0]), pc.not_equal(session, last[1]))
+        cut = int(np.flatnonzero(other.to_numpy(zero_copy_only=False)).max(initial=-1)) + 1
+        # A key's rows all lie in one of head and tail, so each key sums its rows as of_rows(t) would;
+        # merge() adds the carried sums first, then this group's: the order a merge of every group's
+        # partial aggregate adds them in, so the sums come out the same to the last bit.
+        tail = of_rows(t.slice(cut))
+        if cut:
+            head = of_rows(t.slice(0, cut))
+            open_.append(merge(carry, head) if carry.num_rows else head)
+            carry = tail
+        elif carry.num_rows and _key_of(carry) == last:
+            carry = merge(carry, tail)
+        else:  # the carried session ended with the last group
+            open_.append(carry)
+            carry = tail
+        if any(p.num_rows and p.column("arm")[0].as_py() < last[0] for p in open_):
+            # Each part is sorted by arm first: the arms the file is past are a prefix of it.
+            cuts = [int(pc.sum(pc.less(p.column("arm"), last[0])).as_py() or 0) for p in open_]
+            past = pa.concat_tables([p.slice(0, k) for p, k in zip(open_, cuts, strict=True)])
+            done.append(_encoded(_sorted(past)))
+            open_ = [p.slice(k) for p, k in zip(open_, cuts, strict=True) if p.num_rows > k]
+            del past  # its parts, sorted into done
+    if unsorted:
+        return merge(*done, *open_, carry, *unsorted)
+    rest = pa.concat_tables([*open_, carry])
+    del open_, carry  # let go of the last arm's parts once they are sorted (only the sort holds them)
+    done.append(_sorted(rest))
+    del rest
+    # Decoded one arm at a time, each arm's encoded copy let go as its strings are made.
+    return pa.concat_tables([done.pop(0).cast(SCHEMA) for _ in range(len(done))])
+
+
+def _encoded(t: pa.Table) -> pa.Table:
+    """``t`` with its key columns as dictionaries: a finished arm waits for the rest of the file
+    holding each metric and session name once, not a string per row."""
+    for c in KEYS:
+        t = t.set_column(t.schema.get_field_index(c), c, pc.dictionary_encode(t.column(c)))
+    return t
+
+
+def _key_of(agg: pa.Table) -> tuple[str, str]:
+    """The (arm, session) of an aggregate of one session's rows."""
+    return agg.column("arm")[0].as_py(), agg.column("session")[0].as_py()
+
+
+def _in_order(t: pa.Table, last: tuple[str, str] | None) -> bool:
+    """Whether the rows of ``t`` are in (arm, session) order and start at or after ``last``."""
+    arm, session = t.column("arm"), t.column("session")
+    if last is not None and (arm[0].as_py(), session[0].as_py()) < last:
+        return False
+    if t.num_rows < 2:
+        return True
+    a0, a1 = arm.slice(0, t.num_rows - 1), arm.slice(1)
+    s0, s1 = session.slice(0, t.num_rows - 1), session.slice(1)
+    ok = pc.or_(pc.less(a0, a1), pc.and_(pc.equal(a0, a1), pc.less_equal(s0, s1)))
+    return pc.all(ok).as_py()
 
 
 def _stamp(metrics: Path) -> bytes:
@@ -197,23 +267,38 @@ def write(run_dir: str | os.PathLike, agg: pa.Table | None = None) -> pa.Table:
     return agg
 
 
-def load(path: str | os.PathLike) -> pa.Table:
+def load(path: str | os.PathLike, columns: list[str] | None = None, encoded: bool = False) -> pa.Table:
     """The aggregate of a run folder's ``metrics.parquet`` (or of the metrics file ``path``): the
     ``aggregate.parquet`` beside it when that describes it, else built from it (an older run
-    folder, or a table rewritten since)."""
+    folder, or a table rewritten since).
+
+    ``columns``: only these. ``encoded``: the key columns as dictionaries (each distinct arm,
+    metric and session held once, a row holding its index): a reader that only groups or pairs
+    rows need not hold a string per row."""
     p = Path(path)
     metrics = p if p.suffix == ".parquet" else p / "metrics.parquet"
     p = path_of(metrics.parent)
+    columns = columns or SCHEMA.names
+    t = None
     if p.is_file() and metrics.is_file():
         try:
-            # One thread: a threaded read's scratch memory grew with the file (about +40% RSS
-            # over the table itself at 200 sessions); the file is small enough to read serially.
-            t = pq.ParquetFile(p).read(use_threads=False)
+            keys = [c for c in KEYS if c in columns] if encoded else None
+            pf = pq.ParquetFile(p, read_dictionary=keys)
+            if (pf.schema_arrow.metadata or {}).get(_STAMP) == _stamp(metrics):
+                # One thread: a threaded read's scratch memory grew with the file (about +40% RSS
+                # over the table itself at 200 sessions); the file is small enough to read serially.
+                t = pf.read(columns=columns, use_threads=False).replace_schema_metadata(None)
         except Exception:  # a damaged aggregate is rebuilt from the table, as a stale one is
-            t = empty()
-        if (t.schema.metadata or {}).get(_STAMP) == _stamp(metrics):
-            return t.replace_schema_metadata(None).cast(SCHEMA)
-    return build(metrics) if metrics.is_file() else empty()
+            t = None
+    if t is None:
+        t = (build(metrics) if metrics.is_file() else empty()).select(columns)
+    t = t.cast(pa.schema([_field(c, encoded) for c in columns]))
+    return t.unify_dictionaries() if encoded else t
+
+
+def _field(name: str, encoded: bool) -> pa.Field:
+    f = SCHEMA.field(name)
+    return f.with_type(pa.dictionary(pa.int32(), pa.string())) if encoded and name in KEYS else f
 
 
 # --------------------------------------------------------------------------- what readers take

@@ -167,6 +167,13 @@ def _conform(t: pa.Table) -> pa.Table:
     return pa.table(cols, schema=SCHEMA)
 
 
+def _plain(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its dictionary columns as their values' type."""
+    return pa.schema(
+        [f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f for f in schema]
+    )
+
+
 def path_of(run_dir: str | os.PathLike) -> Path:
     return Path(run_dir) / QUESTIONS_FILE
 
@@ -181,12 +188,21 @@ def read(
     exams: tuple[str, ...] | None = None,
     arms: tuple[str, ...] | None = None,
     columns: list[str] | None = None,
+    encoded: bool = False,
 ) -> pd.DataFrame:
     """The run's question table (only ``exams`` and ``arms``, when given: filtered as it is read,
     so a reader of a few arms does not hold every arm's rows). A run folder written before the
     table existed has its questions as ``<exam>_q:`` metric rows: they are read from there.
-    ``columns``: only these (default: every column)."""
-    return _read(run_dir, exams, arms, columns or COLUMNS).select(columns or COLUMNS).to_pandas()
+    ``columns``: only these (default: every column). ``encoded``: the text columns as categoricals
+    over their sorted values (each distinct text held once, not once per row; comparisons,
+    ``isin`` and ``.str`` work as on text, a groupby over them needs ``observed=True``)."""
+    columns = columns or COLUMNS
+    df = _read(run_dir, exams, arms, columns, encoded).select(columns).to_pandas()
+    if encoded:
+        for c in df.columns:
+            if pa.types.is_string(SCHEMA.field(c).type):
+                df[c] = pd.Categorical(df[c], categories=sorted(df[c].dropna().unique()))
+    return df
 
 
 def _read(
@@ -194,15 +210,23 @@ def _read(
     exams: tuple[str, ...] | None,
     arms: tuple[str, ...] | None,
     columns: list[str],
+    encoded: bool = False,
 ) -> pa.Table:
     p = path_of(run_dir)
     metrics = Path(run_dir) / "metrics.parquet"
     wanted = [(c, "in", list(v)) for c, v in (("exam", exams), ("arm", arms)) if v]
     try:
         if p.is_file() and wanted:
-            return _conform(read_where(p, {c: v for c, _, v in wanted}))
-        if p.is_file():  # only the columns asked for are decoded
-            return pq.read_table(p, schema=SCHEMA, columns=columns)
+            # Only the columns asked for (and those filtered on) are decoded, a row group at a time.
+            kept = [c for c in COLUMNS if c in columns or c in {c for c, _, _ in wanted}]
+            present = [c for c in kept if c in pq.ParquetFile(p).schema_arrow.names]
+            return _conform(read_where(p, {c: v for c, _, v in wanted}, present))
+        if p.is_file():  # only the columns asked for are decoded, on one thread
+            texts = [c for c in columns if pa.types.is_string(SCHEMA.field(c).type)] if encoded else None
+            pf = pq.ParquetFile(p, read_dictionary=texts)
+            present = [c for c in columns if c in pf.schema_arrow.names]  # version 1 lacks `about`
+            t = pf.read(columns=present, use_threads=False)
+            return t if present == columns else _conform(t.cast(_plain(t.schema)))
         if not metrics.is_file():
             return SCHEMA.empty_table()
         pf = pq.ParquetFile(metrics)

@@ -156,6 +156,8 @@ def shared_code(arms: list[str]) -> dict[str, list[str]]:
     return out
 
 
+# The question table's columns an exam's check reads (evalkit.score.examcheck.question_means).
+EXAM_COLUMNS = ["exam", "arm", "session", "question", "grade"]
 UNUSABLE_EXAM = "unusable exam"  # a verdict note that makes the verdict untested (annotate_decision)
 
 
@@ -202,8 +204,9 @@ def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[
     from evalkit.score.examcheck import CEILING, FLOOR, check_exams
 
     run_dir = Path(run_dir)
-    # Per-session sums (the run's aggregate), not rows: what the metric checks need.
-    agg = aggregate.load(run_dir)
+    # Per-session sums (the run's aggregate), not rows: what the metric checks need, and only the
+    # columns they read, with each arm, metric and session name held once (the keys encoded).
+    agg = aggregate.load(run_dir, ["arm", "metric", "session", "n", "sum", "min", "max"], encoded=True)
     arms = list(cfg.replay.arms)
     baseline = rules.baseline
     flags = _flags(agg, cfg)
@@ -211,7 +214,7 @@ def check_run(run_dir: str | Path, cfg: ExperimentConfig, rules: Rules) -> dict[
     # Each exam's ceiling against its floor, paired by question (the question table).
     alpha = rules.alpha
     # Only the two arms an exam is checked on are read: the table holds every arm's questions.
-    asked = questions.read(run_dir, arms=(CEILING, FLOOR))
+    asked = questions.read(run_dir, arms=(CEILING, FLOOR), columns=EXAM_COLUMNS)
     exams = {k: v.as_dict() for k, v in check_exams(asked, alpha).items()}
     health = {
         "metrics": flags,

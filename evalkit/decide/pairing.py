@@ -59,6 +59,15 @@ def _by_key(series: pd.Series) -> dict:
     return {tuple(map(str, k)) if isinstance(k, tuple) else str(k): int(v) for k, v in series.items()}
 
 
+def _category(s: pd.Series) -> pd.Series:
+    """``s`` as a categorical over its present values, sorted as text. A categorical comes in
+    recoded (its text is never made again, a string per row); any other column as text."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        present = s.cat.remove_unused_categories()
+        return present.cat.reorder_categories(sorted(map(str, present.cat.categories)))
+    return s.astype(str).astype("category")
+
+
 def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], baseline: str) -> Paired:
     """Collapse a tidy metrics table to per-session paired sums for each (arm, metric) in ``columns``."""
     columns = list(columns)
@@ -68,11 +77,7 @@ def paired_differences(df: pd.DataFrame, columns: Sequence[tuple[str, str]], bas
     metrics = {m for _, m in columns}
     df = df[df["metric"].isin(metrics) & df["arm"].isin(arms | {baseline})]
     # Integer codes instead of strings for the joins and groupbys below: 1–2 orders of magnitude faster.
-    df = df.assign(
-        arm=df["arm"].astype(str).astype("category"),
-        metric=df["metric"].astype(str).astype("category"),
-        session=df["session"].astype(str).astype("category"),
-    )
+    df = df.assign(arm=_category(df["arm"]), metric=_category(df["metric"]), session=_category(df["session"]))
     value = pd.to_numeric(df["value"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(value) | df["error"].notna().to_numpy()
     per_arm_rows = _by_key(df.groupby(["arm", "metric"], observed=True).size())

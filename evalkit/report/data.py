@@ -53,6 +53,11 @@ EVENT_FIELDS = [
     "request_key",  # the summarizer call in the run's call cache (cadence: seconds and dollars)
 ]
 
+# The question table's columns the sections and the viewer read: not ``about`` (a text per
+# question), nor the run, kind, round and replicate, which none reads (the Inspect export reads
+# the table itself).
+QUESTION_COLUMNS = ["exam", "question", "arm", "session", "event", "grade", "error"]
+
 # Metrics a section summarizes by a median of events, not a mean: kept event by event.
 EVENT_METRICS = ("turns_between",)
 
@@ -75,7 +80,8 @@ class ReportData:
     missing: list[str] = field(default_factory=list)
     # Event-level values of the metrics a section takes a median of (EVENT_METRICS).
     event_values: pd.DataFrame = field(default_factory=pd.DataFrame)
-    # The exams' per-question grades (evalkit.contracts.questions): questions.parquet.
+    # The exams' per-question grades (evalkit.contracts.questions): questions.parquet, its text
+    # columns categoricals (questions.read's ``encoded``).
     questions: pd.DataFrame = field(default_factory=pd.DataFrame)
     # health.json (evalkit.decide.health): None when absent or unreadable (its section says so).
     health: Health | None = None
@@ -228,8 +234,8 @@ def load_report_data(run_dir: str | os.PathLike) -> ReportData:
     from evalkit.contracts import questions
 
     try:
-        # Not ``about``: no section prints it, and its text is a string per question row.
-        asked = questions.read(run, columns=[c for c in questions.COLUMNS if c != "about"])
+        # The text columns as categoricals: a question id, session and arm held once, not per row.
+        asked = questions.read(run, columns=QUESTION_COLUMNS, encoded=True)
     except (OSError, ValueError) as e:
         asked = questions.empty_frame()
         missing.append(f"`{questions.QUESTIONS_FILE}` is unreadable ({type(e).__name__}: {e})")

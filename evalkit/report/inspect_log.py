@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from evalkit.common.redact import redact_text
+from evalkit.contracts import questions as question_table
 from evalkit.contracts.event import arm_filename, events_path, read_events
 from evalkit.contracts.metrics import question_family, read_metrics
 from evalkit.contracts.questions import metric_rows as question_rows
@@ -70,9 +71,9 @@ def export_inspect(run_dir: str | os.PathLike, out_dir: str | os.PathLike | None
     out = Path(out_dir) if out_dir else run / "inspect"
     out.mkdir(parents=True, exist_ok=True)
     # The exams' question grades go with each sample's scores, under their ``<exam>_q:<id>`` names.
-    metrics = pd.concat(
-        [read_metrics(RunPaths(run).metrics), question_rows(data.questions)], ignore_index=True
-    )
+    # Read again as text (the report's copy holds categoricals), as the metrics rows are.
+    asked = question_table.read(run, columns=[c for c in question_table.COLUMNS if c != "about"])
+    metrics = pd.concat([read_metrics(RunPaths(run).metrics), question_rows(asked)], ignore_index=True)
     model_cfg = data.config.get("model", {})
     model = f"{model_cfg.get('backend', 'unknown')}/{model_cfg.get('model', 'unknown')}"
     standin = is_standin(data)

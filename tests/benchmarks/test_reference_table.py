@@ -44,3 +44,17 @@ def test_flatness_compares_the_largest_size_with_the_smallest(monkeypatch):
             "x (#35: <= 1.2x, does not hold)",
         ),
     }
+
+
+def test_the_stages_bench_runs_the_stages_asked_for_and_refuses_unknown_ones(monkeypatch):
+    import pytest
+
+    from benchmarks import stages
+
+    monkeypatch.setenv("EVALKIT_BENCH_STAGES", "health, report")
+    assert stages._stages() == ["health", "report"]
+    monkeypatch.setenv("EVALKIT_BENCH_STAGES", "health,reprot")
+    with pytest.raises(ValueError, match="reprot"):
+        stages._stages()
+    monkeypatch.delenv("EVALKIT_BENCH_STAGES")
+    assert stages._stages() == list(stages.STAGES)

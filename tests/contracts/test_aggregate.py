@@ -120,3 +120,70 @@ def test_the_summary_is_the_mean_of_session_means_with_rows_and_errors():
         rows = df[(df["arm"] == arm) & (df["metric"] == metric)]
         assert d["values"] == len(rows)
         assert d["errors"] == int((rows["error"].notna() | ~np.isfinite(rows["value"])).sum())
+
+
+def test_a_sorted_file_is_aggregated_without_merging_what_was_read_before(tmp_path, monkeypatch):
+    # A metrics file in canonical order: only the last session of each row group is carried on, so
+    # no merge ever sees more than about one row group's keys, however long the file (the build
+    # used to merge everything read so far again and again: a table growing with the corpus).
+    df = _rows(13, sessions=60).sort_values(["arm", "session", "event"], kind="stable")
+    path = tmp_path / "metrics.parquet"
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path, row_group_size=20)
+    groups = pq.ParquetFile(path).num_row_groups
+    pf = pq.ParquetFile(path)
+    whole = aggregate.merge(*(aggregate.of_rows(pf.read_row_group(i)) for i in range(groups)))
+    seen: list[int] = []
+    merge = aggregate.merge
+
+    def counting(*parts):
+        seen.append(sum(p.num_rows for p in parts))
+        return merge(*parts)
+
+    sort = aggregate._sorted
+    sorted_rows: list[int] = []
+
+    def sorting(t):
+        sorted_rows.append(t.num_rows)
+        return sort(t)
+
+    encode = aggregate._encoded
+    waiting: list[int] = []
+
+    def encoding(t):
+        waiting.append(t.num_rows)
+        return encode(t)
+
+    monkeypatch.setattr(aggregate, "merge", counting)
+    monkeypatch.setattr(aggregate, "_sorted", sorting)
+    monkeypatch.setattr(aggregate, "_encoded", encoding)
+    built = aggregate.build(path)
+    assert groups > 30 and seen
+    assert max(seen) <= 2 * 20  # a row group's keys and the carried session's, never the file's
+    assert built.num_rows > 10 * max(seen)
+    # each arm is sorted once the file is past it: the aggregate is never sorted whole
+    per_arm = built.group_by("arm").aggregate([("n", "count")]).column("n_count").to_pylist()
+    assert max(sorted_rows) == max(per_arm) < built.num_rows
+    # the arms finished before the last wait with their names encoded, one arm at a time
+    arms = built.column("arm").to_pylist()
+    assert waiting == [arms.count(a) for a in dict.fromkeys(arms)][:-1]
+    assert built.equals(whole)  # the same sums to the last bit as merging every group's at once
+
+
+def test_a_reader_takes_only_its_columns_with_each_key_held_once(tmp_path, monkeypatch):
+    df = _rows(17, sessions=30)
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "metrics.parquet")
+    whole = aggregate.write(tmp_path)
+    cols = ["arm", "metric", "session", "n", "sum", "min", "max"]
+
+    def no_rebuild(*_):
+        raise AssertionError("a fresh aggregate.parquet was rebuilt from the metrics table")
+
+    monkeypatch.setattr(aggregate, "build", no_rebuild)
+    t = aggregate.load(tmp_path, cols, encoded=True)
+    assert t.column_names == cols
+    for c in aggregate.KEYS:  # each distinct name held once, not a string per row
+        assert pa.types.is_dictionary(t.schema.field(c).type)
+        assert len(t.column(c).chunk(0).dictionary) == len(set(df[c]))
+    assert t.cast(whole.select(cols).schema).equals(whole.select(cols))
+    assert aggregate.per_metric(t).equals(aggregate.per_metric(whole))
+    assert aggregate.same_as_baseline(t, "baseline").equals(aggregate.same_as_baseline(whole, "baseline"))

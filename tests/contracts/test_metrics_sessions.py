@@ -112,3 +112,24 @@ def test_a_row_without_a_key_names_the_column_and_row(tmp_path):
     _write(tmp_path / "m.parquet", rows, 4)
     with pytest.raises(ValueError, match=r"m\.parquet: column session, row 9: None"):
         session_table(tmp_path / "m.parquet")
+
+
+def test_the_session_rows_come_from_the_aggregate_read_encoded_with_only_their_columns(tmp_path, monkeypatch):
+    from evalkit.contracts import aggregate
+
+    path = tmp_path / "metrics.parquet"
+    _write(path, _rows(5), 37)
+    aggregate.write(tmp_path)
+    whole, _ = session_table(path)
+    asked = []
+    load = aggregate.load
+
+    def spy(p, columns=None, encoded=False):
+        asked.append((columns, encoded))
+        return load(p, columns, encoded)
+
+    monkeypatch.setattr(aggregate, "load", spy)
+    got, _ = session_table(path)
+    # keys as dictionaries (no string per row), and not the columns no section reads
+    assert asked and asked[0][1] and not {"sumsq", "min", "max", "not01"} & set(asked[0][0])
+    pd.testing.assert_frame_equal(got, whole)

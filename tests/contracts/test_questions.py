@@ -79,3 +79,35 @@ def test_reading_some_arms_gives_those_arms_rows_of_the_whole_table(tmp_path):
         assert some["question"].tolist() == ["bank/7@40", "q3"]
         pd.testing.assert_frame_equal(some, whole[whole["arm"] == "head-tail"].reset_index(drop=True))
         assert questions.read(run, ("identifier",), ("head-tail",)).empty
+
+
+def test_reading_some_arms_and_columns_decodes_only_those(tmp_path, monkeypatch):
+    _, asked = questions.split(rows_to_arrow([r.as_tuple() for r in _rows()]))
+    questions.write(questions.path_of(tmp_path), [questions.from_metric_rows(asked)])
+    cols = ["exam", "session", "question", "grade"]  # not the arm filtered on
+    decoded: list[list[str]] = []
+    read_where = questions.read_where
+
+    def spy(path, where, columns=None):
+        decoded.append(list(columns or questions.COLUMNS))
+        return read_where(path, where, columns)
+
+    monkeypatch.setattr(questions, "read_where", spy)
+    some = questions.read(tmp_path, arms=("head-tail",), columns=cols)
+    assert decoded and set(decoded[0]) == {*cols, "arm"}  # not `about` (a string per question)
+    whole = questions.read(tmp_path)
+    assert some.columns.tolist() == cols
+    pd.testing.assert_frame_equal(some, whole[whole["arm"] == "head-tail"][cols].reset_index(drop=True))
+
+
+def test_an_encoded_read_holds_each_text_once_and_reads_as_the_text(tmp_path):
+    _, asked = questions.split(rows_to_arrow([r.as_tuple() for r in _rows()]))
+    questions.write(questions.path_of(tmp_path), [questions.from_metric_rows(asked)])
+    cols = [c for c in questions.COLUMNS if c != "about"]
+    plain = questions.read(tmp_path, columns=cols)
+    coded = questions.read(tmp_path, columns=cols, encoded=True)
+    for c in ("exam", "question", "arm", "session"):
+        assert isinstance(coded[c].dtype, pd.CategoricalDtype), c  # codes per row, each text once
+        assert list(coded[c].cat.categories) == sorted(set(plain[c])), c  # ordered as the text
+        assert coded[c].astype(object).tolist() == plain[c].astype(object).tolist(), c
+    pd.testing.assert_frame_equal(coded[["event", "grade"]], plain[["event", "grade"]])

@@ -271,6 +271,35 @@ def test_deciding_a_run_of_sessions_at_a_time_gives_the_same_decision(tmp_path):
     assert any(r["errors"] for r in one)
 
 
+def test_frames_whose_names_are_categoricals_decide_as_frames_of_text(tmp_path):
+    """decide_run hands pairing its chunks with arm, session and metric dictionary-encoded (each
+    name held once, not a string per row): the decision is the same to the last bit."""
+    import json
+
+    from evalkit.contracts import aggregate
+    from evalkit.contracts.metrics_stream import session_chunks, write_metrics
+    from evalkit.decide import stage
+    from evalkit.decide.stage import decide_chunks, finite
+
+    df = table(arms=ARMS)
+    df.loc[df.index[::29], ["value", "error"]] = [math.nan, "scorer failed"]
+    write_metrics(df, tmp_path / "m.parquet")
+    rules = parse_rules(RULES, "test rules")
+    cols = ["arm", "session", "event", "metric", "value", "error"]
+    chunks = list(session_chunks(tmp_path / "m.parquet", cols, rows=300))
+    coded = [stage._encoded(c).to_pandas() for c in chunks]
+    assert all(
+        isinstance(f[c].dtype, pd.CategoricalDtype) for f in coded for c in ("arm", "session", "metric")
+    )
+    agg = aggregate.build(tmp_path / "m.parquet")
+    args = (aggregate.pairs(agg), rules, list(ARMS), None, aggregate.zero_one(agg))
+    text = decide_chunks([c.to_pandas() for c in chunks], *args)
+    assert json.dumps(finite(decide_chunks(coded, *args)), sort_keys=True) == json.dumps(
+        finite(text), sort_keys=True
+    )
+    assert stage.CHUNK_ROWS <= 30_000  # what the stage holds of the table at once
+
+
 def test_the_summary_counts_values_and_errors_per_arm_and_metric_across_frames():
     from evalkit.contracts import aggregate
 

@@ -63,3 +63,36 @@ def test_a_section_fed_untyped_verdicts_fails_loudly(tmp_path, section):
     data = _data(tmp_path, Decision.model_construct(verdicts={"lean": renamed}))
     with pytest.raises(AttributeError):
         section(data, tmp_path)
+
+
+def test_the_report_holds_the_questions_it_reads_with_their_texts_as_categoricals(tmp_path):
+    import pyarrow as pa
+
+    from evalkit.contracts import questions
+    from evalkit.report.data import QUESTION_COLUMNS, load_report_data
+
+    rows = {c: [] for c in questions.COLUMNS}
+    for i in range(12):
+        for arm in ("baseline", "lean"):
+            values = [
+                "r",
+                "identifier",
+                f"symbol:{i % 5}",
+                "symbol",
+                "about it",
+                arm,
+                f"s{i % 3}",
+                i,
+                0,
+                0,
+                1.0,
+                None,
+            ]
+            for c, v in zip(questions.COLUMNS, values, strict=True):
+                rows[c].append(v)
+    questions.write(questions.path_of(tmp_path), [pa.table(rows, schema=questions.SCHEMA)])
+    q = load_report_data(tmp_path).questions
+    assert q.columns.tolist() == QUESTION_COLUMNS  # not run, kind, round, replicate, about
+    for c in ("exam", "question", "arm", "session"):
+        assert isinstance(q[c].dtype, pd.CategoricalDtype), c
+    assert sorted(q["question"].cat.categories) == list(q["question"].cat.categories)
