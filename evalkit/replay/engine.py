@@ -258,7 +258,7 @@ def _event(session, arm, settings, cache, context, tokens, at, job, o: Outcome, 
         request_key=o.request_key or (o.request.key(job.backend_name) if o.request else None),
         request=request_record(o.request, o.recipe) if o.request else None,
         carried=o.carried,
-        new_context=[{"ref": m.id} if m.id in recorded else _entry(m, recorded) for m in o.new_context],
+        new_context=[_entry(m, recorded) for m in o.new_context],
         invariants=Invariants(
             tool_pairs_valid=tool_pairs_valid(o.new_context, cache.pair_ids),
             lost_chars=lost,

@@ -94,14 +94,19 @@ def test_tool_pairs_valid_session():
     assert tool_pair_problems(_session().messages) == []
 
 
-def test_tool_pair_problems_are_named():
-    msgs = [
+def _broken_pairs() -> list[Message]:
+    """An unanswered call (c2), a duplicate result (c1) and an orphan result (c9)."""
+    return [
         Message("a", "assistant", [ToolCall("c1", "Bash", {}), ToolCall("c2", "Bash", {})]),
         Message("b", "tool", [ToolResult("c1", "x")]),
         Message("c", "tool", [ToolResult("c1", "again")]),
         Message("d", "assistant", [Text("next turn")]),
         Message("e", "tool", [ToolResult("c9", "orphan")]),
     ]
+
+
+def test_tool_pair_problems_are_named():
+    msgs = _broken_pairs()
     got = {(p.call_id, p.problem) for p in tool_pair_problems(msgs)}
     assert got == {("c2", "unanswered_call"), ("c1", "duplicate_result"), ("c9", "orphan_result")}
 
@@ -109,13 +114,7 @@ def test_tool_pair_problems_are_named():
 def test_tool_pair_problems_with_given_ids_are_the_same():
     from evalkit.contracts.session import pair_ids
 
-    msgs = [
-        Message("a", "assistant", [ToolCall("c1", "Bash", {}), ToolCall("c2", "Bash", {})]),
-        Message("b", "tool", [ToolResult("c1", "x")]),
-        Message("c", "tool", [ToolResult("c1", "again")]),
-        Message("d", "assistant", [Text("next turn")]),
-        Message("e", "tool", [ToolResult("c9", "orphan")]),
-    ]
+    msgs = _broken_pairs()
     memo = {m.id: pair_ids(m) for m in msgs}
     assert memo["a"] == (("c1", "c2"), ())
     assert tool_pair_problems(msgs, lambda m: memo[m.id]) == tool_pair_problems(msgs)
