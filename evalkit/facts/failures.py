@@ -252,7 +252,8 @@ def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> 
 # "# Fix any errors below" with its linter's report. Only an error in the edited file fails the
 # edit (a workspace-wide list names other files too; warnings alone do not fail it).
 _CLINE_PROBLEMS = "New problems detected after saving the file:"
-_CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+)$", re.M)
+# Roo and Bob close the list with "</problems>" on its last line.
+_CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+?)(?:</problems>)?\s*$", re.M)
 # flake8 "a.py:3:1: F401 'os' imported but unused", pylint "a.py:3:0: W0611: Unused import re".
 _LINT_DIAGNOSTIC = re.compile(r"^(\S+?:\d+:\d+: [A-Z]+\d+:? .+?)\s*$", re.M)
 # The file each lint run checked: "## Running: pylint README.md", and a diagnostic's own path.

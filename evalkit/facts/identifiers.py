@@ -71,7 +71,11 @@ _ERROR_LINE = re.compile(
     r"|error\[[\w-]+\]: .*)$",
     re.M,
 )
-_TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
+# Tags a harness wraps its refusal in (Claude Code's <tool_use_error>, Roo's and Bob's
+# <error_details> for a diff that did not match).
+_TOOL_ERROR_TAG = re.compile(r"</?(?:tool_use_error|error_details)>")
+# Roo's and Bob's multi-file read answers each file with its <content> or its <error>.
+_FILE_ERROR = re.compile(r"<file>\s*<path>[^<]*</path>\s*<error>\s*([^<\n]+)", re.S)
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)
 
 
@@ -182,6 +186,9 @@ def error_string(output: str, refused: bool = False) -> str:
     from evalkit.facts.failures import refusal_line, result_body, timeout_notice
 
     text = result_body(_TOOL_ERROR_TAG.sub("", output).strip())
+    if text.startswith("<files>"):  # a multi-file read refused: the first file's error
+        m = _FILE_ERROR.search(text)
+        return "" if not m or _GENERIC_MESSAGE.match(m.group(1)) else m.group(1).strip()[:300]
     notice = timeout_notice(text)
     if notice:  # the harness killed the call: its notice is the error, not a line printed before it
         return "" if _GENERIC_MESSAGE.match(notice) else notice[:300]
