@@ -33,7 +33,9 @@ _REFUSAL_START = re.compile(
     r"exec command rejected|Permission denied|Invalid `?path`? parameter|"
     # A permission layer that names itself ("Browser Use rejected this action due to browser
     # security policy. Reason: …"), and a CTF harness refusing a submitted answer.
-    r"[\w ]{1,40} rejected this (?:action|request|command|call)\b|Wrong flag!)",
+    r"[\w ]{1,40} rejected this (?:action|request|command|call)\b|Wrong flag!|"
+    # Roo's and Bob's refused diff, and an ignore file's block (.clineignore, .rooignore, .bobignore).
+    r"<error_details>|Access to .{1,500}? is blocked by the \.\w+ file settings)",
     re.I,
 )
 # Said anywhere in the result's head (lower-cased substrings: most results are long and fine).
