@@ -91,6 +91,9 @@ def refusal_line(output: str) -> str | None:
 
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 _NOT_FOUND = re.compile(r"^(?:\S+: )?(?:line \d+: )?\S+: (?:command )?not found\s*$", re.M)
+# PowerShell's uncaught error record ends with its "+ FullyQualifiedErrorId : …" line (a command not
+# found, a parse error such as "The token '&&' is not a valid statement separator …").
+_PS_ERROR_END = re.compile(r"^[ \t]*\+ FullyQualifiedErrorId[ \t]+: \S+\s*\Z", re.M)
 
 
 def _first_word(cmd: str) -> str:
@@ -241,6 +244,13 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
         own = own_output(out)
         if _TRACEBACK.search(own) or _NOT_FOUND.search(own):
             return "crash"
+    if (
+        res.exit_code is None
+        and cmd
+        and "FullyQualifiedErrorId" in out
+        and _PS_ERROR_END.search(own_output(out))
+    ):
+        return "crash"
     return None
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
-from tests.support.facts import session_of
+from evalkit.facts.identifiers import error_string, powershell_error
+from tests.support.facts import ids_of, session_of
 
 # --------------------------------------------------------------------------- harness lint after an edit
 
@@ -51,3 +52,85 @@ def test_an_edit_whose_own_lint_fails_fixes_no_earlier_failure(tmp_path):
 def test_a_later_clean_edit_fixes_both(tmp_path):
     f = _edits(_REFUSED, _problems("mcp/server.py", _LINT), _problems("mcp/server.py", None))
     assert [(x.source, x.fixed_at) for x in f.failures] == [("refusal", 6), ("lint", 6)]  # the third result
+
+
+# --------------------------------------------------------------------------- PowerShell error records
+
+_HEADER = (
+    "Command executed in terminal  within working directory 'c:/Users/dev/proj'. Command execution was not "
+    "successful, inspect the cause and adjust as needed.\nExit code: 1\nOutput:\n"
+)
+_PARSE = (
+    "At line:1 char:13\n+ cd frontend && npm install\n+             ~~\n"
+    "The token '&&' is not a valid statement separator in this version.\n"
+    "    + CategoryInfo          : ParserError: (:) [], ParentContainsErrorRecordException\n"
+    "    + FullyQualifiedErrorId : InvalidEndOfLine\n \n"
+)
+_NOT_RECOGNIZED = (
+    "pytest : The term 'pytest' is not recognized as the name of a cmdlet, function, script file, or operable "
+    "program. \nCheck the spelling of the name, or if a path was included, verify that the path is correct and "
+    "try again.\nAt line:1 char:1\n+ pytest tests\\test_x.py -v\n+ ~~~~~~\n"
+    "    + CategoryInfo          : ObjectNotFound: (pytest:String) [], CommandNotFoundException\n"
+    "    + FullyQualifiedErrorId : CommandNotFoundException\n \n"
+)
+
+
+def test_a_powershell_error_records_first_message_line_is_the_error_string():
+    assert (
+        error_string(_HEADER + _PARSE) == "The token '&&' is not a valid statement separator in this version."
+    )
+    assert error_string(_HEADER + _NOT_RECOGNIZED) == (
+        "pytest : The term 'pytest' is not recognized as the name of a cmdlet, function, script file, or "
+        "operable program."
+    )
+    # Output the command printed before its error is not the message.
+    printed = _HEADER + "Collecting packages...\n\n" + _NOT_RECOGNIZED
+    assert error_string(printed).startswith("pytest : The term 'pytest'")
+
+
+def test_plus_lines_without_an_error_record_are_no_powershell_error():
+    # A diff's "+" lines and an "At line:" in a log: no CategoryInfo/FullyQualifiedErrorId record.
+    out = _HEADER + "At line:1 char:1\n+ added line\n+ another\nThe token is fine.\n"
+    assert powershell_error(out) is None
+
+
+def _shell(output: str, exit_code=None):
+    call = ToolCall("c1", "execute_command", {"command": "cd frontend && npm install"})
+    msgs = [
+        Message("m0", "user", [Text("Install the frontend.")]),
+        Message("a1", "assistant", [call]),
+        Message("t1", "tool", [ToolResult("c1", output, exit_code=exit_code)]),
+    ]
+    return compute_facts(session_of(*msgs))
+
+
+def test_a_powershell_error_record_ending_the_output_fails_a_call_with_no_exit_code():
+    # Cline records no exit codes: PowerShell's uncaught error record is its "command not found".
+    f = _shell(_PARSE)
+    assert [(x.source, x.exit_code) for x in f.failures] == [("crash", None)]
+    assert ids_of(f, "error") == {"The token '&&' is not a valid statement separator in this version."}
+
+
+def test_a_handled_powershell_error_followed_by_output_is_no_failure():
+    f = _shell(_PARSE + "added 212 packages in 9s\n")
+    assert f.failures == []
+
+
+# --------------------------------------------------------------------------- ignore-file refusals
+
+
+def test_an_ignore_file_block_is_a_refusal_with_its_line_as_error():
+    out = (
+        "Access to out/summary.md is blocked by the .rooignore file settings. You must try to continue in the "
+        "task without using this file, or ask the user to update the .rooignore file."
+    )
+    f = _shell(out)
+    assert [x.source for x in f.failures] == ["refusal"]
+    assert ids_of(f, "error") == {out}
+
+
+def test_blocked_in_a_commands_own_output_is_no_refusal():
+    f = _shell(
+        "Access to fetch at 'http://localhost:8000/api' from origin 'null' has been blocked by CORS policy\n"
+    )
+    assert f.failures == []
