@@ -54,6 +54,27 @@ _MODAL = (
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"
 )
+# The same markers in other languages users type to agents, opening a clause (an imperative) or
+# after "you": prohibitions, "only" limits on what the work touches, obligations on the agent.
+# Chinese: 不要/别/请勿/禁止/切勿/不得 "don't", 只/仅 + a verb of changing or using "only …",
+# 你必须/务必 "you must"; Japanese: …しないでください/…ないで "don't", …だけ/のみ "only";
+# Spanish, Portuguese, French, German: no/não/ne … pas/nicht, solo/só/seulement/nur, debes/você deve/
+# vous devez/du musst.
+_CLAUSE_OPEN = r"(?:^|(?<=[，。；：！？,;:!?(（]))\s*"
+_OTHER_LANGUAGE = (
+    rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:千万|千萬)?(?:不要|别|別|请勿|請勿|禁止|切勿|不得|不许|不准)|"
+    rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:只|仅|僅)(?:能|需|要)?\s*(?:修改|改动|改動|更改|编辑|編輯|改|动|動|使用|用|"
+    r"运行|運行|执行|執行|创建|創建|删除|刪除|写|寫|安装|安裝|提交|碰|添加|增加)|"
+    rf"{_CLAUSE_OPEN}(?:你|您)?(?:必须|必須|务必|務必)|"
+    r"(?:しないでください|しないで下さい|ないでください|てはいけません|てはならない)|"
+    r"(?:だけ|のみ)を?(?:変更|修正|編集|使用|実行)|"
+    r"\b(?:no|nunca|jamás|não|ne|n'|nicht|niemals)\s+(?:\w+\s+)?"
+    r"(?:modifiques|toques|uses|ejecutes|instales|borres|modifique|toque|execute|instale|apague|"
+    r"modifiez|touchez|utilisez|exécutez|installez|supprimez|ändere|ändern|verwende|installiere|lösche)\b|"
+    r"\b(?:solo|solamente|só|somente|seulement|uniquement|nur)\s+(?:\w+\s+)?"
+    r"(?:modifica|modifique|edita|edite|toca|usa|modifiez|utilisez|ändere|ändern|bearbeite|verwende)\b|"
+    r"\b(?:debes|tienes que|você deve|vous devez|tu dois|du musst|sie müssen)\b"
+)
 # A step ordered before the change, wherever it sits: "Add tests for task first before making
 # changes." (an imperative: "We ran it before making changes" reports what was done).
 _ORDER = r"\bfirst,? before\b|\bbefore (?:making|writing|changing) (?:any )?(?:changes|code)\b"
@@ -102,7 +123,9 @@ _STANDING_CLAUSE = re.compile(
 )
 # A request put as a question ("Can you please read … and …?") asks the agent to act.
 _POLITE_REQUEST = re.compile(r"^(?:(?:so|and|ok|okay|now),?\s+)?(?:can|could|would|will)\s+you\s+", re.I)
-_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}", re.I)
+_RULE = re.compile(
+    rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}|{_OTHER_LANGUAGE}", re.I
+)
 _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
@@ -286,7 +309,8 @@ _ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 # Sentences end at . ! ? before a capital; in all-lower-case typing ("revise proposal. put them in
 # a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])")
+# Chinese and Japanese sentences end at 。！？ with no space after them.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)")
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -431,6 +455,10 @@ _WE_CHANGE = re.compile(
 )
 
 
+_BREAK = re.compile(r"\s*(?:break|破坏|破壞)", re.I)
+_PROHIBIT_ANY = re.compile(rf"(?:{_PROHIBIT}|{_OTHER_LANGUAGE})", re.I)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
@@ -450,6 +478,9 @@ def _rule_in(text: str) -> re.Match | None:
         ):
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
+            continue
+        # "do not break the existing features" asks for the code's behaviour (the task).
+        if _BREAK.match(text[m.end() :]) and _PROHIBIT_ANY.fullmatch(m.group(0).strip()):
             continue
         if (
             _MODAL_RE.match(m.group(0))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.facts.identifiers import error_string, powershell_error
-from tests.support.facts import ids_of, session_of
+from tests.support.facts import ids_of, rules_of, session_of
 
 # --------------------------------------------------------------------------- harness lint after an edit
 
@@ -134,3 +134,39 @@ def test_blocked_in_a_commands_own_output_is_no_refusal():
         "Access to fetch at 'http://localhost:8000/api' from origin 'null' has been blocked by CORS policy\n"
     )
     assert f.failures == []
+
+
+# --------------------------------------------------------------------------- constraints in other languages
+
+
+def test_prohibitions_and_scope_limits_in_chinese_are_constraints():
+    text = (
+        "请对现有项目进行以下代码优化。\n\n**注意事项：**\n"
+        "- **不要** 修改 `num_workers`，在 Windows 下保持为 0 以确保稳定性。\n"
+        "- 请确保修改后的代码符合原有的项目架构。"
+    )
+    assert rules_of(text) == ["不要 修改 `num_workers`，在 Windows 下保持为 0 以确保稳定性。"]
+    assert rules_of("只修改 dataset.py：\n实现 2.5D 数据加载安全校验。") == ["只修改 dataset.py："]
+    assert rules_of("修复这个错误。你必须先运行测试。") == ["你必须先运行测试。"]
+    assert rules_of("Arregla el bug.\nNo modifiques los tests.") == ["No modifiques los tests."]
+    assert rules_of("Corrige le bug.\nNe modifiez pas les tests.") == ["Ne modifiez pas les tests."]
+
+
+def test_a_chinese_request_or_a_code_requirement_is_no_constraint():
+    # "Please return the centre slice's path" (what the code does), "make sure the imports are
+    # right, don't break the existing features" (the code's behaviour, as in English).
+    assert rules_of("实现边界检查。如果超出范围，请返回当前中心切片的路径。") == []
+    assert rules_of("请创建文件。\n3. 确保所有导入路径正确，不要破坏 DeepLabV3+ 的现有功能。") == []
+    assert (
+        rules_of("Create the file.\nMake sure the imports are right, do not break the existing features.")
+        == []
+    )
+    assert rules_of("Fix it.\nNo tests were harmed.") == []
+
+
+def test_chinese_characters_are_words_when_a_rule_is_matched():
+    from evalkit.facts.check import same_rule
+
+    assert same_rule("不要修改测试文件。", "不要修改测试文件。")
+    assert not same_rule("不要修改测试文件。", "只修改模型文件：")
+
