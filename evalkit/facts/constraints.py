@@ -43,7 +43,9 @@ _ONLY = (
     r"only\b(?:\s+\w+){0,2}\s+(?:do|edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
     r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter|create|write) only\b|"
     # "Focus only on the chats.py": where the work may go, as "only edit" does.
-    r"focus only on\b"
+    r"focus only on\b|"
+    # "Scope (do this and ONLY this):", "the tests and only the tests".
+    r"(?P<only_what>(?:the\s+)?\w+)\s+and\s+only\s+(?P=only_what)\b"
 )
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
@@ -86,7 +88,9 @@ _SUBJECT_START = re.compile(
 _KEYWORDLESS = (
     rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
-    r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
+    # "make the minimal, correct code changes needed", "the smallest possible set of changes".
+    r"\b(?:minimal|minimum|smallest)\b(?:,?\s+(?:possible|necessary|needed|correct|required|set\s+of|code|file))*"
+    r"\s+(?:changes?|edits?|diffs?)\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"

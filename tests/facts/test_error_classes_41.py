@@ -170,3 +170,20 @@ def test_chinese_characters_are_words_when_a_rule_is_matched():
     assert same_rule("不要修改测试文件。", "不要修改测试文件。")
     assert not same_rule("不要修改测试文件。", "只修改模型文件：")
 
+
+# --------------------------------------------------------------------------- scope wordings
+
+
+def test_minimal_changes_with_words_between_and_x_and_only_x_limit_scope():
+    assert rules_of("Fix the bug.\nMake the minimal, correct code changes needed to resolve this issue.") == [
+        "Make the minimal, correct code changes needed to resolve this issue."
+    ]
+    assert rules_of("Expand the server.\n\nScope (do this and ONLY this):\n\n1. Add three tools.") == [
+        "Scope (do this and ONLY this):"
+    ]
+
+
+def test_a_minimal_design_or_only_said_of_two_things_is_no_scope_limit():
+    assert rules_of("Fix it.\nThe change is minimal and correct.") == []
+    assert rules_of("Fix it.\nThis and that are only examples.") == []
+    assert rules_of("Fix it.\nA minimal, clean design of the changes page would help.") == []
