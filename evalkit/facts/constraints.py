@@ -166,6 +166,10 @@ _IMPERATIVE = re.compile(
     # ("Use the web browser tool to navigate to X" alone is the task).
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
     r"(?:understand|learn|explore|study|get familiar|familiari[sz]e)|"
+    # The thoroughness or length of the agent's answer and thinking: "Be thorough.", "Be concise.".
+    r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
+    # The order in which it works through the material: "Go file by file, line by line.".
+    r"(?:go|work|proceed)\s+(?:through\s+(?:it|them|the\s+\w+)\s+)?(?P<by_unit>\w+)\s+by\s+(?P=by_unit)|"
     # The form of the answer: sources to cite ("Provide a clear answer with sources.").
     r"(?:provide|give|answer|reply|respond|return)\b[^.;]*?\bwith\s+(?:\w+\s+)?(?:sources|citations|references)|"
     r"(?:cite|include|list|add)\s+(?:\w+\s+)?(?:sources|citations|references))\b",

@@ -187,3 +187,22 @@ def test_a_minimal_design_or_only_said_of_two_things_is_no_scope_limit():
     assert rules_of("Fix it.\nThe change is minimal and correct.") == []
     assert rules_of("Fix it.\nThis and that are only examples.") == []
     assert rules_of("Fix it.\nA minimal, clean design of the changes page would help.") == []
+
+
+# --------------------------------------------------------------------------- the form of the answer
+
+
+def test_thoroughness_and_the_order_of_work_are_constraints():
+    text = (
+        "Perform a complete deep analysis of this entire codebase.\nGo file by file, line by line. For each "
+        "file provide:\n\n1. PURPOSE\n\nBe thorough. Do not skip any file or any function."
+    )
+    assert rules_of(text) == [
+        "Go file by file, line by line.",
+        "Be thorough.",
+        "Do not skip any file or any function.",
+    ]
+
+
+def test_go_and_be_in_other_senses_are_no_constraints():
+    assert rules_of("Fix it.\nGo ahead and fix it. Be back soon. The tests go one by one in CI.") == []
