@@ -289,6 +289,17 @@ _CONTENT_FIDELITY = re.compile(
     r"embellish|exaggerate)\b",
     re.I,
 )
+# "Keep the MVP functional and simple.", "Keep the same documentation structure.": a property of a
+# named part of the deliverable (the task), where "keep it/everything simple" sets one for all the
+# work and "keep the changes minimal", "keep your answer short" bound the work and the answer.
+_KEEP_THING = re.compile(
+    r"^(?:please\s+)?keep\s+(?:the|its|their)\s+(?:same\s+|existing\s+|current\s+)?"
+    r"(?!(?:changes?|diffs?|edits?|commits?|scope|footprint|notes?|answers?|repl(?:y|ies)|responses?|"
+    r"summar(?:y|ies)|explanations?|output|tests?|build|ci|branch(?:es)?)\b)[\w-]+(?:\s+[\w-]+)?\s+"
+    r"(?:(?:functional|simple|clean|lean|lightweight|readable|modular|consistent)\b(?:\s+and\s+\w+)?|"
+    r"(?:structure|format|layout|style|design|pattern|naming|architecture)\b)\s*[.!]?$",
+    re.I,
+)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -654,6 +665,7 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
                 or _CODE_USE.match(s)
                 or _STATED.search(s)
                 or _CONTENT_FIDELITY.match(s)
+                or _KEEP_THING.match(s)
             ):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):

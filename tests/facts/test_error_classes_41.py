@@ -206,3 +206,23 @@ def test_thoroughness_and_the_order_of_work_are_constraints():
 
 def test_go_and_be_in_other_senses_are_no_constraints():
     assert rules_of("Fix it.\nGo ahead and fix it. Be back soon. The tests go one by one in CI.") == []
+
+
+# --------------------------------------------------------------------------- properties of the deliverable
+
+
+def test_keeping_a_named_part_of_the_deliverable_so_is_the_task():
+    assert rules_of("Build the app.\n- Keep the MVP functional and simple.") == []
+    assert rules_of("Update the README.\nKeep the same documentation structure.") == []
+
+
+def test_keeping_all_the_work_the_changes_or_the_answer_so_is_a_constraint():
+    text = (
+        "Build the app.\nAgain, keep everything simple and don't use external libraries. Keep the changes "
+        "minimal. Keep your answer short."
+    )
+    assert rules_of(text) == [
+        "Again, keep everything simple and don't use external libraries.",
+        "Keep the changes minimal.",
+        "Keep your answer short.",
+    ]
