@@ -166,6 +166,11 @@ _IMPERATIVE = re.compile(
     # ("Use the web browser tool to navigate to X" alone is the task).
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
     r"(?:understand|learn|explore|study|get familiar|familiari[sz]e)|"
+    # Which package or service the work uses for a purpose: "Use lucide-react for icons.", "For
+    # images, use unsplash." (a name in the code, "use localStorage for storage", is _CODE_USE, and
+    # "use bash for the install script" names what a file of the deliverable is written in).
+    r"(?:for\s+(?:\w+\s+){0,3}?\w+,\s*)?use\s+(?!(?:it|this|that|them|these|those|the|a|an|one|some|any|all|your|"
+    r"my|our|its|their|caution|care|common)\b)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*(?=\s+for\s+(?!(?:the|a|an|this|that|these|those|its|their|your|our|my)\b)|\s*,|\.?\s*$)|"
     # The thoroughness or length of the agent's answer and thinking: "Be thorough.", "Be concise.".
     r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
     # The order in which it works through the material: "Go file by file, line by line.".
@@ -425,6 +430,8 @@ _CODE_USE = re.compile(
     # Case matters for the name, not for the words around it.
     rf"^(?i:(?:please\s+)?(?:don'?t|do not|never|avoid)\s+(?:using|use)\s+){_CODE_NAME}(?!\s+(?i:command|tool)s?\b)"
     rf"|^(?i:(?:please\s+)?use\s+){_CODE_NAME}\s*,?\s+(?i:not|instead of)\b"
+    # "You should use localStorage for storage": the code's own API for a feature.
+    rf"|^(?i:(?:you\s+(?:should|must|need\s+to|have\s+to)\s+|please\s+)?use\s+){_CODE_NAME}\s+(?i:for|as|to)\b"
 )
 
 

@@ -226,3 +226,26 @@ def test_keeping_all_the_work_the_changes_or_the_answer_so_is_a_constraint():
         "Keep the changes minimal.",
         "Keep your answer short.",
     ]
+
+
+# --------------------------------------------------------------------------- which packages the work uses
+
+
+def test_a_package_or_service_chosen_for_a_purpose_is_a_constraint():
+    text = (
+        "## Instructions\n- Use lucide-react for icons. It is pre-installed.\n- For images, use unsplash.\n"
+        "- For animations, use framer-motion, which is preinstalled."
+    )
+    assert rules_of("Build the app.\n" + text) == [
+        "Use lucide-react for icons.",
+        "For images, use unsplash.",
+        "For animations, use framer-motion, which is preinstalled.",
+    ]
+
+
+def test_a_name_in_the_code_used_for_a_feature_is_the_task():
+    text = (
+        "Build the app.\nYou should use localStorage for storage, unless specifically requested otherwise.\n"
+        "Use pytest.raises(ValidationError) for the negative case. Use it for the tests."
+    )
+    assert rules_of(text) == []
