@@ -310,6 +310,12 @@ def lint_report_error(report: str, path: str | None = None) -> str | None:
 
 
 _FLAG = re.compile(r"^-")
+_PREPARE = re.compile(
+    r"^(?:(?:source\s+|\.\s+)?\S*activate(?:\.ps1|\.bat|\.fish)?|sleep\s+\S+|"
+    r"timeout\s+/t\s+\d+(?:\s+/nobreak)?(?:\s*>\s*nul)?|start-sleep(?:\s+-\w+)?\s+\S+)\s*(?:;|&&|&)\s*",
+    re.I,
+)
+_AS_MODULE = re.compile(r"(?:^|(?<=\s))\S*python(?:3(?:\.\d+)?)?(?:\.exe)?\s+-m\s+", re.I)
 
 
 def attempt_key(call: ToolCall | None) -> str:
@@ -320,13 +326,32 @@ def attempt_key(call: ToolCall | None) -> str:
         return ""
     cmd = command_of(call)
     if cmd is None:
-        target = _path_arg(call.args) or next(
-            (str(v) for k, v in sorted(call.args.items()) if isinstance(v, str) and k not in ("thought",)), ""
+        # An MCP call's target is the server's tool it calls, whatever its arguments.
+        mcp = " ".join(
+            str(call.args[k]) for k in ("server_name", "tool_name") if isinstance(call.args.get(k), str)
+        )
+        target = (
+            _path_arg(call.args)
+            or mcp
+            or next(
+                (
+                    str(v)
+                    for k, v in sorted(call.args.items())
+                    if isinstance(v, str) and k not in ("thought",)
+                ),
+                "",
+            )
         )
         # An editor's sub-command is part of the attempt: viewing a file does not fix a failed edit.
         sub = call.args.get("command") if isinstance(call.args.get("command"), str) else ""
         return " ".join(x for x in (call.name.lower(), sub.lower(), target) if x)
     norm = normalize_command(cmd)
+    # Steps that only prepare the run come off the front (a virtualenv's activation, a wait:
+    # ".venv\\Scripts\\Activate.ps1; python -m x", "Start-Sleep -Seconds 5; docker-compose logs"),
+    # and a tool run as its interpreter's module is that tool (".venv/bin/python -m pytest x").
+    while (stripped := _PREPARE.sub("", norm, count=1)) != norm:
+        norm = stripped
+    norm = _AS_MODULE.sub("", norm)
     # "| head -50", "| tail", "2>&1", "|| true" change what is shown, not what runs.
     norm = re.sub(r"\s*(?:\|\s*(?:head|tail|less|more|cat|tee)\b.*|\|\|\s*true\s*)$", "", norm)
     norm = re.sub(r"\s*\d?>&\d|\s*2>\s*/dev/null", "", norm)

@@ -249,3 +249,44 @@ def test_a_name_in_the_code_used_for_a_feature_is_the_task():
         "Use pytest.raises(ValidationError) for the negative case. Use it for the tests."
     )
     assert rules_of(text) == []
+
+
+# --------------------------------------------------------------------------- the same attempt, made again
+
+
+def test_preparing_steps_and_module_runs_leave_the_attempt_the_same():
+    from evalkit.facts.failures import attempt_key
+
+    def key(cmd: str, name: str = "execute_command") -> str:
+        return attempt_key(ToolCall("c", name, {"command": cmd}))
+
+    assert key(r".cruxvenv\Scripts\python.exe -m pytest tests\test_x.py -v") == key(
+        r"pytest tests\test_x.py -v"
+    )
+    assert key(r".cruxvenv\Scripts\Activate.ps1; python -m crux.cli audit a.ipynb") == key(
+        "cd c:/proj && python -m crux.cli audit a.ipynb"
+    )
+    assert key("Start-Sleep -Seconds 5; docker-compose logs frontend --tail=30") == key(
+        "timeout /t 5 /nobreak >nul & docker-compose logs frontend --tail=30"
+    )
+    mcp = {"server_name": "careerpath-mcp", "tool_name": "get_skill_gap"}
+    first = ToolCall("c1", "use_mcp_tool", {**mcp, "arguments": '{"employee_id": 123}'})
+    again = ToolCall("c2", "use_mcp_tool", {**mcp, "arguments": '{"employee_id": 20}'})
+    assert attempt_key(first) == attempt_key(again)
+
+
+def test_another_command_or_tool_is_another_attempt():
+    from evalkit.facts.failures import attempt_key
+
+    def key(cmd: str) -> str:
+        return attempt_key(ToolCall("c", "execute_command", {"command": cmd}))
+
+    assert key("python -m pytest tests/test_a.py") != key("pytest tests/test_b.py")
+    assert key("sleep 5; docker-compose logs frontend") != key("docker-compose logs backend")
+    other = ToolCall(
+        "c3", "use_mcp_tool", {"server_name": "careerpath-mcp", "tool_name": "get_industry_trends"}
+    )
+    same_server = ToolCall(
+        "c4", "use_mcp_tool", {"server_name": "careerpath-mcp", "tool_name": "get_skill_gap"}
+    )
+    assert attempt_key(other) != attempt_key(same_server)
