@@ -88,9 +88,10 @@ _SUBJECT_START = re.compile(
 _KEYWORDLESS = (
     rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
-    # "make the minimal, correct code changes needed", "the smallest possible set of changes".
+    # "make the minimal, correct code changes needed", "the smallest possible set of changes" (a
+    # statement about "minimal diffs" elsewhere is no rule on this work).
     r"\b(?:minimal|minimum|smallest)\b(?:,?\s+(?:possible|necessary|needed|correct|required|set\s+of|code|file))*"
-    r"\s+(?:changes?|edits?|diffs?)\b|\bin the background\b|"
+    r"\s+changes?\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
