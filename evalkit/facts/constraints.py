@@ -85,6 +85,7 @@ _SUBJECT_START = re.compile(
     r"^(?:i|we|they|he|she|it|this|that|you)\b(?!\s+(?:must|should|need|have to)\b)", re.I
 )
 # Rules with no marker word: answer-form limits and the wordings the issue names.
+_STATEMENT_START = re.compile(r"^(?:the|this|that|these|those|it|its|a|an|i|we|they|he|she|there)\b", re.I)
 _KEYWORDLESS = (
     rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
@@ -93,6 +94,11 @@ _KEYWORDLESS = (
     r"\b(?:minimal|minimum|smallest)\b(?:,?\s+(?:possible|necessary|needed|correct|required|set\s+of|code|file))*"
     r"\s+changes?\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
+    # When to stop: "fix the code until it compiles", "repeat until all tests pass".
+    r"\buntil\s+(?:it|they|the\s+(?:build|code|project|tests?|suite|app|checks?)|all\s+(?:the\s+)?(?:tests?|checks?))\s+"
+    r"(?:compiles?|builds?|pass(?:es)?|succeeds?|is\s+(?:clean|green|passing)|are\s+(?:green|passing))\b|"
+    # Version control as a step after the work: "mark the task as done and commit with a clear message".
+    r"\band\s+(?:then\s+)?commit\b(?!\s+(?:message|hash|sha|id)s?\b)|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
     r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
@@ -335,7 +341,9 @@ _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 # Sentences end at . ! ? before a capital; in all-lower-case typing ("revise proposal. put them in
 # a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
 # Chinese and Japanese sentences end at 。！？ with no space after them.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)"
+)
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -491,6 +499,9 @@ def _rule_in(text: str) -> re.Match | None:
     for m in _RULE.finditer(text):
         before = text[: m.start()]
         if _ORDER_RE.fullmatch(m.group(0)) and _SUBJECT_START.match(text):
+            continue
+        # "The loop runs until it succeeds." states what the code does.
+        if m.group(0).lower().startswith(("until", "and")) and _STATEMENT_START.match(text):
             continue
         # (a modal's subject and verb come before its "not": "… that you must not push")
         if _MINDFUL.search(before) and not _PROHIBIT_RE.search(text[m.start() : m.end() + 5]):

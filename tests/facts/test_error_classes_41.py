@@ -290,3 +290,22 @@ def test_another_command_or_tool_is_another_attempt():
         "c4", "use_mcp_tool", {"server_name": "careerpath-mcp", "tool_name": "get_skill_gap"}
     )
     assert attempt_key(other) != attempt_key(same_server)
+
+
+# --------------------------------------------------------------------------- when to stop, and committing
+
+
+def test_working_until_the_build_passes_and_committing_after_are_process_steps():
+    text = (
+        "Implement the next task.\n5. If build.log contains 'error', fix the code until it compiles.\n"
+        "6. Once build is clean, mark task as [x] in TODO.md and commit with a clear message."
+    )
+    assert rules_of(text) == [
+        "If build.log contains 'error', fix the code until it compiles.",
+        "Once build is clean, mark task as [x] in TODO.md and commit with a clear message.",
+    ]
+
+
+def test_until_and_commit_in_statements_are_no_constraints():
+    text = "Do the task.\nThe loop runs until it succeeds. We tested it and commit daily. Show the commit message."
+    assert rules_of(text) == []
