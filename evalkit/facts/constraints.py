@@ -236,7 +236,12 @@ _DIRECTIVE = re.compile(
 # "Create a script to reproduce the error", "Write tests to check the correctness …" (the script
 # and the tests are the agent's scaffolding; "Edit the source to resolve the issue" is the task).
 _CHECK_PURPOSE = re.compile(
-    rf"{_DIRECTIVE_LEAD}(?:create|write|add|build|make|set up|prepare)\b[^.;:]{{0,80}}?\bto\s+"
+    # A unit of the code that checks at run time ("Add a helper function to check job health …") is
+    # the deliverable, not the agent's scaffolding.
+    rf"{_DIRECTIVE_LEAD}(?:create|write|add|build|make|set up|prepare)\b"
+    r"(?!\s+(?:a|an|the|new|\s)*(?:helper\s+|utility\s+|private\s+|static\s+)?(?:function|method|class|field|"
+    r"endpoint|component|hook|property|column|validator|middleware|decorator)s?\b)"
+    r"[^.;:]{0,80}?\bto\s+"
     r"(?:reproduce|confirm|check|verify|test|validate|make sure|ensure|see whether|see if|debug)\b",
     re.I,
 )

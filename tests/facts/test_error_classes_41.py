@@ -309,3 +309,19 @@ def test_working_until_the_build_passes_and_committing_after_are_process_steps()
 def test_until_and_commit_in_statements_are_no_constraints():
     text = "Do the task.\nThe loop runs until it succeeds. We tested it and commit daily. Show the commit message."
     assert rules_of(text) == []
+
+
+# --------------------------------------------------------------------------- code that checks is the deliverable
+
+
+def test_a_unit_of_code_that_checks_at_run_time_is_the_task():
+    text = "Implement job health enforcement:\n2. Add a helper function to check job health requirements."
+    assert rules_of(text) == []
+
+
+def test_a_script_or_tests_made_to_check_the_work_are_process():
+    text = "Fix the issue.\nCreate a script to reproduce the error. Write tests to check the correctness of the fix."
+    assert rules_of(text) == [
+        "Create a script to reproduce the error.",
+        "Write tests to check the correctness of the fix.",
+    ]
