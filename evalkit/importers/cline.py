@@ -173,7 +173,9 @@ def _failed(output: str) -> bool:
     return bool(entries) and all("<error>" in e and "<content" not in e for e in entries)
 
 
-def _assistant(text: str, sid: str, counter: list[int]) -> tuple[list, list[ToolCall]]:
+def _assistant(text: str, sid: str, counter: list[int], unclosed: list[str]) -> tuple[list, list[ToolCall]]:
+    """The assistant block's prose, thinking and tool calls; ``unclosed`` collects the names of
+    tool tags with no closing tag (kept as prose: the import report counts them)."""
     blocks: list = []
     calls: list[ToolCall] = []
     pos = 0
@@ -189,6 +191,7 @@ def _assistant(text: str, sid: str, counter: list[int]) -> tuple[list, list[Tool
         last = text.rfind(f"</{name}>", m.end(), limit)
         end = last if last >= 0 else end
         if end < 0:
+            unclosed.append(name)
             continue
         blocks.extend(_prose(text[pos : m.start()]))
         counter[0] += 1
@@ -237,7 +240,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
     for role, line, raw in _blocks(path, report):
         text = _strip_separator(raw)
         if role == "assistant":
-            blocks, calls = _assistant(text, sid, counter)
+            unclosed: list[str] = []
+            blocks, calls = _assistant(text, sid, counter, unclosed)
+            for name in unclosed:
+                report.problem(
+                    path, line, f"{name} tag with no closing tag; kept as text", key="cline unclosed tool"
+                )
             b.add("assistant", blocks, line)
             open_calls = calls
             continue

@@ -173,3 +173,14 @@ def test_a_result_of_a_tool_the_importer_does_not_know_is_a_problem(tmp_path):
     )
     _, report = _import(tmp_path, text)
     assert dict(report.problems) == {"cline unknown tool": 1}
+
+
+def test_a_tool_tag_cut_off_before_its_closing_tag_is_a_problem(tmp_path):
+    # An export that ends inside a tool use: the call cannot be read, and the report says so.
+    text = _export(
+        ("User", f"<task>\nAdd a handler.\n</task>\n{_ENV}"),
+        ("Assistant", "Editing now.\n\n<apply_diff>\n<path>mcp/server.py</path>\n<diff>\n<<<<<<< SEARCH\n"),
+    )
+    s, report = _import(tmp_path, text)
+    assert dict(report.problems) == {"cline unclosed tool": 1}
+    assert [c for m in s.messages for c in m.tool_calls()] == []
