@@ -51,6 +51,11 @@ EDIT_TOOLS = {
     "notebookedit",
     "patch",
     "replace_in_file",
+    # Roo Code, Kilo Code and IBM Bob (Cline derivatives)
+    "apply_diff",
+    "insert_content",
+    "search_and_replace",
+    "search_replace",
 }
 EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "file_editor", "edit_tool"}
 PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "notebook_path", "filepath", "filePath")
@@ -167,8 +172,13 @@ def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], l
         if path:
             return ([path], []) if sub == "view" else ([], [path])
         return [], []
+    # Roo's and Bob's multi-file calls list their files as ``files: [{path, …}, …]``.
+    files = args.get("files") if isinstance(args.get("files"), list) else []
+    paths = list(dict.fromkeys([path, *(f["path"] for f in files if isinstance(f, dict) and f.get("path"))]))
     if name in READ_TOOLS:
-        return ([path] if path else []), []
+        return ([p for p in paths if p]), []
+    if files and (name in WRITE_TOOLS or name in EDIT_TOOLS):
+        return [], [p for p in paths if p]
     if name in WRITE_TOOLS or name in EDIT_TOOLS:
         if name in ("apply_patch", "patch"):
             text = args.get("input") or args.get("patch") or ""

@@ -43,7 +43,9 @@ _ONLY = (
     r"only\b(?:\s+\w+){0,2}\s+(?:do|edit|editing|touch|modify|change|use|run|interact|enter|work|commit|add|"
     r"write|create|delete|read|call|install)|(?:edit|touch|modify|change|use|run|enter|create|write) only\b|"
     # "Focus only on the chats.py": where the work may go, as "only edit" does.
-    r"focus only on\b"
+    r"focus only on\b|"
+    # "Scope (do this and ONLY this):", "the tests and only the tests".
+    r"(?P<only_what>(?:the\s+)?\w+)\s+and\s+only\s+(?P=only_what)\b"
 )
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
@@ -54,6 +56,27 @@ _MODAL = (
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
     r"(?!\s+(?:and|or)\b|\s*[,.;:!)]|\s+(?:keep|bear)\s+in\s+mind\b)"
 )
+# The same markers in other languages users type to agents, opening a clause (an imperative) or
+# after "you": prohibitions, "only" limits on what the work touches, obligations on the agent.
+# Chinese: 不要/别/请勿/禁止/切勿/不得 "don't", 只/仅 + a verb of changing or using "only …",
+# 你必须/务必 "you must"; Japanese: …しないでください/…ないで "don't", …だけ/のみ "only";
+# Spanish, Portuguese, French, German: no/não/ne … pas/nicht, solo/só/seulement/nur, debes/você deve/
+# vous devez/du musst.
+_CLAUSE_OPEN = r"(?:^|(?<=[，。；：！？,;:!?(（]))\s*"
+_OTHER_LANGUAGE = (
+    rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:千万|千萬)?(?:不要|别|別|请勿|請勿|禁止|切勿|不得|不许|不准)|"
+    rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:只|仅|僅)(?:能|需|要)?\s*(?:修改|改动|改動|更改|编辑|編輯|改|动|動|使用|用|"
+    r"运行|運行|执行|執行|创建|創建|删除|刪除|写|寫|安装|安裝|提交|碰|添加|增加)|"
+    rf"{_CLAUSE_OPEN}(?:你|您)?(?:必须|必須|务必|務必)|"
+    r"(?:しないでください|しないで下さい|ないでください|てはいけません|てはならない)|"
+    r"(?:だけ|のみ)を?(?:変更|修正|編集|使用|実行)|"
+    r"\b(?:no|nunca|jamás|não|ne|n'|nicht|niemals)\s+(?:\w+\s+)?"
+    r"(?:modifiques|toques|uses|ejecutes|instales|borres|modifique|toque|execute|instale|apague|"
+    r"modifiez|touchez|utilisez|exécutez|installez|supprimez|ändere|ändern|verwende|installiere|lösche)\b|"
+    r"\b(?:solo|solamente|só|somente|seulement|uniquement|nur)\s+(?:\w+\s+)?"
+    r"(?:modifica|modifique|edita|edite|toca|usa|modifiez|utilisez|ändere|ändern|bearbeite|verwende)\b|"
+    r"\b(?:debes|tienes que|você deve|vous devez|tu dois|du musst|sie müssen)\b"
+)
 # A step ordered before the change, wherever it sits: "Add tests for task first before making
 # changes." (an imperative: "We ran it before making changes" reports what was done).
 _ORDER = r"\bfirst,? before\b|\bbefore (?:making|writing|changing) (?:any )?(?:changes|code)\b"
@@ -62,11 +85,20 @@ _SUBJECT_START = re.compile(
     r"^(?:i|we|they|he|she|it|this|that|you)\b(?!\s+(?:must|should|need|have to)\b)", re.I
 )
 # Rules with no marker word: answer-form limits and the wordings the issue names.
+_STATEMENT_START = re.compile(r"^(?:the|this|that|these|those|it|its|a|an|i|we|they|he|she|there)\b", re.I)
 _KEYWORDLESS = (
     rf"{_ORDER}|"
     r"\bin (?:one|two|three|four|five|\d+) (?:short )?(?:paragraphs?|sentences?|words|lines|bullet points?|bullets)\b|"
-    r"\b(?:minimal|minimum|smallest) (?:possible )?changes?\b|\bin the background\b|"
+    # "make the minimal, correct code changes needed", "the smallest possible set of changes" (a
+    # statement about "minimal diffs" elsewhere is no rule on this work).
+    r"\b(?:minimal|minimum|smallest)\b(?:,?\s+(?:possible|necessary|needed|correct|required|set\s+of|code|file))*"
+    r"\s+changes?\b|\bin the background\b|"
     r"\b(?:under|fewer than|less than|at most) \d+ (?:words|lines|characters|tokens)\b|"
+    # When to stop: "fix the code until it compiles", "repeat until all tests pass".
+    r"\buntil\s+(?:it|they|the\s+(?:build|code|project|tests?|suite|app|checks?)|all\s+(?:the\s+)?(?:tests?|checks?))\s+"
+    r"(?:compiles?|builds?|pass(?:es)?|succeeds?|is\s+(?:clean|green|passing)|are\s+(?:green|passing))\b|"
+    # Version control as a step after the work: "mark the task as done and commit with a clear message".
+    r"\band\s+(?:then\s+)?commit\b(?!\s+(?:message|hash|sha|id)s?\b)|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
     r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
@@ -102,7 +134,9 @@ _STANDING_CLAUSE = re.compile(
 )
 # A request put as a question ("Can you please read … and …?") asks the agent to act.
 _POLITE_REQUEST = re.compile(r"^(?:(?:so|and|ok|okay|now),?\s+)?(?:can|could|would|will)\s+you\s+", re.I)
-_RULE = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}", re.I)
+_RULE = re.compile(
+    rf"\b(?:{_PROHIBIT}|{_OBLIGE}|{_ONLY})\b|{_MODAL}|{_KEYWORDLESS}|{_STANDING}|{_OTHER_LANGUAGE}", re.I
+)
 _MODAL_RE = re.compile(_MODAL, re.I)
 # Prohibitions and obligations bind the agent when they open a clause (an imperative) or follow
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
@@ -139,6 +173,15 @@ _IMPERATIVE = re.compile(
     # ("Use the web browser tool to navigate to X" alone is the task).
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)\s+to\b[^.;]{0,160}?\bto\s+"
     r"(?:understand|learn|explore|study|get familiar|familiari[sz]e)|"
+    # Which package or service the work uses for a purpose: "Use lucide-react for icons.", "For
+    # images, use unsplash." (a name in the code, "use localStorage for storage", is _CODE_USE, and
+    # "use bash for the install script" names what a file of the deliverable is written in).
+    r"(?:for\s+(?:\w+\s+){0,3}?\w+,\s*)?use\s+(?!(?:it|this|that|them|these|those|the|a|an|one|some|any|all|your|"
+    r"my|our|its|their|caution|care|common)\b)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*(?=\s+for\s+(?!(?:the|a|an|this|that|these|those|its|their|your|our|my)\b)|\s*,|\.?\s*$)|"
+    # The thoroughness or length of the agent's answer and thinking: "Be thorough.", "Be concise.".
+    r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
+    # The order in which it works through the material: "Go file by file, line by line.".
+    r"(?:go|work|proceed)\s+(?:through\s+(?:it|them|the\s+\w+)\s+)?(?P<by_unit>\w+)\s+by\s+(?P=by_unit)|"
     # The form of the answer: sources to cite ("Provide a clear answer with sources.").
     r"(?:provide|give|answer|reply|respond|return)\b[^.;]*?\bwith\s+(?:\w+\s+)?(?:sources|citations|references)|"
     r"(?:cite|include|list|add)\s+(?:\w+\s+)?(?:sources|citations|references))\b",
@@ -193,7 +236,12 @@ _DIRECTIVE = re.compile(
 # "Create a script to reproduce the error", "Write tests to check the correctness …" (the script
 # and the tests are the agent's scaffolding; "Edit the source to resolve the issue" is the task).
 _CHECK_PURPOSE = re.compile(
-    rf"{_DIRECTIVE_LEAD}(?:create|write|add|build|make|set up|prepare)\b[^.;:]{{0,80}}?\bto\s+"
+    # A unit of the code that checks at run time ("Add a helper function to check job health …") is
+    # the deliverable, not the agent's scaffolding.
+    rf"{_DIRECTIVE_LEAD}(?:create|write|add|build|make|set up|prepare)\b"
+    r"(?!\s+(?:a|an|the|new|\s)*(?:helper\s+|utility\s+|private\s+|static\s+)?(?:function|method|class|field|"
+    r"endpoint|component|hook|property|column|validator|middleware|decorator)s?\b)"
+    r"[^.;:]{0,80}?\bto\s+"
     r"(?:reproduce|confirm|check|verify|test|validate|make sure|ensure|see whether|see if|debug)\b",
     re.I,
 )
@@ -258,6 +306,17 @@ _CONTENT_FIDELITY = re.compile(
     r"embellish|exaggerate)\b",
     re.I,
 )
+# "Keep the MVP functional and simple.", "Keep the same documentation structure.": a property of a
+# named part of the deliverable (the task), where "keep it/everything simple" sets one for all the
+# work and "keep the changes minimal", "keep your answer short" bound the work and the answer.
+_KEEP_THING = re.compile(
+    r"^(?:please\s+)?keep\s+(?:the|its|their)\s+(?:same\s+|existing\s+|current\s+)?"
+    r"(?!(?:changes?|diffs?|edits?|commits?|scope|footprint|notes?|answers?|repl(?:y|ies)|responses?|"
+    r"summar(?:y|ies)|explanations?|output|tests?|build|ci|branch(?:es)?)\b)[\w-]+(?:\s+[\w-]+)?\s+"
+    r"(?:(?:functional|simple|clean|lean|lightweight|readable|modular|consistent)\b(?:\s+and\s+\w+)?|"
+    r"(?:structure|format|layout|style|design|pattern|naming|architecture)\b)\s*[.!]?$",
+    re.I,
+)
 _STRAY = re.compile(
     r"^(?:never mind|nevermind|don'?t worry|no worries|don'?t know|not sure|no need to worry|"
     r"don'?t bother|always happy|i (?:don'?t|can'?t|cannot))\b",
@@ -286,7 +345,10 @@ _ADVICE_HEADER = re.compile(r"^\s*(?:[A-Z ]*\bTIPS|STRATEGY|HINTS)\s*:\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 # Sentences end at . ! ? before a capital; in all-lower-case typing ("revise proposal. put them in
 # a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])")
+# Chinese and Japanese sentences end at 。！？ with no space after them.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)"
+)
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -382,6 +444,8 @@ _CODE_USE = re.compile(
     # Case matters for the name, not for the words around it.
     rf"^(?i:(?:please\s+)?(?:don'?t|do not|never|avoid)\s+(?:using|use)\s+){_CODE_NAME}(?!\s+(?i:command|tool)s?\b)"
     rf"|^(?i:(?:please\s+)?use\s+){_CODE_NAME}\s*,?\s+(?i:not|instead of)\b"
+    # "You should use localStorage for storage": the code's own API for a feature.
+    rf"|^(?i:(?:you\s+(?:should|must|need\s+to|have\s+to)\s+|please\s+)?use\s+){_CODE_NAME}\s+(?i:for|as|to)\b"
 )
 
 
@@ -431,11 +495,18 @@ _WE_CHANGE = re.compile(
 )
 
 
+_BREAK = re.compile(r"\s*(?:break|破坏|破壞)", re.I)
+_PROHIBIT_ANY = re.compile(rf"(?:{_PROHIBIT}|{_OTHER_LANGUAGE})", re.I)
+
+
 def _rule_in(text: str) -> re.Match | None:
     """The first marker in ``text`` that states a rule for the agent."""
     for m in _RULE.finditer(text):
         before = text[: m.start()]
         if _ORDER_RE.fullmatch(m.group(0)) and _SUBJECT_START.match(text):
+            continue
+        # "The loop runs until it succeeds." states what the code does.
+        if m.group(0).lower().startswith(("until", "and")) and _STATEMENT_START.match(text):
             continue
         # (a modal's subject and verb come before its "not": "… that you must not push")
         if _MINDFUL.search(before) and not _PROHIBIT_RE.search(text[m.start() : m.end() + 5]):
@@ -450,6 +521,9 @@ def _rule_in(text: str) -> re.Match | None:
         ):
             continue
         if _MODAL_RE.match(m.group(0)) and _EMBEDDED.search(before + " "):
+            continue
+        # "do not break the existing features" asks for the code's behaviour (the task).
+        if _BREAK.match(text[m.end() :]) and _PROHIBIT_ANY.fullmatch(m.group(0).strip()):
             continue
         if (
             _MODAL_RE.match(m.group(0))
@@ -615,6 +689,7 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
                 or _CODE_USE.match(s)
                 or _STATED.search(s)
                 or _CONTENT_FIDELITY.match(s)
+                or _KEEP_THING.match(s)
             ):
                 continue
             if _LIST_HEADER.search(s) and not _rule_in(s):

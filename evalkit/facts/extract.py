@@ -433,13 +433,13 @@ class _Builder:
         if failed:
             error = identifiers.error_string(res.output, refused=res.is_error and not cmd)
             self.fail(i, subject, res, source, error)
-        else:
+        elif not lint:
             # Every earlier failure of the same attempt is fixed by this success.
             for k in self.open_failures.pop(key, []):
                 self.facts.failures[k] = replace(self.facts.failures[k], fixed_at=i)
                 self.fixed_by.setdefault(i, []).append((key, k))
-            if lint:  # the file was written, and the harness's lint found an error in it
-                self.fail(i, call, res, "lint", lint)
+        else:  # the file was written, and the harness's lint found an error in it: nothing fixed
+            self.fail(i, call, res, "lint", lint)
 
 
 def compute_facts(session: Session) -> Facts:

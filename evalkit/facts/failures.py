@@ -33,7 +33,9 @@ _REFUSAL_START = re.compile(
     r"exec command rejected|Permission denied|Invalid `?path`? parameter|"
     # A permission layer that names itself ("Browser Use rejected this action due to browser
     # security policy. Reason: …"), and a CTF harness refusing a submitted answer.
-    r"[\w ]{1,40} rejected this (?:action|request|command|call)\b|Wrong flag!)",
+    r"[\w ]{1,40} rejected this (?:action|request|command|call)\b|Wrong flag!|"
+    # Roo's and Bob's refused diff, and an ignore file's block (.clineignore, .rooignore, .bobignore).
+    r"<error_details>|Access to .{1,500}? is blocked by the \.\w+ file settings)",
     re.I,
 )
 # Said anywhere in the result's head (lower-cased substrings: most results are long and fine).
@@ -89,6 +91,9 @@ def refusal_line(output: str) -> str | None:
 
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\):", re.M)
 _NOT_FOUND = re.compile(r"^(?:\S+: )?(?:line \d+: )?\S+: (?:command )?not found\s*$", re.M)
+# PowerShell's uncaught error record ends with its "+ FullyQualifiedErrorId : …" line (a command not
+# found, a parse error such as "The token '&&' is not a valid statement separator …").
+_PS_ERROR_END = re.compile(r"^[ \t]*\+ FullyQualifiedErrorId[ \t]+: \S+\s*\Z", re.M)
 
 
 def _first_word(cmd: str) -> str:
@@ -239,6 +244,13 @@ def failure_source(call: ToolCall | None, res: ToolResult, tally: Tally | None) 
         own = own_output(out)
         if _TRACEBACK.search(own) or _NOT_FOUND.search(own):
             return "crash"
+    if (
+        res.exit_code is None
+        and cmd
+        and "FullyQualifiedErrorId" in out
+        and _PS_ERROR_END.search(own_output(out))
+    ):
+        return "crash"
     return None
 
 
@@ -252,7 +264,8 @@ def call_failed(call: ToolCall | None, res: ToolResult, tally: Tally | None) -> 
 # "# Fix any errors below" with its linter's report. Only an error in the edited file fails the
 # edit (a workspace-wide list names other files too; warnings alone do not fail it).
 _CLINE_PROBLEMS = "New problems detected after saving the file:"
-_CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+)$", re.M)
+# Roo and Bob close the list with "</problems>" on its last line.
+_CLINE_ERROR = re.compile(r"^- (\[[^\]]*\bError\] .+?)(?:</problems>)?\s*$", re.M)
 # flake8 "a.py:3:1: F401 'os' imported but unused", pylint "a.py:3:0: W0611: Unused import re".
 _LINT_DIAGNOSTIC = re.compile(r"^(\S+?:\d+:\d+: [A-Z]+\d+:? .+?)\s*$", re.M)
 # The file each lint run checked: "## Running: pylint README.md", and a diagnostic's own path.
@@ -297,6 +310,12 @@ def lint_report_error(report: str, path: str | None = None) -> str | None:
 
 
 _FLAG = re.compile(r"^-")
+_PREPARE = re.compile(
+    r"^(?:(?:source\s+|\.\s+)?\S*activate(?:\.ps1|\.bat|\.fish)?|sleep\s+\S+|"
+    r"timeout\s+/t\s+\d+(?:\s+/nobreak)?(?:\s*>\s*nul)?|start-sleep(?:\s+-\w+)?\s+\S+)\s*(?:;|&&|&)\s*",
+    re.I,
+)
+_AS_MODULE = re.compile(r"(?:^|(?<=\s))\S*python(?:3(?:\.\d+)?)?(?:\.exe)?\s+-m\s+", re.I)
 
 
 def attempt_key(call: ToolCall | None) -> str:
@@ -307,13 +326,32 @@ def attempt_key(call: ToolCall | None) -> str:
         return ""
     cmd = command_of(call)
     if cmd is None:
-        target = _path_arg(call.args) or next(
-            (str(v) for k, v in sorted(call.args.items()) if isinstance(v, str) and k not in ("thought",)), ""
+        # An MCP call's target is the server's tool it calls, whatever its arguments.
+        mcp = " ".join(
+            str(call.args[k]) for k in ("server_name", "tool_name") if isinstance(call.args.get(k), str)
+        )
+        target = (
+            _path_arg(call.args)
+            or mcp
+            or next(
+                (
+                    str(v)
+                    for k, v in sorted(call.args.items())
+                    if isinstance(v, str) and k not in ("thought",)
+                ),
+                "",
+            )
         )
         # An editor's sub-command is part of the attempt: viewing a file does not fix a failed edit.
         sub = call.args.get("command") if isinstance(call.args.get("command"), str) else ""
         return " ".join(x for x in (call.name.lower(), sub.lower(), target) if x)
     norm = normalize_command(cmd)
+    # Steps that only prepare the run come off the front (a virtualenv's activation, a wait:
+    # ".venv\\Scripts\\Activate.ps1; python -m x", "Start-Sleep -Seconds 5; docker-compose logs"),
+    # and a tool run as its interpreter's module is that tool (".venv/bin/python -m pytest x").
+    while (stripped := _PREPARE.sub("", norm, count=1)) != norm:
+        norm = stripped
+    norm = _AS_MODULE.sub("", norm)
     # "| head -50", "| tail", "2>&1", "|| true" change what is shown, not what runs.
     norm = re.sub(r"\s*(?:\|\s*(?:head|tail|less|more|cat|tee)\b.*|\|\|\s*true\s*)$", "", norm)
     norm = re.sub(r"\s*\d?>&\d|\s*2>\s*/dev/null", "", norm)

@@ -71,7 +71,11 @@ _ERROR_LINE = re.compile(
     r"|error\[[\w-]+\]: .*)$",
     re.M,
 )
-_TOOL_ERROR_TAG = re.compile(r"</?tool_use_error>")
+# Tags a harness wraps its refusal in (Claude Code's <tool_use_error>, Roo's and Bob's
+# <error_details> for a diff that did not match).
+_TOOL_ERROR_TAG = re.compile(r"</?(?:tool_use_error|error_details)>")
+# Roo's and Bob's multi-file read answers each file with its <content> or its <error>.
+_FILE_ERROR = re.compile(r"<file>\s*<path>[^<]*</path>\s*<error>\s*([^<\n]+)", re.S)
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)
 
 
@@ -172,6 +176,42 @@ _DIAGNOSTIC = re.compile(r"\b(?:error|ERROR|Error)(?:\[[\w-]+\]| [A-Z]+\d+)?:\s"
 _LINT_ERRORS = re.compile(r"^ERRORS:\s*\n- (.+)$", re.M)
 
 
+# PowerShell reports an error as a record: the message, the position ("At line:1 char:13", the
+# source line and its "+ ~~" marker) and its "+ CategoryInfo : …" / "+ FullyQualifiedErrorId : …"
+# lines. A runtime error's message comes above the position ("pytest : The term 'pytest' is not
+# recognized as the name of a cmdlet, …"), a parse error's below it ("The token '&&' is not a valid
+# statement separator in this version.").
+PS_RECORD = re.compile(r"^[ \t]*\+ (?:CategoryInfo|FullyQualifiedErrorId)[ \t]+:", re.M)
+_PS_POSITION = re.compile(r"^At (?:line:\d+|\S.*:\d+) char:\d+\s*$")
+
+
+def powershell_error(text: str) -> str | None:
+    """The first line of the message of the first PowerShell error record in ``text``."""
+    m = PS_RECORD.search(text)
+    if not m:
+        return None
+    lines = text[: m.start()].splitlines()
+    at = next((k for k in range(len(lines) - 1, -1, -1) if _PS_POSITION.match(lines[k].strip())), None)
+    if at is None:
+        return None
+    below = [ln.strip() for ln in lines[at + 1 :] if ln.strip() and not ln.lstrip().startswith("+")]
+    if below:
+        return below[0]
+    # The message above the position: its lines up to a blank line or a harness's header.
+    above: list[str] = []
+    for ln in reversed(lines[:at]):
+        if not ln.strip() or _HARNESS_LINE.match(ln.strip()):
+            break
+        above.insert(0, ln.strip())
+    # A command's error opens "<command> : <message>"; output printed just before it does not.
+    start = next((k for k in range(len(above) - 1, -1, -1) if _PS_SOURCE.match(above[k])), 0)
+    return above[start] if above else None
+
+
+_HARNESS_LINE = re.compile(r"^(?:Output:|Exit code:? -?\d+|Command executed in terminal\b.*)$")
+_PS_SOURCE = re.compile(r"^[\w.\\/:-]+ : \S")
+
+
 def error_string(output: str, refused: bool = False) -> str:
     """The exact error a failing call reported: the first line of a harness or tool refusal, else
     the exception line ("TypeError: …"), else the last line that says error/failed. ``refused``:
@@ -182,6 +222,9 @@ def error_string(output: str, refused: bool = False) -> str:
     from evalkit.facts.failures import refusal_line, result_body, timeout_notice
 
     text = result_body(_TOOL_ERROR_TAG.sub("", output).strip())
+    if text.startswith("<files>"):  # a multi-file read refused: the first file's error
+        m = _FILE_ERROR.search(text)
+        return "" if not m or _GENERIC_MESSAGE.match(m.group(1)) else m.group(1).strip()[:300]
     notice = timeout_notice(text)
     if notice:  # the harness killed the call: its notice is the error, not a line printed before it
         return "" if _GENERIC_MESSAGE.match(notice) else notice[:300]
@@ -197,6 +240,9 @@ def error_string(output: str, refused: bool = False) -> str:
     found = [m.group(1).strip() for m in _ERROR_LINE.finditer(text)]
     if found:
         return found[-1][:300]
+    ps = powershell_error(text) if "+ " in text else None
+    if ps:
+        return "" if _GENERIC_MESSAGE.match(ps) else ps[:300]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _WRAPPER.match(ln.strip())]
     if not lines:
         return ""

@@ -15,7 +15,17 @@ The file alternates ``**User:**`` and ``**Assistant:**`` blocks separated by ``-
   is dropped; ``[TASK RESUMPTION]`` notices, ``[ERROR] You did not use a tool…`` and
   ``<workspace_diagnostics>``) is kept as synthetic user text.
 
-Cline writes no exit codes (``execute_command`` output is text) and no compaction records.
+Roo Code, Kilo Code and IBM Bob (Cline derivatives) export the same shape with tools of their
+own: ``apply_diff`` (a SEARCH/REPLACE ``diff``), ``insert_content``, ``search_and_replace``,
+``codebase_search``, ``update_todo_list``, ``switch_mode``, ``fetch_instructions`` and others; a
+multi-file ``read_file`` carries ``<args><file><path>…</path></file>…</args>``, and a result header
+may carry a notice after the target (``[read_file for 'x'. Reading multiple files at once is more
+efficient …] Result:``). Their refusals are failing results too: ``<error_details>`` (a diff that
+did not match), an ignore file's block ("Access to x is blocked by the .bobignore file
+settings …") and a read whose every file is answered ``<error>``.
+
+Cline writes no exit codes (``execute_command`` output is text) and no compaction records; Bob
+writes ``Exit code: N`` into a failed command's output.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from evalkit.importers.inputs import ImportReport, Probe, decode_reported
 
 ROLE = re.compile(r"^\*\*(User|Assistant):\*\*\s*$")
 TOOLS = (
+    # Cline
     "execute_command",
     "read_file",
     "write_to_file",
@@ -39,25 +50,48 @@ TOOLS = (
     "browser_action",
     "use_mcp_tool",
     "access_mcp_resource",
+    "load_mcp_documentation",
+    "web_fetch",
     "ask_followup_question",
     "attempt_completion",
     "new_task",
     "plan_mode_respond",
+    "condense",
+    "new_rule",
+    "report_bug",
+    # Roo Code, Kilo Code and IBM Bob
+    "apply_diff",
+    "insert_content",
+    "search_and_replace",
+    "search_replace",
+    "codebase_search",
+    "update_todo_list",
+    "switch_mode",
+    "fetch_instructions",
+    "run_slash_command",
+    "generate_image",
 )
 # The tag ends its line; it usually starts one too, but older exports glue it to the prose.
 _TOOL_OPEN = re.compile(rf"<({'|'.join(TOOLS)})>[ \t]*$", re.M)
 _PARAM = re.compile(r"<(\w+)>")
 # Parameters whose value is free text that may itself hold tags: read to the last closing tag.
-_LONG_PARAMS = {"content", "diff", "result", "arguments"}
-_RESULT = re.compile(r"^\[(\w+)(?: for '(.*)')?(?:\] Result:?| Result\])\s*$", re.M)
+_LONG_PARAMS = {"content", "diff", "result", "arguments", "search", "replace", "todos", "message"}
+# "[read_file for 'x'] Result:", "[search_files for 're' in '*.py'] Result:", "[switch_mode to 'code'
+# because: …] Result:", Bob's "[read_file for 'x'. Reading multiple files at once …] Result:", and
+# older exports' "[tool Result]".
+_RESULT = re.compile(r"^\[(\w+)(?: (?:for|to|in) [^\n]*?)?(?:\] Result:?| Result\])\s*$", re.M)
 _ENV = re.compile(r"<environment_details>.*?(?:</environment_details>|\Z)", re.S)
 _DIAGNOSTICS = re.compile(r"<workspace_diagnostics>.*?(?:</workspace_diagnostics>|\Z)", re.S)
 _OWN = re.compile(r"<(task|feedback|user_message|answer)>\n?(.*?)\n?</\1>", re.S)
 _FAILED = re.compile(
     r"^\s*(?:The user denied this operation|\[ERROR\]|Task was interrupted before this tool call|"
-    r"The tool execution failed|Error (?:executing|reading|writing))",
+    r"The tool execution failed|Error (?:executing|reading|writing)|<error_details>|"
+    # An ignore file's refusal (.clineignore, .rooignore, .bobignore, .kilocodeignore).
+    r"Access to .{1,500}? is blocked by the \.\w+ file settings)",
     re.I,
 )
+# A multi-file read's answer: a <file> entry per path, each with its <content> or its <error>.
+_FILE_ENTRY = re.compile(r"<file>(.*?)</file>", re.S)
 _DENIED = re.compile(r"^\s*The user denied this operation")
 ENDED = "[the export ends here: no reply to this completion]"
 _SKIPPED = re.compile(r"^Skipping tool \[(\w+)[^\]]*\] due to user rejecting a previous tool\.?\s*$", re.M)
@@ -111,7 +145,37 @@ def _tool_args(body: str) -> dict:
         pos = end + len(close)
 
 
-def _assistant(text: str, sid: str, counter: list[int]) -> tuple[list, list[ToolCall]]:
+def _file_args(args: dict) -> dict:
+    """Roo's and Bob's ``<args><file><path>…</path>…</file>…</args>``: each file's parameters in
+    ``files``, and the first file's path (and diff) as the call's own, as a one-file call has them."""
+    files = [_tool_args(m.group(1)) for m in _FILE_ENTRY.finditer(args.get("args", ""))]
+    files = [f for f in files if f.get("path")]
+    if not files:
+        return args
+    out = {k: v for k, v in args.items() if k != "args"}
+    out["files"] = files
+    out.setdefault("path", files[0]["path"])
+    # A multi-file apply_diff's diff per file sits in <diff><content>…</content></diff>.
+    diffs = [_tool_args(f["diff"]).get("content", f["diff"]) for f in files if f.get("diff")]
+    if diffs and "diff" not in out:
+        out["diff"] = "\n".join(diffs)
+    return out
+
+
+def _failed(output: str) -> bool:
+    """Whether Cline or its derivatives answered the call with a failure: a refusal or error
+    notice (``_FAILED``), or a multi-file read whose every file is answered ``<error>``."""
+    if _FAILED.match(output):
+        return True
+    if not output.startswith("<files>"):
+        return False
+    entries = _FILE_ENTRY.findall(output)
+    return bool(entries) and all("<error>" in e and "<content" not in e for e in entries)
+
+
+def _assistant(text: str, sid: str, counter: list[int], unclosed: list[str]) -> tuple[list, list[ToolCall]]:
+    """The assistant block's prose, thinking and tool calls; ``unclosed`` collects the names of
+    tool tags with no closing tag (kept as prose: the import report counts them)."""
     blocks: list = []
     calls: list[ToolCall] = []
     pos = 0
@@ -127,10 +191,12 @@ def _assistant(text: str, sid: str, counter: list[int]) -> tuple[list, list[Tool
         last = text.rfind(f"</{name}>", m.end(), limit)
         end = last if last >= 0 else end
         if end < 0:
+            unclosed.append(name)
             continue
         blocks.extend(_prose(text[pos : m.start()]))
         counter[0] += 1
-        call = ToolCall(f"{sid}:c{counter[0]}", name, _tool_args(text[m.end() : end]))
+        args = _tool_args(text[m.end() : end])
+        call = ToolCall(f"{sid}:c{counter[0]}", name, _file_args(args) if "args" in args else args)
         blocks.append(call)
         calls.append(call)
         pos = end + len(name) + 3
@@ -174,7 +240,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
     for role, line, raw in _blocks(path, report):
         text = _strip_separator(raw)
         if role == "assistant":
-            blocks, calls = _assistant(text, sid, counter)
+            unclosed: list[str] = []
+            blocks, calls = _assistant(text, sid, counter, unclosed)
+            for name in unclosed:
+                report.problem(
+                    path, line, f"{name} tag with no closing tag; kept as text", key="cline unclosed tool"
+                )
             b.add("assistant", blocks, line)
             open_calls = calls
             continue
@@ -186,7 +257,12 @@ def read(probe: Probe, report: ImportReport, options: dict):
             call = next((c for c in open_calls if c.name == name), None)
             if call is None:
                 # An export that continues an earlier task opens with that task's last result.
-                if counter[0]:
+                if name not in TOOLS:
+                    # A tool this importer does not know: its call stayed in the assistant's text.
+                    report.problem(
+                        path, line, f"result of unknown tool {name}; dropped", key="cline unknown tool"
+                    )
+                elif counter[0]:
                     report.problem(
                         path,
                         line,
@@ -204,7 +280,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             skipped = _SKIPPED.findall(body)
             body = _SKIPPED.sub("", body)
             output = _DIAGNOSTICS.sub("", _ENV.sub("", body)).strip()
-            b.result(call.id, output, is_error=bool(_FAILED.match(output)), line=line)
+            b.result(call.id, output, is_error=_failed(output), line=line)
             # Feedback typed when denying the call is the reason for the rejection.
             meta = {"cline": "feedback", **({"rejection": True} if _DENIED.match(output) else {})}
             for m in _OWN.finditer(output):

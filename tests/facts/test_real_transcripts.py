@@ -20,8 +20,9 @@ def _facts(path):
 
 def test_facts_over_every_real_sample(transcripts):
     sessions, report = import_paths([transcripts])
-    # Only the Cline exports' calls left unanswered when the export ends (test_importers_real).
-    assert set(report.problems) <= {"call without result"}
+    # Only the Cline exports' calls left unanswered when the export ends, and one tool use cut off
+    # before its closing tag (tests/importers/test_real_transcripts.py).
+    assert set(report.problems) <= {"call without result", "cline unclosed tool"}
     facts = [compute_facts(s) for s in sessions]
     assert [f.session for f in facts] == [s.id for s in sessions]
     for s, f in zip(sessions, facts, strict=True):

@@ -38,10 +38,13 @@ def test_every_real_file_imports_auto_detected(transcripts):
     sessions, report = import_paths([transcripts])
     # Cline exports that end (or were interrupted) after a message with several tool uses leave
     # those calls unanswered: 15 in 7 files (counted from the raw files' last blocks and
-    # "[TASK RESUMPTION]" blocks without a Result line); each gets the placeholder result.
-    assert dict(report.problems) == {"call without result": 15}, report.summary()
+    # "[TASK RESUMPTION]" blocks without a Result line); each gets the placeholder result. One
+    # attempt_completion was cut off by "[Response interrupted by user feedback]" before its
+    # closing tag (25_Review_Routes… line 9161): no call can be read from it, and the report says so.
+    expected = {"call without result": 15, "cline unclosed tool": 1}
+    assert dict(report.problems) == expected, report.summary()
     _, cline = import_paths([transcripts / "cline"])
-    assert dict(cline.problems) == {"call without result": 15}
+    assert dict(cline.problems) == expected
     # Only the folder's README.md and manifest.json are not transcripts.
     assert report.skipped[UNRECOGNISED] == 2
     # Each file that was not imported is named, with why (issue #13).
