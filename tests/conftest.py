@@ -209,11 +209,13 @@ def fake_server(tmp_path):
 def fake_server_process(tmp_path):
     """Factory: ``url, log = fake_server_process("--fault", "429=0.1", ...)`` runs
     ``evalkit fake-server`` in a subprocess (so worker processes forked by the code under test
-    never inherit the server's threads); killed when the test ends."""
+    never inherit the server's threads); killed when the test ends, or earlier by
+    ``fake_server_process.stop(url)`` (to serve its port again with other options:
+    ``"--port", port``)."""
     import subprocess
     import sys
 
-    procs = []
+    procs = {}
 
     def start(*args: str):
         log = tmp_path / f"fake-server-proc-{len(procs)}.jsonl"
@@ -222,12 +224,18 @@ def fake_server_process(tmp_path):
             stdout=subprocess.PIPE,
             text=True,
         )
-        procs.append(p)
         url = p.stdout.readline().strip()
+        procs[url or f"failed-{len(procs)}"] = p
         assert url.startswith("http://127.0.0.1:"), url
         return url, log
 
-    yield start
-    for p in procs:
-        p.terminate()
+    def stop(url: str) -> None:
+        p = procs[url]
+        if p.poll() is None:
+            p.terminate()
         p.wait(timeout=10)
+
+    start.stop = stop
+    yield start
+    for url in procs:
+        stop(url)
