@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,6 +17,18 @@ from evalkit.continuation.metrics import is_continuation_metric
 from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.metrics import read_metrics
 from tests.conftest import FIXTURES
+
+
+def replayed(cfg: Path, root: Path):
+    """(experiment, run paths) of ``cfg`` after the corpus and replay stages only, run as
+    ``evalkit run`` runs them: what the continuation stage reads, without scoring or a report."""
+    from evalkit.contracts.config import load_experiment
+    from evalkit.contracts.runs import RunPaths
+    from evalkit.pipeline.run import prepare, stage_corpus, stage_replay
+
+    exp, paths = prepare(load_experiment(cfg)), RunPaths(root)
+    stage_replay(exp, paths, stage_corpus(exp, paths)["stats"]["sessions"])
+    return exp, paths
 
 
 def test_pipeline_runs_continuation_as_part_of_scoring(tmp_path, capsys):
@@ -78,17 +91,14 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     test_pipeline_runs_continuation_as_part_of_scoring."""
     from collections import Counter
 
-    from evalkit.contracts.config import load_experiment
     from evalkit.contracts.event import events_path, read_events
-    from evalkit.contracts.runs import RunPaths
-    from evalkit.pipeline.run import prepare, stage_continuation, stage_corpus, stage_replay
+    from evalkit.pipeline.run import stage_continuation
 
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
         'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\narms = ["baseline", "masking"]\n'
     )
-    exp, paths = prepare(load_experiment(cfg)), RunPaths(tmp_path / "r")
-    stage_replay(exp, paths, stage_corpus(exp, paths)["stats"]["sessions"])
+    exp, paths = replayed(cfg, tmp_path / "r")
     stage_continuation(exp, paths)
     # The corpus is built to compact two to six times at the default window (issue #2), as planned.
     sessions = [json.loads(x) for x in paths.sessions.read_text().splitlines()]
@@ -122,18 +132,18 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
     """The model agent runs in worker processes as the proxy agents do: two workers give one
     worker's rows and send each agent call once; only with two is a call sent while another is
     on the wire (one agent sends one call at a time)."""
-    import pandas as pd
-
     from evalkit.testing.serverlog import answered, read_log
 
     latency = 0.1
     url, log = fake_server_process("--no-bodies", "--latency", str(latency))
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
-        'name = "cw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 4\n'
+        # short sessions (one compaction each): the workers, not the sessions, are under test; 8
+        # continuations of 2 calls keep one worker busy long enough for the other to overlap it
+        'name = "cw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 8\nsession_tokens = 200000\n'
         '[replay]\narms = ["baseline"]\n[continuation]\nenabled = false\n'
     )
-    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "offline")]) == 0
+    replayed(cfg, tmp_path / "offline")  # corpus and events: what the continuations read
     model = ModelConfig(backend="openai", model="fake-model", base_url=url, max_retries=2)
     tables, calls, overlap = {}, {}, {}
     for workers in (2, 1):
