@@ -169,6 +169,7 @@ def test_a_real_session_run_in_chromium(transcripts, browser, tmp_path):
     assert "&lt;command-name&gt;" in dom and "<command-name>" not in dom
 
 
+@pytest.mark.slow
 def test_the_default_experiment_in_chromium(browser, tmp_path):
     """The default experiment (pyproject.toml's [tool.evalkit]: every arm, the exams' ceiling and
     floor, continuation), cut to 2 sessions to stay quick: every kind of page loads without a
