@@ -58,6 +58,9 @@ def _is_whole(item) -> bool:
 # holds at most SHARED_FIXTURE_GROUP tests, so one long module cannot keep a worker busy alone
 # while the other idles (each further group builds its fixture again).
 SHARED_FIXTURE_GROUP = 20
+# Shared fixtures cheap enough to build once per worker (a browser launch, about a second): the
+# tests using them are not grouped for them, so two long viewer tests can run side by side.
+CHEAP_SHARED_FIXTURES = {"browser"}
 
 
 def _shared_fixtures(item) -> tuple[str, ...]:
@@ -66,7 +69,11 @@ def _shared_fixtures(item) -> tuple[str, ...]:
     names = []
     for name, defs in (info.name2fixturedefs.items() if info else ()):
         d = defs[-1]
-        if d.scope != "function" and getattr(d.func, "__module__", "").startswith("tests"):
+        if (
+            d.scope != "function"
+            and getattr(d.func, "__module__", "").startswith("tests")
+            and name not in CHEAP_SHARED_FIXTURES
+        ):
             names.append(name)
     return tuple(sorted(names))
 
