@@ -24,13 +24,14 @@ TRANSCRIPTS = SHARED / "transcripts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-# What makes a test "whole" (left out of `make test-fast`): it starts a server, a subprocess, Ray
-# or a pipeline stage over a corpus, itself or through a fixture it uses.
+# What makes a test "whole" (left out of `make test-fast`): it starts a server, a subprocess, Ray,
+# a browser, or a pipeline stage over a corpus, itself or through a fixture it uses.
 WHOLE_FIXTURES = {"fake_server", "fake_server_process"}
 WHOLE_CALLS = (
     "subprocess", "evalkit_cmd", "evalkit(", "run_cli(", "run_experiment(", "replay_corpus(", "score_run(",
     "build_corpus(", "run_continuation(", "worker_pool(", "import ray", '"run"', "FakeServer(",
-    "write_report(", "merge_shards(", "sys.executable",
+    "write_report(", "merge_shards(", "sys.executable", "Browser(", "stage_corpus(", "stage_replay(",
+    "stage_continuation(",
 )
 
 
