@@ -24,13 +24,14 @@ TRANSCRIPTS = SHARED / "transcripts"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-# What makes a test "whole" (left out of `make test-fast`): it starts a server, a subprocess, Ray
-# or a pipeline stage over a corpus, itself or through a fixture it uses.
+# What makes a test "whole" (left out of `make test-fast`): it starts a server, a subprocess, Ray,
+# a browser, or a pipeline stage over a corpus, itself or through a fixture it uses.
 WHOLE_FIXTURES = {"fake_server", "fake_server_process"}
 WHOLE_CALLS = (
     "subprocess", "evalkit_cmd", "evalkit(", "run_cli(", "run_experiment(", "replay_corpus(", "score_run(",
     "build_corpus(", "run_continuation(", "worker_pool(", "import ray", '"run"', "FakeServer(",
-    "write_report(", "merge_shards(", "sys.executable",
+    "write_report(", "merge_shards(", "sys.executable", "Browser(", "stage_corpus(", "stage_replay(",
+    "stage_continuation(",
 )
 
 
@@ -58,6 +59,9 @@ def _is_whole(item) -> bool:
 # holds at most SHARED_FIXTURE_GROUP tests, so one long module cannot keep a worker busy alone
 # while the other idles (each further group builds its fixture again).
 SHARED_FIXTURE_GROUP = 20
+# Shared fixtures cheap enough to build once per worker (a browser launch, about a second): the
+# tests using them are not grouped for them, so two long viewer tests can run side by side.
+CHEAP_SHARED_FIXTURES = {"browser"}
 
 
 def _shared_fixtures(item) -> tuple[str, ...]:
@@ -66,7 +70,11 @@ def _shared_fixtures(item) -> tuple[str, ...]:
     names = []
     for name, defs in (info.name2fixturedefs.items() if info else ()):
         d = defs[-1]
-        if d.scope != "function" and getattr(d.func, "__module__", "").startswith("tests"):
+        if (
+            d.scope != "function"
+            and getattr(d.func, "__module__", "").startswith("tests")
+            and name not in CHEAP_SHARED_FIXTURES
+        ):
             names.append(name)
     return tuple(sorted(names))
 
@@ -209,11 +217,13 @@ def fake_server(tmp_path):
 def fake_server_process(tmp_path):
     """Factory: ``url, log = fake_server_process("--fault", "429=0.1", ...)`` runs
     ``evalkit fake-server`` in a subprocess (so worker processes forked by the code under test
-    never inherit the server's threads); killed when the test ends."""
+    never inherit the server's threads); killed when the test ends, or earlier by
+    ``fake_server_process.stop(url)`` (to serve its port again with other options:
+    ``"--port", port``)."""
     import subprocess
     import sys
 
-    procs = []
+    procs = {}
 
     def start(*args: str):
         log = tmp_path / f"fake-server-proc-{len(procs)}.jsonl"
@@ -222,12 +232,18 @@ def fake_server_process(tmp_path):
             stdout=subprocess.PIPE,
             text=True,
         )
-        procs.append(p)
         url = p.stdout.readline().strip()
+        procs[url or f"failed-{len(procs)}"] = p
         assert url.startswith("http://127.0.0.1:"), url
         return url, log
 
-    yield start
-    for p in procs:
-        p.terminate()
+    def stop(url: str) -> None:
+        p = procs[url]
+        if p.poll() is None:
+            p.terminate()
         p.wait(timeout=10)
+
+    start.stop = stop
+    yield start
+    for url in procs:
+        stop(url)

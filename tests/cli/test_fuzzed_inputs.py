@@ -90,6 +90,7 @@ def _check(code: int, err: str, files: list[Path]) -> None:
         assert named, f"the error names none of {[str(f) for f in files]}: {err!r}"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     edits=st.lists(
@@ -155,6 +156,7 @@ def test_fuzz_corpus_files(base, tmp_path, capsys, records, verb):
     _check(code, capsys.readouterr().err, [f])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(
     damage=st.sampled_from(
@@ -191,6 +193,7 @@ def test_fuzz_run_folders(base, tmp_path, capsys, damage, content, verb):
     _check(code, capsys.readouterr().err, [target, run])
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=12)
 @given(
     table=st.dictionaries(

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -356,14 +357,14 @@ def test_calibrate_out_is_honoured_and_the_run_folder_untouched(tmp_path, base_r
 # --------------------------------------------------------------------------- signals (items 13, 16)
 
 
-def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path, Path]:
-    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes; and
-    the endpoint's request log."""
+def _slow_run(tmp_path: Path, fake_server_process) -> tuple[list[str], Path, Path, str]:
+    """A run whose replay waits on a slow endpoint (1.5 s an answer) in 2 worker processes; the
+    endpoint's request log and URL."""
     url, log = fake_server_process("--latency", "1.5", "--no-bodies")
     corpus = tiny_corpus(tmp_path / "src", n=2)
     model = {"backend": "openai", "model": "fake-model", "base_url": url, "timeout": 30.0}
     exp = write_experiment(tmp_path / "exp.toml", corpus, model=model, replay={"workers": 2})
-    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run", log
+    return ["run", "--config", str(exp), "--run-dir", str(tmp_path / "run")], tmp_path / "run", log, url
 
 
 def _stop_in_replay(
@@ -397,12 +398,16 @@ def _stop_in_replay(
 
 
 def test_ctrl_c_is_one_line_and_resume_finishes(tmp_path, fake_server_process):
-    argv, run, log = _slow_run(tmp_path, fake_server_process)
+    argv, run, log, url = _slow_run(tmp_path, fake_server_process)
     done = _stop_in_replay(argv, signal.SIGINT, group=True, env={}, log=log)
     assert done.returncode == 130, done.stderr
     no_traceback(done)
     lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("[evalkit]")]
     assert lines == ["evalkit run: interrupted; run it again with --resume to continue"], done.stderr
+    # The latency only had to keep replay busy until the signal: the resume (the whole run's
+    # calls) is served on the same URL, so the same config, by a server without it.
+    fake_server_process.stop(url)
+    fake_server_process("--no-bodies", "--port", str(urlsplit(url).port))
     again = run_cli(*argv, "--resume")
     assert again.returncode == 0, again.stderr
     assert (run / "decision.json").is_file()
@@ -453,7 +458,7 @@ def test_ctrl_c_during_calibrate_simulate_is_one_line_exit_130(tmp_path):
 
 
 def test_sigterm_leaves_no_partial_files(tmp_path, fake_server_process):
-    argv, run, log = _slow_run(tmp_path, fake_server_process)
+    argv, run, log, _ = _slow_run(tmp_path, fake_server_process)
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
     done = _stop_in_replay(argv, signal.SIGTERM, group=False, env={"TMPDIR": str(tmpdir)}, log=log)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from evalkit import load_run
@@ -15,6 +17,18 @@ from evalkit.continuation.metrics import is_continuation_metric
 from evalkit.contracts.config import ContinuationConfig, ModelConfig
 from evalkit.contracts.metrics import read_metrics
 from tests.conftest import FIXTURES
+
+
+def replayed(cfg: Path, root: Path):
+    """(experiment, run paths) of ``cfg`` after the corpus and replay stages only, run as
+    ``evalkit run`` runs them: what the continuation stage reads, without scoring or a report."""
+    from evalkit.contracts.config import load_experiment
+    from evalkit.contracts.runs import RunPaths
+    from evalkit.pipeline.run import prepare, stage_corpus, stage_replay
+
+    exp, paths = prepare(load_experiment(cfg)), RunPaths(root)
+    stage_replay(exp, paths, stage_corpus(exp, paths)["stats"]["sessions"])
+    return exp, paths
 
 
 def test_pipeline_runs_continuation_as_part_of_scoring(tmp_path, capsys):
@@ -71,30 +85,37 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
 
     The stand-ins are no longer tuned so that particular arms "refail less" (issue #16): this
     checks the plan of compactions, that every compaction gets a continuation, and that the
-    baseline and masking lose some failures from view."""
+    baseline and masking lose some failures from view. Only the three stages it reads run
+    (corpus, replay, continuation, as ``evalkit run`` calls them): scoring and the report are
+    two thirds of a whole run's time here, and the whole run's continuation is checked by
+    test_pipeline_runs_continuation_as_part_of_scoring."""
+    from collections import Counter
+
+    from evalkit.contracts.event import events_path, read_events
+    from evalkit.pipeline.run import stage_continuation
+
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
         'name = "refail"\n[corpus]\nsessions = 12\n[replay]\nworkers = 2\narms = ["baseline", "masking"]\n'
     )
-    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "r")]) == 0
-    run = load_run(tmp_path / "r")
+    exp, paths = replayed(cfg, tmp_path / "r")
+    stage_continuation(exp, paths)
     # The corpus is built to compact two to six times at the default window (issue #2), as planned.
-    planned = {
-        json.loads(x)["id"]: json.loads(x)["meta"]["planned_rounds"]
-        for x in (tmp_path / "r/corpus/sessions.jsonl").read_text().splitlines()
-    }
-    done = run.events("baseline").groupby("session").size()
+    sessions = [json.loads(x) for x in paths.sessions.read_text().splitlines()]
+    planned = {s["id"]: s["meta"]["planned_rounds"] for s in sessions}
+    baseline_events = list(read_events(events_path(paths.root, "baseline")))
+    done = pd.Series(Counter(e.session for e in baseline_events))
     # Except the sessions planted with seed 004's giant message, which pins the kept tail so
     # compaction fires again and again (the situation skip-redundant is for): 10% of sessions.
     giant = {
-        json.loads(x)["id"]
-        for x in (tmp_path / "r/corpus/sessions.jsonl").read_text().splitlines()
-        if len(x) > 900_000 and any(len(json.dumps(m)) > 500_000 for m in json.loads(x)["messages"])
+        s["id"]
+        for s, x in zip(sessions, paths.sessions.read_text().splitlines(), strict=True)
+        if len(x) > 900_000 and any(len(json.dumps(m)) > 500_000 for m in s["messages"])
     }
     planned_like = done.drop(index=list(giant & set(done.index)))
     assert len(done) == 12 and len(giant) <= 2 and planned_like.between(2, 6).all()
     assert sum(planned_like[s] == planned[s] for s in planned_like.index) >= len(planned_like) - 2
-    m = run.metrics
+    m = read_metrics(paths.metrics)
     refail = m[m.metric == "refail_30"].groupby(["arm", "session"]).value.mean().groupby("arm").mean()
     # No ordering between arms is asserted: masking fires about twice as often as the baseline
     # and many of its continuations start right after the previous one, with recent failures
@@ -103,7 +124,7 @@ def test_continuations_on_a_slice_of_the_default_corpus(tmp_path):
     assert refail["baseline"] > 0.0 and refail["masking"] > 0.0
     assert ((refail >= 0) & (refail <= 1)).all() and set(refail.index) == {"baseline", "masking"}
     conts = m[m.metric == "calls_used"].groupby("arm").size()
-    assert conts["baseline"] == len(run.events("baseline"))
+    assert conts["baseline"] == len(baseline_events)
 
 
 @pytest.mark.slow
@@ -111,18 +132,18 @@ def test_a_model_agent_continues_sessions_in_worker_processes(tmp_path, fake_ser
     """The model agent runs in worker processes as the proxy agents do: two workers give one
     worker's rows and send each agent call once; only with two is a call sent while another is
     on the wire (one agent sends one call at a time)."""
-    import pandas as pd
-
     from evalkit.testing.serverlog import answered, read_log
 
     latency = 0.1
     url, log = fake_server_process("--no-bodies", "--latency", str(latency))
     cfg = tmp_path / "exp.toml"
     cfg.write_text(
-        'name = "cw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 4\n'
+        # short sessions (one compaction each): the workers, not the sessions, are under test; 8
+        # continuations of 2 calls keep one worker busy long enough for the other to overlap it
+        'name = "cw"\nseed = 7\n[corpus]\nkind = "synth"\nsessions = 8\nsession_tokens = 200000\n'
         '[replay]\narms = ["baseline"]\n[continuation]\nenabled = false\n'
     )
-    assert main(["run", "--config", str(cfg), "--run-dir", str(tmp_path / "offline")]) == 0
+    replayed(cfg, tmp_path / "offline")  # corpus and events: what the continuations read
     model = ModelConfig(backend="openai", model="fake-model", base_url=url, max_retries=2)
     tables, calls, overlap = {}, {}, {}
     for workers in (2, 1):

@@ -22,6 +22,7 @@ from evalkit.replay.cut import cut_keep_recent
 from evalkit.testing.faults import FAULTS, REFUSAL_TEXT
 from evalkit.testing.serverlog import answered, read_log, settled_log
 from tests.conftest import ROOT
+from tests.support.cli import run_cli
 from tests.support.runs import cache_keys, evalkit_cmd, tiny_corpus
 
 SECRET = "sk-evalkit-test-SECRET-0123456789"
@@ -183,7 +184,8 @@ suite = "{suite}"
     run_dir = tmp_path / "run"
     cache = run_dir / "model-calls.sqlite"
     env = {**os.environ, "OPENAI_API_KEY": SECRET}
-    cmd = evalkit_cmd("run", "--config", str(cfg), "--run-dir", str(run_dir), "--resume")
+    args = ("run", "--config", str(cfg), "--run-dir", str(run_dir), "--resume")
+    cmd = evalkit_cmd(*args)
     # Own process group, so SIGKILL takes the replay workers down with the run.
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 120
@@ -197,7 +199,9 @@ suite = "{suite}"
     n_log = len(read_log(log_path))
     assert len(before) >= 15 and not (run_dir / "events" / "baseline.jsonl").exists()
 
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    # The rerun in this process (run_cli): the kill needed a process; the rerun only reads the
+    # files the killed one left.
+    done = run_cli(*args, env={"OPENAI_API_KEY": SECRET})
     assert done.returncode == 0, done.stderr
     after = cache_keys(cache)
     assert before <= after  # nothing completed was lost

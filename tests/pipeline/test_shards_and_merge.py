@@ -173,72 +173,40 @@ min_sessions = 2
 """
 
 
-@pytest.mark.slow
-def test_shard_caches_merge_and_warm_a_rerun_that_sends_no_call(tmp_path, fake_server_process, monkeypatch):
-    from evalkit.testing.serverlog import read_log
-
-    url, log = fake_server_process("--no-bodies", "--script", str(verdict_script(tmp_path)))
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    cfg = tmp_path / "exp.toml"
-    cfg.write_text(FAKE.format(url=url))
-    for k in (1, 2):
-        assert (
-            main(["run", "--config", str(cfg), "--shard", f"{k}/2", "--run-dir", str(tmp_path / f"s{k}")])
-            == 0
-        )
-    sent = len(read_log(log))
-    per_shard = [len(cache_keys(tmp_path / f"s{k}" / "model-calls.sqlite")) for k in (1, 2)]
-    assert min(per_shard) > 0 and sent >= sum(per_shard)
-    # Each shard's plan is made from the shard's own corpus (after its corpus stage), not the whole.
-    planned = [json.loads((tmp_path / f"s{k}" / "plan.json").read_text())["sessions"] for k in (1, 2)]
-    assert planned == [2, 1]
-    # Each shard wrote its own cache; `cache merge` joins them (run folders stand for their cache).
-    shared = tmp_path / "shared" / "calls.sqlite"
-    argv = ["cache", "merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "model-calls.sqlite")]
-    assert main([*argv, "--out", str(shared)]) == 0
-    assert len(cache_keys(shared)) == sum(per_shard)  # different sessions, different calls
-    assert main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
-    calls = json.loads((tmp_path / "merged" / "model-calls.json").read_text())
-    assert calls["calls"] == sum(per_shard)
-    # A fresh local run warmed from the shared cache (read, never written) sends nothing.
-    before = shared.read_bytes()
-    rerun = tmp_path / "rerun"
-    assert main(["run", "--config", str(cfg), "--run-dir", str(rerun), "--warm-cache", str(shared)]) == 0
-    assert len(read_log(log)) == sent
-    assert shared.read_bytes() == before and sorted(p.name for p in shared.parent.iterdir()) == [
-        "calls.sqlite"
-    ]
-    assert_same_outputs_of(
-        tmp_path / "merged", rerun, ["metrics.parquet", "decision.json", "events/baseline.jsonl"]
-    )
-
-
 def assert_same_outputs_of(a: Path, b: Path, names: list[str]) -> None:
     for name in names:
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
 @pytest.mark.slow
-def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake_server_process, monkeypatch):
+def test_a_killed_shard_retried_and_shard_caches_merged_give_the_one_piece_run(tmp_path, fake_server_process):
+    """A shard killed mid-run and retried with --resume sends no completed call again; each
+    shard plans and caches its own sessions; `cache merge` and `merge` join the shards' caches;
+    a one-piece run warmed from the joined cache (read, never written) sends nothing and gives
+    the merged run's bytes: nothing was counted twice or lost.
+
+    One test for two stories that need the same two shard runs against the fake endpoint: the
+    kill must hit a real process (its own process group, so its workers die with it); the retry
+    and the other shard run in this process, as run_cli runs ``evalkit run``."""
     import os
     import signal
     import subprocess
     import time
 
     from evalkit.testing.serverlog import read_log, settled_log
+    from tests.support.cli import run_cli
 
     url, log = fake_server_process(
         "--no-bodies", "--latency", "0.01", "--script", str(verdict_script(tmp_path))
     )
     cfg = tmp_path / "exp.toml"
     cfg.write_text(FAKE.format(url=url))
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-a-secret"}
+    key = {"OPENAI_API_KEY": "sk-test-not-a-secret"}
     s1 = tmp_path / "s1"
-    cmd = evalkit_cmd("run", "--config", str(cfg), "--shard", "1/2", "--run-dir", str(s1))
-    # Own process group, so the kill takes the shard's worker processes down with it.
+    args = ("run", "--config", str(cfg), "--shard", "1/2", "--run-dir", str(s1), "--resume")
     p = subprocess.Popen(
-        [*cmd, "--resume"],
-        env=env,
+        evalkit_cmd(*args),
+        env={**os.environ, **key},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -254,34 +222,42 @@ def test_a_shard_killed_mid_run_and_retried_gives_the_same_result(tmp_path, fake
     n_log = len(read_log(log))
     assert len(before) >= 20 and not (s1 / "shard.json").exists()
     # The retry: the same command with --resume (what the local and Ray executors do).
-    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True, timeout=600)
+    done = run_cli(*args, env=key)
     assert done.returncode == 0, done.stderr
     resent = [e for e in read_log(log)[n_log:] if e["key"] in before]
     assert resent == []  # no completed model call was sent again
-    done = subprocess.run(
-        [*cmd[:-4], "--shard", "2/2", "--run-dir", str(tmp_path / "s2")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = run_cli("run", "--config", str(cfg), "--shard", "2/2", "--run-dir", str(tmp_path / "s2"), env=key)
     assert done.returncode == 0, done.stderr
-    assert main(["merge", str(s1), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
-    # The same config run in one piece (warmed from the merged cache, so it sends no call) agrees
-    # byte for byte: nothing was counted twice or lost.
     sent = len(read_log(log))
+    per_shard = [len(cache_keys(tmp_path / f"s{k}" / "model-calls.sqlite")) for k in (1, 2)]
+    assert min(per_shard) > 0 and sent >= sum(per_shard)
+    # Each shard's plan is made from the shard's own corpus (after its corpus stage), not the whole.
+    planned = [json.loads((tmp_path / f"s{k}" / "plan.json").read_text())["sessions"] for k in (1, 2)]
+    assert planned == [2, 1]
+    # Each shard wrote its own cache; `cache merge` joins them (run folders stand for their cache).
+    shared = tmp_path / "shared" / "calls.sqlite"
+    argv = ["cache", "merge", str(tmp_path / "s1"), str(tmp_path / "s2" / "model-calls.sqlite")]
+    assert main([*argv, "--out", str(shared)]) == 0
+    assert len(cache_keys(shared)) == sum(per_shard)  # different sessions, different calls
+    assert main(["merge", str(s1), str(tmp_path / "s2"), "--out", str(tmp_path / "merged")]) == 0
     merged_cache = tmp_path / "merged" / "model-calls.sqlite"
+    calls = json.loads((tmp_path / "merged" / "model-calls.json").read_text())["calls"]
+    assert calls == sum(per_shard) == len(cache_keys(merged_cache))
+    assert cache_keys(merged_cache) == cache_keys(shared)  # the run merge joins the caches as `cache merge`
+    # The same config run in one piece, warmed from the joined cache, sends no call and agrees
+    # byte for byte; the cache it read is unchanged, and nothing was written beside it.
+    before_bytes = shared.read_bytes()
     one = tmp_path / "one"
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    assert main(["run", "--config", str(cfg), "--run-dir", str(one), "--warm-cache", str(merged_cache)]) == 0
+    done = run_cli("run", "--config", str(cfg), "--run-dir", str(one), "--warm-cache", str(shared), env=key)
+    assert done.returncode == 0, done.stderr
     assert len(read_log(log)) == sent
+    assert shared.read_bytes() == before_bytes and sorted(p.name for p in shared.parent.iterdir()) == [
+        "calls.sqlite"
+    ]
     assert_same_outputs_of(
         tmp_path / "merged",
         one,
         ["metrics.parquet", "decision.json", "events/baseline.jsonl", "events/head-tail.jsonl"],
-    )
-    assert json.loads((tmp_path / "merged" / "model-calls.json").read_text())["calls"] == len(
-        cache_keys(merged_cache)
     )
 
 

@@ -1,11 +1,11 @@
 """`evalkit view`: the static viewer loaded in headless Chromium (Debian's `chromium` package).
 
 The test installs nothing: without a Chromium binary it skips, saying so (`.ci/run` installs it).
-Chromium is driven directly: `--dump-dom` gives the page after its scripts ran (data files added
-with <script src> delay the load event, so the session page is complete), and
-`--enable-logging=stderr` prints every console message as an `INFO:CONSOLE` line, so any such
-line (an error, an uncaught exception, a blocked load) fails the test.
-"""
+Chromium is driven directly over its DevTools pipe (tests/support/browser.py), one browser for the
+module and a new tab per page: a page's DOM is read after its scripts ran on a virtual-time
+budget (data files added with <script src> pause the clock, so the session page is complete), and
+every console message, uncaught exception or browser log entry (a blocked or failed load) the tab
+produced fails the test."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import html
 import json
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -39,31 +38,22 @@ def _browser() -> str:
     pytest.skip("no Chromium binary on PATH (apt-get install chromium; .ci/run installs it)")
 
 
-def load_page(index: Path, tmp: Path, fragment: dict | None = None, screenshot: Path | None = None):
-    """(DOM after the scripts ran, console lines) of the viewer page at ``fragment``."""
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One headless Chromium for the module's pages (tests/support/browser.py), each page in a new
+    tab; it skips, saying so, where there is no Chromium."""
+    from tests.support.browser import Browser
+
+    b = Browser(_browser(), tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()
+
+
+def load_page(browser, index: Path, fragment: dict | None = None, screenshot: Path | None = None):
+    """(DOM after the scripts ran, console lines) of the viewer page at ``fragment``; any line
+    (an error, an uncaught exception, a blocked or failed load) is a failure."""
     url = index.resolve().as_uri() + ("#" + urlencode(fragment) if fragment else "")
-    args = [
-        _browser(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={tmp / 'chromium-profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=15000",
-        "--window-size=1400,1600",
-    ]
-    out = subprocess.run([*args, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True)
-    console = [ln for ln in out.stderr.splitlines() if ":CONSOLE" in ln]
-    if screenshot is not None:
-        subprocess.run(
-            [*args, f"--screenshot={screenshot}", url], capture_output=True, timeout=120, check=True
-        )
-    return out.stdout, console
+    return browser.load(url, screenshot=screenshot)
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +99,13 @@ def test_view_writes_a_self_contained_folder(viewed_run):
     assert check_file(run / "report" / "report.md") == []
 
 
-def test_overview_candidate_and_session_pages_in_chromium(viewed_run, tmp_path):
+def test_overview_candidate_and_session_pages_in_chromium(viewed_run, browser, tmp_path):
     run, session = viewed_run
     index = run / "view" / "index.html"
     shots = tmp_path / "shots"
     shots.mkdir()
 
-    dom, console = load_page(index, tmp_path, screenshot=shots / "overview.png")
+    dom, console = load_page(browser, index, screenshot=shots / "overview.png")
     assert console == []
     assert 'data-page="overview"' in dom and 'data-ready="1"' in dom
     assert '<div id="errors" hidden="">' in dom and "could not be built" not in dom
@@ -123,12 +113,12 @@ def test_overview_candidate_and_session_pages_in_chromium(viewed_run, tmp_path):
     for heading in ("Verdicts", "Effects (every decision metric)", "Scorecard", "Metric means", "Sessions"):
         assert f">{heading}</h2>" in dom, heading
 
-    dom, console = load_page(index, tmp_path, {"cand": "carry-all"}, shots / "candidate.png")
+    dom, console = load_page(browser, index, {"cand": "carry-all"}, shots / "candidate.png")
     assert console == [] and 'data-page="candidate"' in dom
     top = dom.split('class="top"')[1].split("</table>")[0]
     assert top.count("<tr") >= 2 and 'href="#cand=carry-all&amp;s=' in top
 
-    dom, console = load_page(index, tmp_path, {"cand": "carry-all", "s": session}, shots / "event.png")
+    dom, console = load_page(browser, index, {"cand": "carry-all", "s": session}, shots / "event.png")
     assert console == [] and 'data-page="session"' in dom and 'data-ready="1"' in dom
     events = dom.count('class="event"')
     assert events >= 1
@@ -146,7 +136,7 @@ def test_overview_candidate_and_session_pages_in_chromium(viewed_run, tmp_path):
         assert (shots / name).stat().st_size > 10_000, name
 
 
-def test_a_real_session_run_in_chromium(transcripts, tmp_path):
+def test_a_real_session_run_in_chromium(transcripts, browser, tmp_path):
     """Real recorded sessions (Claude Code, from ../shared/transcripts) under a message-count
     trigger: every page loads without a console message, the panes and marks are there, and the
     sessions' own markup (command tags in user messages) shows as text."""
@@ -169,9 +159,9 @@ def test_a_real_session_run_in_chromium(transcripts, tmp_path):
     )
     session = max(overview["sessions"], key=lambda s: s["events"].get("baseline", 0))["session"]
     for fragment, page in (({}, "overview"), ({"cand": "masking"}, "candidate")):
-        dom, console = load_page(index, tmp_path, fragment)
+        dom, console = load_page(browser, index, fragment)
         assert console == [] and f'data-page="{page}"' in dom and 'data-ready="1"' in dom
-    dom, console = load_page(index, tmp_path, {"cand": "masking", "s": session})
+    dom, console = load_page(browser, index, {"cand": "masking", "s": session})
     assert console == [] and 'data-page="session"' in dom
     events = dom.count('class="event"')
     assert events >= 2 and dom.count('class="pane baseline"') == events
@@ -179,22 +169,17 @@ def test_a_real_session_run_in_chromium(transcripts, tmp_path):
     assert "&lt;command-name&gt;" in dom and "<command-name>" not in dom
 
 
-def test_the_default_experiment_in_chromium(tmp_path):
+@pytest.mark.slow
+def test_the_default_experiment_in_chromium(browser, tmp_path):
     """The default experiment (pyproject.toml's [tool.evalkit]: every arm, the exams' ceiling and
     floor, continuation), cut to 2 sessions to stay quick: every kind of page loads without a
     console message, and a candidate's session page has its side-by-side panes and marks."""
-    import sys
+    from tests.support.cli import run_cli
 
-    _browser()  # skip before the run where there is no browser
     root = Path(__file__).resolve().parents[2]
     run = tmp_path / "run"
-    done = subprocess.run(
-        [sys.executable, "-m", "evalkit", "run", "--sessions", "2", "--run-dir", str(run)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=280,
-    )
+    # in this process (run_cli): the pages are under test here, not the process start
+    done = run_cli("run", "--sessions", "2", "--run-dir", str(run), cwd=root)
     assert done.returncode == 0, done.stderr
     assert main(["view", str(run), "--workers", "1"]) == 0
     index = run / "view" / "index.html"
@@ -203,9 +188,9 @@ def test_the_default_experiment_in_chromium(tmp_path):
     )
     session = max(overview["sessions"], key=lambda s: s["events"].get("baseline", 0))["session"]
     for fragment, page in (({}, "overview"), ({"cand": "head-tail"}, "candidate")):
-        dom, console = load_page(index, tmp_path, fragment)
+        dom, console = load_page(browser, index, fragment)
         assert console == [] and f'data-page="{page}"' in dom and 'data-ready="1"' in dom
-    dom, console = load_page(index, tmp_path, {"cand": "head-tail", "s": session})
+    dom, console = load_page(browser, index, {"cand": "head-tail", "s": session})
     assert console == [] and 'data-page="session"' in dom and 'data-ready="1"' in dom
     events = dom.count('class="event"')
     assert events >= 1 and dom.count('class="pane candidate"') == events
