@@ -165,8 +165,10 @@ _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
 # aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
 # A fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
+# A whole-file listing: a line naming the file, then its fenced new text. A listing the user
+# interrupted has no closing fence: it runs to the end of the message.
 _AIDER_WHOLE = re.compile(
-    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)^```", re.M | re.S
+    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)(?:^```|\Z)", re.M | re.S
 )
 
 
@@ -233,6 +235,14 @@ def _new_texts(call: ToolCall) -> list[str]:
 
 def _has_new_text(call: ToolCall) -> bool:
     return any(v.strip() for v in _new_texts(call))
+
+
+def forward_slashes(path: str) -> str:
+    """A Windows path with backslashes (``scripts\\seed.ts``) spelt as the same path with forward
+    slashes, so one file is not counted twice; a shell escape (``my\\ file``) is left alone."""
+    if "\\" not in path or re.search(r"\\[ \"'$`]", path):
+        return path
+    return path.replace("\\", "/")
 
 
 def _in_dir(cwd: str, path: str) -> str:
@@ -324,7 +334,7 @@ class _Builder:
                         for name in identifiers.symbols(block):
                             self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
-            read, modified = files_of(call, self.open_file)
+            read, modified = (list(map(forward_slashes, ps)) for ps in files_of(call, self.open_file))
             if self.cwd:
                 modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
@@ -431,7 +441,7 @@ class _Builder:
             return
         key = attempt_key(subject)
         if failed:
-            error = identifiers.error_string(res.output, refused=res.is_error and not cmd)
+            error = identifiers.error_string(res.output, refused=res.is_error and not cmd, command=cmd or "")
             self.fail(i, subject, res, source, error)
         elif not lint:
             # Every earlier failure of the same attempt is fixed by this success.
