@@ -85,7 +85,9 @@ _TOOL_EXECUTION_FAILED = re.compile(
 # npm failed by itself; a script's failure (ELIFECYCLE) is reported above the block, and the
 # block's last line only points at npm's log file.
 _NPM_BLOCK = re.compile(r"^npm (?:error|ERR!) code (E(?!LIFECYCLE\b)[A-Z0-9_]+)\s*$", re.M)
-_NPM_LINE = re.compile(r"^npm (?:error|ERR!) (?!code\b|errno\b|syscall\b|path\b|dest\b|A complete log\b)(\S.*)$")
+_NPM_LINE = re.compile(
+    r"^npm (?:error|ERR!) (?!code\b|errno\b|syscall\b|path\b|dest\b|A complete log\b)(\S.*)$"
+)
 _FILE_ERROR = re.compile(r"<file>\s*<path>[^<]*</path>\s*<error>\s*([^<\n]+)", re.S)
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)
 

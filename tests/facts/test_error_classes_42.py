@@ -48,7 +48,10 @@ def test_a_script_failure_under_npm_elifecycle_keeps_the_scripts_own_error():
         "npm ERR! code ELIFECYCLE\nnpm ERR! errno 1\nnpm ERR! app@1.0.0 test: `jest`\nnpm ERR! Exit status 1\n"
         "npm ERR! A complete log of this run can be found in:\nnpm ERR!     /home/u/.npm/_logs/debug.log"
     )
-    assert error_string(out, command="npm test") == "TypeError: Cannot read properties of undefined (reading 'id')"
+    assert (
+        error_string(out, command="npm test")
+        == "TypeError: Cannot read properties of undefined (reading 'id')"
+    )
 
 
 _ROS_LOG = "\n".join(
@@ -64,7 +67,10 @@ _ROS_CMD = "cd logs/fault_scenario_1 && ros2 bag play . --topics /diagnostics --
 
 
 def test_a_librarys_generic_last_line_is_no_identifier():
-    assert error_string(_ROS_LOG.format("Could not determine the type for the passed topic"), command=_ROS_CMD) == ""
+    assert (
+        error_string(_ROS_LOG.format("Could not determine the type for the passed topic"), command=_ROS_CMD)
+        == ""
+    )
 
 
 def test_a_last_line_naming_the_calls_argument_is_the_identifier():
