@@ -262,6 +262,8 @@ class _Builder:
         self.open_file: str | None = None
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
+        # `dir` identifiers of calls whose result has not come yet: a declined `mkdir` made nothing.
+        self.pending_dirs: dict[str, list[tuple[int, str, str]]] = {}
         # The edits applied since aider's last lint report (aider lints every file it just wrote).
         self.unlinted: list[tuple[int, ToolCall, object]] = []
         self.fixed_by: dict[int, list[tuple[str, int]]] = {}  # message -> (attempt, failure) it fixed
@@ -340,7 +342,10 @@ class _Builder:
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
             for kind, value, source in _call_identifiers(call):
-                self.identifier(i, kind, value, source)
+                if kind == "dir":  # a created path: known once the result says the call was not declined
+                    self.pending_dirs.setdefault(call.id, []).append((i, value, source))
+                else:
+                    self.identifier(i, kind, value, source)
         for res in msg.tool_results():
             call = self.calls.get(res.call_id, (i, None, []))[1]
             if msg.meta.get("missing_result") or never_returned(call, res):
@@ -403,6 +408,9 @@ class _Builder:
             self.facts.untallied_runs.append(i)
         source = failure_source(subject, res, tally)
         failed = source is not None
+        for at_dir, value, src in self.pending_dirs.pop(res.call_id, []):
+            if source != "rejection":
+                self.identifier(at_dir, "dir", value, src)
         for sha in identifiers.HARNESS_COMMIT.findall(res.output) if "Commit " in res.output else ():
             self.identifier(at, "sha", sha, "harness commit")
         reason = rejection_reason(res.output) if failed else None
@@ -457,6 +465,9 @@ def compute_facts(session: Session) -> Facts:
     b = _Builder(session)
     for i, msg in enumerate(session.messages):
         b.message(i, msg)
+    for pending in b.pending_dirs.values():  # calls with no recorded result: nothing declined them
+        for at, value, src in pending:
+            b.identifier(at, "dir", value, src)
     return b.facts
 
 
