@@ -78,6 +78,8 @@ COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ")
 # A failed-match report names the file under its count line ("… failed to exactly match lines in X").
 NO_MATCH_PATH = re.compile(r"failed to exactly match lines in (\S+?)\s*$", re.M)
+# A failed-match report's note that the reply's other blocks did apply.
+OTHERS_APPLIED = re.compile(r"The other (\d+) SEARCH/REPLACE blocks? (?:were|was) applied successfully")
 # Status lines that end a failed-match report aider wrote all prefixed (before 0.86).
 REPORT_END = re.compile(
     r"^(?:Commit [0-9a-f]{7,40} |Applied edit to |Skipping edits to |# Fix any errors|Tokens: )"
@@ -117,6 +119,27 @@ def _relayed(b: SessionBuilder, text: str) -> dict | None:
     if prev.role == "assistant" and before == text.strip():
         return {"harness": "aider architect relay"}
     return None
+
+
+def _applied_others(report: str, reply: str) -> list[tuple[str, str]]:
+    """The files of the blocks a failed-match report says aider applied ("The other 2
+    SEARCH/REPLACE blocks were applied successfully"): the reply's blocks without the failed ones,
+    when their count agrees with the report's."""
+    m = OTHERS_APPLIED.search(report)
+    if not m:
+        return []
+    files: list[str] = []
+    lines = reply.splitlines()
+    for k, ln in enumerate(lines):
+        if ln.startswith("<<<<<<< SEARCH"):
+            name = next((x.strip() for x in reversed(lines[:k]) if x.strip() and not x.startswith("```")), "")
+            files.append(name)
+    for failed in NO_MATCH_PATH.findall(report):
+        if failed in files:
+            files.remove(failed)
+    if len(files) != int(m.group(1)) or not all(files):
+        return []
+    return [(f, m.group(0) + ".") for f in dict.fromkeys(files)]
 
 
 def _as_written(path: str, reply: str) -> str:
@@ -215,8 +238,9 @@ def read(probe: Probe, report: ImportReport, options: dict):
             b.text("user", "\n".join(lint).strip(), lint_line, synthetic=True, meta={"harness": "aider lint"})
         lint = None
 
-    def applied(path_text: str, n: int, status: str | None = None):
-        """aider's application of an edit block: a synthetic edit call answered by its status."""
+    def applied(path_text: str, n: int, status: str | None = None, note: str | None = None):
+        """aider's application of an edit block: a synthetic edit call answered by its status
+        (``status``: aider did not apply it; ``note``: aider's own words that it did)."""
         flush_assistant()
         cid = f"{b.session_id}:edit{len(b.messages)}"
         b.add(
@@ -225,7 +249,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             n,
             {"synthetic": True, "harness": "aider"},
         )
-        output = status or f"Applied edit to {path_text}"
+        output = status or note or f"Applied edit to {path_text}"
         if status is None and pending_commits:
             output = "\n".join([output, *(c for c in pending_commits if c)])
             pending_commits.clear()
@@ -240,6 +264,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
             text = "\n".join(no_match).rstrip()
             m = NO_MATCH_PATH.search(text)
             applied(m.group(1) if m else "", no_match_line, status=text)
+            for path_text, note in _applied_others(text, said):
+                applied(path_text, no_match_line, note=note)
         no_match = None
 
     def finish():
@@ -276,7 +302,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
                     flush_output()
                 continue
         if no_match is not None:
-            prefixed = line.startswith(">")
+            prefixed = line.startswith(">") and not line.startswith(">>>>>>> ")  # a quoted block's end
             body = line[1:].strip() if prefixed else line
             unprefixed_seen = any(not r.startswith("\0") for r in no_match[1:])
             if line.startswith("#### ") or (prefixed and (unprefixed_seen or REPORT_END.match(body))):

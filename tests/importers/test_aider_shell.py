@@ -145,3 +145,58 @@ def test_a_pasted_line_opening_with_a_bang_is_part_of_the_paste(tmp_path):
 def test_a_bang_command_as_the_whole_input_is_still_a_shell_call(tmp_path):
     text = _HEAD.replace("#### reload nginx after the change\n", "") + "#### !ls tests  \n\nOk.\n"
     assert _calls(_session(tmp_path, text)) == ["ls tests"]
+
+
+_PARTIAL = """cli/invoker.ts
+```typescript
+<<<<<<< SEARCH
+import { PoIValidator } from './PoIValidator';
+=======
+import { SignalScorer } from '../validators/SignalScorer';
+>>>>>>> REPLACE
+```
+
+tests/poi.test.ts
+```typescript
+<<<<<<< SEARCH
+import { PoIValidator } from '../validators/PoIValidator';
+=======
+import { SignalScorer } from '../validators/SignalScorer';
+>>>>>>> REPLACE
+```
+
+> Tokens: 11k sent, 338 received. Cost: $0.03 message, $0.25 session.  
+> # 1 SEARCH/REPLACE block failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in cli/invoker.ts
+<<<<<<< SEARCH
+import { PoIValidator } from './PoIValidator';
+=======
+import { SignalScorer } from '../validators/SignalScorer';
+>>>>>>> REPLACE
+
+The SEARCH section must exactly match an existing block of lines including all white space, comments, indentation, docstrings, etc
+
+# The other 1 SEARCH/REPLACE block was applied successfully.
+Don't re-send them.
+Just reply with fixed versions of the block above that failed to match.  
+> Commit 7f1724d refactor: update references  
+
+The block is fixed now.
+"""
+
+
+def test_the_blocks_a_failed_match_report_says_applied_are_applied_edits(tmp_path):
+    s = _session(tmp_path, _HEAD + _PARTIAL)
+    f = compute_facts(s)
+    assert [x.command for x in f.failures] == ["edit cli/invoker.ts"]
+    assert [x.path for x in f.files_modified] == ["tests/poi.test.ts"]
+    assert ids_of(f, "sha") == {"7f1724d"}
+    # the report's tail (after its quoted block) is the report's, not the model's text
+    assert not any(m.role == "assistant" and "must exactly match" in m.text for m in s.messages)
+
+
+def test_a_report_whose_count_disagrees_with_the_reply_applies_nothing(tmp_path):
+    text = _PARTIAL.replace("The other 1 SEARCH/REPLACE block was", "The other 3 SEARCH/REPLACE blocks were")
+    f = compute_facts(_session(tmp_path, _HEAD + text))
+    assert f.files_modified == []
