@@ -166,7 +166,7 @@ _GENERIC_MESSAGE = re.compile(
     r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
     r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
     r"\[no result recorded\b|\[aborted\b|\[declined by user\b|File does not exist\.?$|InputValidationError:|"
-    r"Skipping tool \[|\[?Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
+    r"Skipping tool \[|Tool \[\w+\] was not executed because a tool has already been used\b|\[?Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
     r"EXECUTION TIMED OUT\b|\w+ failed: stdin is closed for this session\b|"
     # A call cut off by an interruption: the notice says nothing of the call.
     r"Task was interrupted before this tool call\b|\[interrupted: |"
