@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
+from evalkit.facts.failures import attempt_key
 from evalkit.facts.identifiers import error_string
 from evalkit.importers import import_paths
 from tests.support.facts import ids_of, session_of
@@ -149,3 +150,21 @@ def test_an_unfenced_code_sample_in_prose_is_still_no_listing(tmp_path):
     text = _INTERRUPTED.replace("launcher.py\n```", "For example:\n```")
     f = _aider(tmp_path, text)
     assert ids_of(f, "symbol") == set()
+
+
+# --------------------------------------------------------------------------- the same attempt
+
+
+def _shell(cmd: str) -> ToolCall:
+    return ToolCall("c", "execute_command", {"command": cmd})
+
+
+def test_a_chain_re_run_with_semicolons_is_the_same_attempt():
+    # PowerShell 5 refuses "&&"; the agent re-runs the same commands joined with ";".
+    a = attempt_key(_shell("git checkout staging && git pull origin staging && git checkout -b feat/x"))
+    assert a == attempt_key(_shell("git checkout staging; git pull origin staging; git checkout -b feat/x"))
+
+
+def test_a_chain_of_other_commands_is_another_attempt():
+    a = attempt_key(_shell("git checkout staging && git pull origin staging"))
+    assert a != attempt_key(_shell("git checkout main; git pull origin main"))
