@@ -9,8 +9,7 @@ from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
 from evalkit.facts import compute_facts
 from evalkit.facts.failures import attempt_key
 from evalkit.facts.identifiers import error_string
-from evalkit.importers import import_paths
-from tests.support.facts import ids_of, session_of
+from tests.support.facts import aider_session, ids_of, session_of
 
 # --------------------------------------------------------------------------- error strings
 
@@ -134,10 +133,7 @@ class LauncherUI:
 
 
 def _aider(tmp_path, text: str):
-    p = tmp_path / ".aider.chat.history.md"
-    p.write_text(text)
-    (s,), _ = import_paths([p])
-    return compute_facts(s)
+    return compute_facts(aider_session(tmp_path, text))
 
 
 def test_an_interrupted_whole_file_listing_gives_its_definition_lines(tmp_path):

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from evalkit.contracts.session import ToolCall
 from evalkit.facts import compute_facts
-from evalkit.importers import import_paths
-from tests.support.facts import ids_of
+from tests.support.facts import aider_session, ids_of
 
 _HEAD = (
     "# aider chat started at 2025-05-10 15:17:26\n\n> Aider v0.83.1\n\n#### reload nginx after the change\n\n"
@@ -47,10 +46,7 @@ _DECLINED = """> cd /root/media-stack
 
 
 def _session(tmp_path, text: str):
-    p = tmp_path / ".aider.chat.history.md"
-    p.write_text(text)
-    (s,), _ = import_paths([p])
-    return s
+    return aider_session(tmp_path, text)
 
 
 def _calls(s) -> list[str]:
