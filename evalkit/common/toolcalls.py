@@ -112,7 +112,10 @@ _SHELL_WRITE = re.compile(r"(?:^|[;&|]\s*)(?:[^>]*[^>\d])?>>?\s*([^\s|;&>]+)")
 _QUOTED = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'[^']*'")
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 # Shell commands that change files named as their arguments: (command, which arguments).
-_SHELL_MODIFY = re.compile(r"(?:^|[;&|(]\s*)(mv|cp|rm|touch|tee|sed\s+-i\S*|truncate)\s+([^;&|<>\n]+)")
+# (``sudo`` runs the command after it: ``sudo cp a /etc/b`` writes /etc/b.)
+_SHELL_MODIFY = re.compile(
+    r"(?:^|[;&|(]\s*)(?:sudo\s+(?:-\w+\s+)*)?(mv|cp|rm|touch|tee|sed\s+-i\S*|truncate)\s+([^;&|<>\n]+)"
+)
 # Python writes inside an interpreter call (OpenHands' IPython cells, python -c).
 _PY_WRITE = re.compile(
     r"open\(\s*(?:r|f)?['\"]([^'\"]+)['\"]\s*,\s*['\"][wax]b?\+?['\"]|Path\(\s*['\"]([^'\"]+)['\"]\s*\)\.write_(?:text|bytes)"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalkit.contracts.session import Session
-from evalkit.facts.extract import Facts, compute_facts
+from evalkit.facts.extract import Facts, compute_facts, forward_slashes
 
 KINDS = ("tallies", "failures", "constraints", "files_modified", "identifiers")
 
@@ -114,8 +114,9 @@ def same_rule(pred: str, label: str) -> bool:
 
 
 def same_path(pred: str, label: str) -> bool:
-    """Equal paths, or one is the other's tail at a folder boundary (``/repo/a/b.py`` ~ ``a/b.py``)."""
-    a, b = os.path.normpath(pred.strip()), os.path.normpath(label.strip())
+    """Equal paths, or one is the other's tail at a folder boundary (``/repo/a/b.py`` ~ ``a/b.py``);
+    a Windows path's backslashes are its folder separators."""
+    a, b = (os.path.normpath(forward_slashes(p.strip())) for p in (pred, label))
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 

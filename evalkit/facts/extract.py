@@ -165,8 +165,10 @@ _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
 # aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
 # A fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
+# A whole-file listing: a line naming the file, then its fenced new text. A listing the user
+# interrupted has no closing fence: it runs to the end of the message.
 _AIDER_WHOLE = re.compile(
-    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)^```", re.M | re.S
+    r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)(?:^```|\Z)", re.M | re.S
 )
 
 
@@ -235,6 +237,14 @@ def _has_new_text(call: ToolCall) -> bool:
     return any(v.strip() for v in _new_texts(call))
 
 
+def forward_slashes(path: str) -> str:
+    """A Windows path with backslashes (``scripts\\seed.ts``) spelt as the same path with forward
+    slashes, so one file is not counted twice; a shell escape (``my\\ file``) is left alone."""
+    if "\\" not in path or re.search(r"\\[ \"'$`]", path):
+        return path
+    return path.replace("\\", "/")
+
+
 def _in_dir(cwd: str, path: str) -> str:
     """``path`` as seen from the shell folder ``cwd`` (absolute and home paths stay as they are)."""
     return path if path.startswith(("/", "~")) else posixpath.join(cwd, path)
@@ -252,6 +262,8 @@ class _Builder:
         self.open_file: str | None = None
         self.cwd: str | None = None
         self.seen_ids: set[tuple[str, str]] = set()
+        # `dir` identifiers of calls whose result has not come yet: a declined `mkdir` made nothing.
+        self.pending_dirs: dict[str, list[tuple[int, str, str]]] = {}
         # The edits applied since aider's last lint report (aider lints every file it just wrote).
         self.unlinted: list[tuple[int, ToolCall, object]] = []
         self.fixed_by: dict[int, list[tuple[str, int]]] = {}  # message -> (attempt, failure) it fixed
@@ -324,13 +336,16 @@ class _Builder:
                         for name in identifiers.symbols(block):
                             self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
-            read, modified = files_of(call, self.open_file)
+            read, modified = (list(map(forward_slashes, ps)) for ps in files_of(call, self.open_file))
             if self.cwd:
                 modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)
             self.calls[call.id] = (i, call, modified)
             for kind, value, source in _call_identifiers(call):
-                self.identifier(i, kind, value, source)
+                if kind == "dir":  # a created path: known once the result says the call was not declined
+                    self.pending_dirs.setdefault(call.id, []).append((i, value, source))
+                else:
+                    self.identifier(i, kind, value, source)
         for res in msg.tool_results():
             call = self.calls.get(res.call_id, (i, None, []))[1]
             if msg.meta.get("missing_result") or never_returned(call, res):
@@ -393,6 +408,9 @@ class _Builder:
             self.facts.untallied_runs.append(i)
         source = failure_source(subject, res, tally)
         failed = source is not None
+        for at_dir, value, src in self.pending_dirs.pop(res.call_id, []):
+            if source != "rejection":
+                self.identifier(at_dir, "dir", value, src)
         for sha in identifiers.HARNESS_COMMIT.findall(res.output) if "Commit " in res.output else ():
             self.identifier(at, "sha", sha, "harness commit")
         reason = rejection_reason(res.output) if failed else None
@@ -431,7 +449,7 @@ class _Builder:
             return
         key = attempt_key(subject)
         if failed:
-            error = identifiers.error_string(res.output, refused=res.is_error and not cmd)
+            error = identifiers.error_string(res.output, refused=res.is_error and not cmd, command=cmd or "")
             self.fail(i, subject, res, source, error)
         elif not lint:
             # Every earlier failure of the same attempt is fixed by this success.
@@ -447,6 +465,9 @@ def compute_facts(session: Session) -> Facts:
     b = _Builder(session)
     for i, msg in enumerate(session.messages):
         b.message(i, msg)
+    for pending in b.pending_dirs.values():  # calls with no recorded result: nothing declined them
+        for at, value, src in pending:
+            b.identifier(at, "dir", value, src)
     return b.facts
 
 

@@ -355,6 +355,9 @@ def attempt_key(call: ToolCall | None) -> str:
     # "| head -50", "| tail", "2>&1", "|| true" change what is shown, not what runs.
     norm = re.sub(r"\s*(?:\|\s*(?:head|tail|less|more|cat|tee)\b.*|\|\|\s*true\s*)$", "", norm)
     norm = re.sub(r"\s*\d?>&\d|\s*2>\s*/dev/null", "", norm)
+    # The same commands in the same order, joined with ";" where "&&" failed (PowerShell 5 has no
+    # "&&": "git checkout a && git pull" is re-run as "git checkout a; git pull").
+    norm = re.sub(r"\s*(?:&&|;)\s*", " ; ", norm)
     try:
         words = shlex.split(norm)
     except ValueError:

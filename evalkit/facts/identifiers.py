@@ -75,6 +75,19 @@ _ERROR_LINE = re.compile(
 # <error_details> for a diff that did not match).
 _TOOL_ERROR_TAG = re.compile(r"</?(?:tool_use_error|error_details)>")
 # Roo's and Bob's multi-file read answers each file with its <content> or its <error>.
+# Cline's, Roo's and Bob's answer to a call their own layer refused: a fixed header line, then the
+# error in an <error> block. The header says nothing of the call; the error under it is the
+# identifier (as under an "ERROR:" header).
+_TOOL_EXECUTION_FAILED = re.compile(
+    r"^\s*The tool execution failed with the following error:\s*<error>\s*([^\n<]+?)\s*(?:\n|</error>)"
+)
+# npm's own error block ("npm error code E404", then its message): the message is the error when
+# npm failed by itself; a script's failure (ELIFECYCLE) is reported above the block, and the
+# block's last line only points at npm's log file.
+_NPM_BLOCK = re.compile(r"^npm (?:error|ERR!) code (E(?!LIFECYCLE\b)[A-Z0-9_]+)\s*$", re.M)
+_NPM_LINE = re.compile(
+    r"^npm (?:error|ERR!) (?!code\b|errno\b|syscall\b|path\b|dest\b|A complete log\b)(\S.*)$"
+)
 _FILE_ERROR = re.compile(r"<file>\s*<path>[^<]*</path>\s*<error>\s*([^<\n]+)", re.S)
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)
 
@@ -152,8 +165,8 @@ _GENERIC_MESSAGE = re.compile(
     r"^(?:File has not been read yet\b|Parameter `\w+` is required\b|This command requires approval\b|"
     r"Claude requested permissions to use \w+, but\b|Found \d+ matches of the string to replace\b|"
     r"The user doesn'?t want to (?:proceed|take this action)\b|The user denied this operation\b|User rejected\b|"
-    r"\[no result recorded\b|\[aborted\b|File does not exist\.?$|InputValidationError:|"
-    r"Skipping tool \[|\[?Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
+    r"\[no result recorded\b|\[aborted\b|\[declined by user\b|File does not exist\.?$|InputValidationError:|"
+    r"Skipping tool \[|Tool \[\w+\] was not executed because a tool has already been used\b|\[?Request interrupted\b|String to replace not found in file\.?$|Wrong flag!|"
     r"EXECUTION TIMED OUT\b|\w+ failed: stdin is closed for this session\b|"
     # A call cut off by an interruption: the notice says nothing of the call.
     r"Task was interrupted before this tool call\b|\[interrupted: |"
@@ -212,19 +225,55 @@ _HARNESS_LINE = re.compile(r"^(?:Output:|Exit code:? -?\d+|Command executed in t
 _PS_SOURCE = re.compile(r"^[\w.\\/:-]+ : \S")
 
 
-def error_string(output: str, refused: bool = False) -> str:
+def _npm_message(text: str) -> str | None:
+    """The message line of npm's own error block ("npm error 404 Not Found - GET …"), when npm
+    failed by itself (a code other than ELIFECYCLE)."""
+    m = _NPM_BLOCK.search(text)
+    if not m:
+        return None
+    for ln in text[m.end() :].splitlines():
+        hit = _NPM_LINE.match(ln.strip())
+        if hit and not re.fullmatch(r"\d{3}", hit.group(1).strip()):
+            return ln.strip()
+    return None
+
+
+# A token that names something (a path, file, dotted name, number or id), not a plain word.
+_SPECIFIC_TOKEN = re.compile(r"[\w.@~-]*[/._\d][\w./@~-]*|[`'\"][^`'\"]+[`'\"]")
+
+
+def _names_something(line: str, command: str) -> bool:
+    """Whether ``line`` holds a path, name, value or id, or names a program ``command`` runs: a
+    library's generic message ("Could not determine the type for the passed topic") does not."""
+    if any(len(t.strip("./-")) >= 2 for t in _SPECIFIC_TOKEN.findall(line)):
+        return True
+    programs = {_program(seg) for seg in re.split(r"\|\|?|&&?|;", command)} - {""}
+    return any(re.search(rf"\b{re.escape(p)}\b", line, re.I) for p in programs)
+
+
+def _program(segment: str) -> str:
+    words = [w for w in segment.split() if "=" not in w]
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def error_string(output: str, refused: bool = False, command: str = "") -> str:
     """The exact error a failing call reported: the first line of a harness or tool refusal, else
     the exception line ("TypeError: …"), else the last line that says error/failed. ``refused``:
     the harness flagged a call that ran no command as an error, so its output opens with the
     refusal whatever its wording. A generic harness message (``_GENERIC_MESSAGE``) is no anchor:
     the specific error under it, or "" when there is none; a build tool's wrapper line gives way
-    to the error it wraps."""
+    to the error it wraps. ``command``: the shell command the call ran, when there is one; the
+    last line of a long output that merely says error/failed is the error only when it names
+    something of that command."""
     from evalkit.facts.failures import refusal_line, result_body, timeout_notice
 
     text = result_body(_TOOL_ERROR_TAG.sub("", output).strip())
     if text.startswith("<files>"):  # a multi-file read refused: the first file's error
         m = _FILE_ERROR.search(text)
         return "" if not m or _GENERIC_MESSAGE.match(m.group(1)) else m.group(1).strip()[:300]
+    m = _TOOL_EXECUTION_FAILED.match(text)
+    if m:
+        return "" if _GENERIC_MESSAGE.match(m.group(1)) else m.group(1)[:300]
     notice = timeout_notice(text)
     if notice:  # the harness killed the call: its notice is the error, not a line printed before it
         return "" if _GENERIC_MESSAGE.match(notice) else notice[:300]
@@ -243,6 +292,9 @@ def error_string(output: str, refused: bool = False) -> str:
     ps = powershell_error(text) if "+ " in text else None
     if ps:
         return "" if _GENERIC_MESSAGE.match(ps) else ps[:300]
+    npm = _npm_message(text)
+    if npm:
+        return npm[:300]
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _WRAPPER.match(ln.strip())]
     if not lines:
         return ""
@@ -257,7 +309,9 @@ def error_string(output: str, refused: bool = False) -> str:
         return lines[0][:300]
     for ln in reversed(lines):
         if _GENERIC_ERROR.search(ln):
-            return ln[:300]
+            # A library's generic message at the end of a long output ("Could not determine the
+            # type for the passed topic") holds nothing of the call: no anchor.
+            return "" if command and not _names_something(ln, command) else ln[:300]
     # Several lines and none says what went wrong (a usage or options list after "Exit code 1"):
     # any line picked would be an arbitrary one, not the failure's error string.
     return ""

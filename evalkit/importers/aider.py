@@ -1,8 +1,9 @@
 """Aider chat history Markdown (``.aider.chat.history.md``).
 
 One session per ``# aider chat started at`` header. ``#### `` lines are user input (consecutive
-ones form one message); ``/run``, ``/test`` and ``!cmd`` become a bash call (in an assistant
-message marked synthetic, since the user, not the model, ran it) answered by the pasted output.
+ones form one message); ``/run``, ``/test`` and ``!cmd`` as the whole input (not a pasted line
+that happens to open with "!") become a bash call (in an assistant message marked synthetic,
+since the user, not the model, ran it) answered by the pasted output.
 Other slash commands are synthetic user text. Lines starting with ``> `` are aider's own status
 output (token counts, commits, the echo of command output) and are skipped, except:
 
@@ -17,7 +18,14 @@ output (token counts, commits, the echo of command output) and are skipped, exce
   part of it);
 - ``> Commit 1a2b3c4 …``: aider committed the applied edits; the line is appended to the result
   of the latest edit aider answered (the commit's SHA is an anchor a continuation needs);
-- ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text.
+- ``>>>>>>> REPLACE``: the end of an edit block, part of the assistant's text;
+- ``> Unable to write file X after N attempts: [Errno …]``: aider could not write the edit: the
+  same ``edit`` call on X (as the model's edit block spells it) answered by that line as an error;
+- the shell commands aider offers from the model's reply (the commands, the first line prefixed,
+  then ``> Run shell command(s)? … : y|n``): answered yes, each ``> Running <cmd>`` becomes a
+  ``bash`` call with an empty result (aider prints the output to the terminal, not the history);
+  declined, each offered command becomes a ``bash`` call answered as declined by the user. A
+  multi-line status message's unprefixed lines are aider's, not the model's text.
 
 A ``(y/n…)`` line is aider's prompt followed by the user's reply, filed as user text. The rest is
 assistant text. Aider writes no exit codes and no compaction records.
@@ -47,6 +55,21 @@ LINT_END = re.compile(
     r"^(?:Attempt to fix lint errors\?|Only \d+ reflections allowed|summarizer unexpectedly failed|"
     r"Tokens: |Commit [0-9a-f]{7,40} |Applied edit to )"
 )
+# aider could not write an edit's file ("Unable to write file X after 5 attempts: [Errno 13] …"):
+# a failed edit of X, the line its error.
+UNWRITABLE = re.compile(r"^Unable to write file (.+?) after \d+ attempts?: ")
+# aider offers the shell commands of the model's reply: the commands (its "subject", the first
+# line prefixed, the others as written), then this prompt and the user's answer; for each command
+# it runs, "Running <cmd>". The output goes to the terminal only, never into the history.
+SHELL_PROMPT = re.compile(r"^Run shell commands?\? .*?(?::|[\])])\s*(\w*)\s*$")
+RUNNING = re.compile(r"^Running (.+?)\s*$")
+# aider's own status lines: never part of a command it offers.
+STATUS = re.compile(
+    r"^(?:Tokens: |Applied edit to |Commit [0-9a-f]{7,40} |Committing |Unable to write file |\[Errno \d+\]|"
+    r"Added \d+ lines? of output|Add command output|Running |Run shell commands?\?|You can use /undo|"
+    r"Skipping edits to |Repo-map: |Git repo: |Model: |Models: |Aider v)"
+)
+DECLINED = "[declined by user at aider's prompt: {}]"
 # aider wraps its "> Tokens: …" status line; the wrapped half arrives without the "> " prefix.
 COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 
@@ -55,6 +78,8 @@ COST_LINE = re.compile(r"^Cost: \$[\d.]+ (?:message|request)")
 COMMIT = re.compile(r"^Commit [0-9a-f]{7,40} ")
 # A failed-match report names the file under its count line ("… failed to exactly match lines in X").
 NO_MATCH_PATH = re.compile(r"failed to exactly match lines in (\S+?)\s*$", re.M)
+# A failed-match report's note that the reply's other blocks did apply.
+OTHERS_APPLIED = re.compile(r"The other (\d+) SEARCH/REPLACE blocks? (?:were|was) applied successfully")
 # Status lines that end a failed-match report aider wrote all prefixed (before 0.86).
 REPORT_END = re.compile(
     r"^(?:Commit [0-9a-f]{7,40} |Applied edit to |Skipping edits to |# Fix any errors|Tokens: )"
@@ -96,6 +121,35 @@ def _relayed(b: SessionBuilder, text: str) -> dict | None:
     return None
 
 
+def _applied_others(report: str, reply: str) -> list[tuple[str, str]]:
+    """The files of the blocks a failed-match report says aider applied ("The other 2
+    SEARCH/REPLACE blocks were applied successfully"): the reply's blocks without the failed ones,
+    when their count agrees with the report's."""
+    m = OTHERS_APPLIED.search(report)
+    if not m:
+        return []
+    files: list[str] = []
+    lines = reply.splitlines()
+    for k, ln in enumerate(lines):
+        if ln.startswith("<<<<<<< SEARCH"):
+            name = next((x.strip() for x in reversed(lines[:k]) if x.strip() and not x.startswith("```")), "")
+            files.append(name)
+    for failed in NO_MATCH_PATH.findall(report):
+        if failed in files:
+            files.remove(failed)
+    if len(files) != int(m.group(1)) or not all(files):
+        return []
+    return [(f, m.group(0) + ".") for f in dict.fromkeys(files)]
+
+
+def _as_written(path: str, reply: str) -> str:
+    """aider names a file it could not write by its absolute path; the edit block of the model's
+    reply names it relative to the repository (the spelling of every other edit of that file)."""
+    tails = [ln.strip() for ln in reply.splitlines() if ln.strip() and " " not in ln.strip()]
+    tails = [t for t in tails if path.endswith("/" + t.lstrip("./"))]
+    return max(tails, key=len).lstrip("./") if tails else path
+
+
 def detect(probe: Probe) -> bool:
     # Real histories often start with pages of text from an earlier aider version's header-less
     # session, so the first header can sit far past the first lines.
@@ -125,6 +179,11 @@ def read(probe: Probe, report: ImportReport, options: dict):
     edits: list[int] = []  # indices of the results aider gave edit calls
     no_match: list[str] | None = None  # collecting a failed-match report
     no_match_line = 0
+    status: list[str] = []  # aider's status lines since the last text (a shell prompt's subject)
+    held: list[tuple[int, str]] = []  # unprefixed lines right after a status line
+    said = ""  # the model's latest reply: the commands aider offers come from it
+    running = False  # the user let aider run the commands it offered
+    after_status = False  # the previous line was one of aider's status lines
 
     def flush_user():
         nonlocal user
@@ -137,11 +196,28 @@ def read(probe: Probe, report: ImportReport, options: dict):
         user = []
 
     def flush_assistant():
-        nonlocal assistant
+        nonlocal assistant, said
         text = "\n".join(assistant).strip("\n")
         if text.strip() and b is not None:
             b.text("assistant", text, assistant_line)
+            said = text
         assistant = []
+
+    def shell_call(command_text: str, n: int, output: str) -> None:
+        """A shell command aider ran for the model (or the user declined): a call and its result."""
+        cid = f"{b.session_id}:shell{len(b.messages)}"
+        b.add("assistant", [ToolCall(cid, "bash", {"command": command_text})], n, {"harness": "aider shell"})
+        b.result(cid, output, line=n)
+
+    def offered() -> list[str]:
+        """The commands of the prompt's subject: the status lines just before it that the model's
+        reply holds (aider takes them from its fenced shell blocks)."""
+        cmds: list[str] = []
+        for ln in reversed(status):
+            if not ln.strip() or STATUS.match(ln.strip()) or ln.strip() not in said:
+                break
+            cmds.insert(0, ln.strip())
+        return [c for c in cmds if not c.startswith("#")]
 
     def flush_output():
         nonlocal output
@@ -162,8 +238,9 @@ def read(probe: Probe, report: ImportReport, options: dict):
             b.text("user", "\n".join(lint).strip(), lint_line, synthetic=True, meta={"harness": "aider lint"})
         lint = None
 
-    def applied(path_text: str, n: int, status: str | None = None):
-        """aider's application of an edit block: a synthetic edit call answered by its status."""
+    def applied(path_text: str, n: int, status: str | None = None, note: str | None = None):
+        """aider's application of an edit block: a synthetic edit call answered by its status
+        (``status``: aider did not apply it; ``note``: aider's own words that it did)."""
         flush_assistant()
         cid = f"{b.session_id}:edit{len(b.messages)}"
         b.add(
@@ -172,7 +249,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
             n,
             {"synthetic": True, "harness": "aider"},
         )
-        output = status or f"Applied edit to {path_text}"
+        output = status or note or f"Applied edit to {path_text}"
         if status is None and pending_commits:
             output = "\n".join([output, *(c for c in pending_commits if c)])
             pending_commits.clear()
@@ -187,6 +264,8 @@ def read(probe: Probe, report: ImportReport, options: dict):
             text = "\n".join(no_match).rstrip()
             m = NO_MATCH_PATH.search(text)
             applied(m.group(1) if m else "", no_match_line, status=text)
+            for path_text, note in _applied_others(text, said):
+                applied(path_text, no_match_line, note=note)
         no_match = None
 
     def finish():
@@ -223,7 +302,7 @@ def read(probe: Probe, report: ImportReport, options: dict):
                     flush_output()
                 continue
         if no_match is not None:
-            prefixed = line.startswith(">")
+            prefixed = line.startswith(">") and not line.startswith(">>>>>>> ")  # a quoted block's end
             body = line[1:].strip() if prefixed else line
             unprefixed_seen = any(not r.startswith("\0") for r in no_match[1:])
             if line.startswith("#### ") or (prefixed and (unprefixed_seen or REPORT_END.match(body))):
@@ -250,11 +329,38 @@ def read(probe: Probe, report: ImportReport, options: dict):
                 lint.append((line[2:] if line.startswith("> ") else line[1:]).rstrip())
                 continue
             flush_lint()
+        prefixed = line.startswith(">") and not line.startswith(">>>>>>> ")
+        if (
+            not prefixed
+            and (held or after_status)
+            and line.strip()
+            and not line.startswith("#### ")
+            and not YES_NO.match(line)
+            and not COST_LINE.match(line)
+        ):
+            held.append((n, line))  # a status message's further line, or the model's next text
+            continue
+        if held:
+            if prefixed:  # aider prefixes only the first line of a multi-line status message
+                status.extend(h for _, h in held)
+            else:
+                for hn, h in held:
+                    if not assistant:
+                        assistant_line = hn
+                    assistant.append(h)
+            held = []
+        after_status = prefixed
+        if line.strip() and not prefixed and not COST_LINE.match(line):
+            status.clear()
+            running = False
         if line.startswith("#### "):
             flush_assistant()
             text = line[5:].rstrip()
-            shell = text.startswith("!") and len(text) > 1
-            if shell or (text.startswith(("/run", "/test")) and len(text.split(maxsplit=1)) == 2):
+            # "!cmd" and "/run cmd" run a command only as the whole input, not as a pasted line
+            shell = text.startswith("!") and len(text) > 1 and not user
+            if shell or (
+                not user and text.startswith(("/run", "/test")) and len(text.split(maxsplit=1)) == 2
+            ):
                 flush_user()
                 user, user_line = [text], n
                 flush_user()
@@ -279,6 +385,24 @@ def read(probe: Probe, report: ImportReport, options: dict):
         if line.startswith(">") and not line.startswith(">>>>>>> "):
             flush_assistant()
             body = line[1:].strip()
+            m = SHELL_PROMPT.match(body)
+            if m:
+                cmds = offered()
+                status.clear()
+                running = m.group(1).lower() in ("", "y", "yes", "a", "all")
+                if not running:  # declined (no, skip all, don't ask again): each offered command
+                    for c in cmds:
+                        shell_call(c, n, DECLINED.format(body))
+                continue
+            m = RUNNING.match(body) if running else None
+            if m:
+                shell_call(m.group(1), n, "")
+                continue
+            m = UNWRITABLE.match(body)
+            if m:
+                applied(_as_written(m.group(1), said), n, status=body)
+                continue
+            status.append(body)
             m = APPLIED.match(body)
             if m:
                 applied(m.group(1), n)

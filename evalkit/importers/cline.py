@@ -95,6 +95,12 @@ _FILE_ENTRY = re.compile(r"<file>(.*?)</file>", re.S)
 _DENIED = re.compile(r"^\s*The user denied this operation")
 ENDED = "[the export ends here: no reply to this completion]"
 _SKIPPED = re.compile(r"^Skipping tool \[(\w+)[^\]]*\] due to user rejecting a previous tool\.?\s*$", re.M)
+# Roo's and Bob's refusal of a second tool in one message, written into the first tool's result:
+# the refused call's own (failing) result.
+_NOT_EXECUTED = re.compile(
+    r"^Tool \[(\w+)[^\]]*\] was not executed because a tool has already been used in this message\.[^\n]*$",
+    re.M,
+)
 
 
 def detect(probe: Probe) -> bool:
@@ -277,21 +283,22 @@ def read(probe: Probe, report: ImportReport, options: dict):
                     b.text("user", m.group(2).strip(), line, meta={"cline": "feedback"})
                 continue
             open_calls.remove(call)
-            skipped = _SKIPPED.findall(body)
-            body = _SKIPPED.sub("", body)
+            skipped = [(m.group(1), None) for m in _SKIPPED.finditer(body)]
+            skipped += [(m.group(1), m.group(0).strip()) for m in _NOT_EXECUTED.finditer(body)]
+            body = _NOT_EXECUTED.sub("", _SKIPPED.sub("", body))
             output = _DIAGNOSTICS.sub("", _ENV.sub("", body)).strip()
             b.result(call.id, output, is_error=_failed(output), line=line)
             # Feedback typed when denying the call is the reason for the rejection.
             meta = {"cline": "feedback", **({"rejection": True} if _DENIED.match(output) else {})}
             for m in _OWN.finditer(output):
                 b.text("user", m.group(2).strip(), line, meta=meta)
-            for skipped_name in skipped:
+            for skipped_name, refusal in skipped:
                 nxt = next((c for c in open_calls if c.name == skipped_name), None)
                 if nxt is not None:
                     open_calls.remove(nxt)
                     b.result(
                         nxt.id,
-                        f"Skipping tool [{skipped_name}] due to user rejecting a previous tool.",
+                        refusal or f"Skipping tool [{skipped_name}] due to user rejecting a previous tool.",
                         is_error=True,
                         line=line,
                     )

@@ -333,12 +333,19 @@ def test_mini_swe_agent_trajectory(tmp_path):
 
 def test_aider_declined_edit_is_a_failing_call(transcripts):
     # session1128 line 559: "> Skipping edits to <source>python" (the user declined a new file):
-    # an edit that changed nothing, a failure; the five "Applied edit to testsr.py" are not.
+    # an edit that changed nothing, a failure; the five "Applied edit to testsr.py" are not. The
+    # shell commands aider offered and the user declined ("Run shell command? [Y/n] n") are
+    # rejected calls; the one it ran (`chmod +x testsr.py`) is not a failure.
     s, _ = _one(
         transcripts / "aider/Aider-AI-aider/sessions/aider-chat-history__session1128__2024-08-22T06-29-25.md"
     )
     f = compute_facts(s)
-    assert [x.command for x in f.failures] == ["edit <source>python"]
+    assert [(x.command, x.source) for x in f.failures] == [
+        ("python testsr.py your_markdown_file.md", "rejection"),
+        ("python testsr.py your_markdown_file.md", "rejection"),
+        ("./testsr.py your_markdown_file.md", "rejection"),
+        ("edit <source>python", "error flag"),
+    ]
     assert {x.path for x in f.files_modified} == {"testsr.py"}
     assert not any(m.text.startswith("Cost: $") for m in s.messages)  # wrapped status line
 
@@ -357,21 +364,40 @@ def test_openhands_command_left_running_is_not_a_failure(tmp_path):
     # OpenHands' soft timeout: exit code -1, success false, "[The command has no new output after
     # 30 seconds …]" while a server keeps running (real shape: runtime_trajs__basic_gui_mode.json).
     def action(i, cmd):
-        return {"id": i, "source": "agent", "action": "run", "args": {"command": cmd, "thought": ""},
-                "tool_call_metadata": {"tool_call_id": f"t{i}", "function_name": "execute_bash"}}
+        return {
+            "id": i,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": cmd, "thought": ""},
+            "tool_call_metadata": {"tool_call_id": f"t{i}", "function_name": "execute_bash"},
+        }
 
     def obs(i, cause, out, code, suffix):
-        return {"id": i, "source": "agent", "observation": "run", "cause": cause, "content": out,
-                "extras": {"command": "x", "metadata": {"exit_code": code, "suffix": suffix}},
-                "success": code == 0}
+        return {
+            "id": i,
+            "source": "agent",
+            "observation": "run",
+            "cause": cause,
+            "content": out,
+            "extras": {"command": "x", "metadata": {"exit_code": code, "suffix": suffix}},
+            "success": code == 0,
+        }
 
-    waiting = "\n[The command has no new output after 30 seconds. You may wait longer to see additional output.]"
+    waiting = (
+        "\n[The command has no new output after 30 seconds. You may wait longer to see additional output.]"
+    )
     events = [
         {"id": 0, "source": "user", "action": "message", "args": {"content": "serve the app"}},
         action(1, "python3 -m http.server 8000"),
         obs(2, 1, "Serving HTTP on 0.0.0.0 port 8000 ...", -1, waiting),
         action(3, "cat missing.txt"),
-        obs(4, 3, "cat: missing.txt: No such file or directory", 1, "\n[The command completed with exit code 1.]"),
+        obs(
+            4,
+            3,
+            "cat: missing.txt: No such file or directory",
+            1,
+            "\n[The command completed with exit code 1.]",
+        ),
     ]
     path = tmp_path / "trajectory.json"
     path.write_text(json.dumps(events), encoding="utf-8")

@@ -184,3 +184,57 @@ def test_a_tool_tag_cut_off_before_its_closing_tag_is_a_problem(tmp_path):
     s, report = _import(tmp_path, text)
     assert dict(report.problems) == {"cline unclosed tool": 1}
     assert [c for m in s.messages for c in m.tool_calls()] == []
+
+
+_TWO_TOOLS = _export(
+    ("User", f"<task>\nPort the schema to Db2.\n</task>\n{_ENV}"),
+    (
+        "Assistant",
+        "A plan first.\n\n<update_todo_list>\n<todos>\n[ ] Convert migrations\n</todos>\n</update_todo_list>\n\n"
+        "<read_file>\n<args>\n  <file>\n    <path>db/V1__init.sql</path>\n  </file>\n</args>\n</read_file>",
+    ),
+    (
+        "User",
+        "[update_todo_list] Result:\nTodo list updated successfully.\n"
+        "Tool [read_file] was not executed because a tool has already been used in this message. Only one "
+        "tool may be used per message. You must assess the first tool's result before proceeding to use the "
+        f"next tool.\n{_ENV}",
+    ),
+    (
+        "Assistant",
+        "Now the file.\n\n<read_file>\n<args>\n  <file>\n    <path>db/V1__init.sql</path>\n  </file>\n</args>\n"
+        "</read_file>",
+    ),
+    (
+        "User",
+        "[read_file for 'db/V1__init.sql'] Result:\n<files>\n<file><path>db/V1__init.sql</path>\n"
+        f'<content lines="1-1">\n1 | CREATE TABLE t (id INT);\n</content>\n</file>\n</files>\n{_ENV}',
+    ),
+)
+
+
+def test_a_second_tool_refused_in_the_first_tools_result_is_its_own_failure(tmp_path):
+    # Bob writes "Tool [read_file] was not executed because a tool has already been used …" into
+    # the update_todo_list result: the refusal answers the read_file call, fixed by the next read.
+    s, _ = _import(tmp_path, _TWO_TOOLS)
+    results = [b for m in s.messages for b in m.blocks if isinstance(b, ToolResult)]
+    assert [r.output.split("\n")[0][:16] for r in results] == [
+        "Todo list update",
+        "Tool [read_file]",
+        "<files>",
+    ]
+    assert [r.is_error for r in results] == [False, True, False]
+    f = compute_facts(s)
+    assert [(x.command.split()[0], x.fixed_at is not None) for x in f.failures] == [("read_file", True)]
+    assert not [i for i in f.identifiers if i.kind == "error"]  # it names only the tool: generic
+
+
+def test_a_todo_result_alone_refuses_nothing(tmp_path):
+    text = _TWO_TOOLS.replace(
+        "Tool [read_file] was not executed because a tool has already been used in this message. Only one "
+        "tool may be used per message. You must assess the first tool's result before proceeding to use the "
+        "next tool.\n",
+        "",
+    )
+    f = compute_facts(_import(tmp_path, text)[0])
+    assert f.failures == []

@@ -20,3 +20,13 @@ def rules_of(text: str, **kw) -> list[str]:
 def ids_of(facts, kind: str) -> set[str]:
     """The values of ``facts``' identifiers of ``kind``."""
     return {i.value for i in facts.identifiers if i.kind == kind}
+
+
+def aider_session(tmp_path, text: str) -> Session:
+    """The one session of an aider chat history holding ``text`` (written under ``tmp_path``)."""
+    from evalkit.importers import import_paths
+
+    p = tmp_path / ".aider.chat.history.md"
+    p.write_text(text)
+    (s,), _ = import_paths([p])
+    return s
