@@ -50,7 +50,9 @@ _ONLY = (
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
     # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
-    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
+    # "you would need to add main.py to the chat first" says what the user would have to do.
+    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+"
+    r"(?:(?!would\b|could\b|might\b|may\b)\w+\s+)?"
     r"(?:must|should|are required to|is required to|shall|need to|have to|has to|not allowed to|not permitted to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule;
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
@@ -68,6 +70,8 @@ _OTHER_LANGUAGE = (
     rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:只|仅|僅)(?:能|需|要)?\s*(?:修改|改动|改動|更改|编辑|編輯|改|动|動|使用|用|"
     r"运行|運行|执行|執行|创建|創建|删除|刪除|写|寫|安装|安裝|提交|碰|添加|增加)|"
     rf"{_CLAUSE_OPEN}(?:你|您)?(?:必须|必須|务必|務必)|"
+    # Thai: ตอบ(เป็น)ภาษา… "answer in language …", คุณต้อง "you must", อย่า/ห้าม "don't", "from now on".
+    r"ตอบ(?:เป็น)?ภาษา|(?:คุณ|เธอ|นาย)ต้อง|(?:^|\s)(?:อย่า(?!ง)|ห้าม)|"
     r"(?:しないでください|しないで下さい|ないでください|てはいけません|てはならない)|"
     r"(?:だけ|のみ)を?(?:変更|修正|編集|使用|実行)|"
     r"\b(?:no|nunca|jamás|não|ne|n'|nicht|niemals)\s+(?:\w+\s+)?"
@@ -107,6 +111,9 @@ _KEYWORDLESS = (
     r"(?:single\s+|one\s+|markdown\s+|short\s+)?(?:table|bullet(?: point)?s?|bulleted list|numbered list)\b|"
     # Claude Code's thinking-depth keywords set the form of the agent's thinking.
     r"^(?:ultrathink|think (?:hard|harder|deeply)|megathink)\b|"
+    # A plan shown before the work: "Show plan first.", "Outline your approach before coding."
+    r"^(?:(?:please|now|then),?\s+)?(?:show|present|share|give|write|outline|propose|explain)\s+(?:me\s+|us\s+)?"
+    r"(?:the\s+|your\s+|a\s+)?(?:plan|approach|proposal|outline)\s+(?:first|before)\b|"
     # A verbless prohibition on a kind of tool or action: "No ClMail tools.", "No new dependencies."
     r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
     r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
@@ -142,7 +149,7 @@ _MODAL_RE = re.compile(_MODAL, re.I)
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
 _CLAUSE_START = re.compile(
-    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
+    r"(?:^|[,;:(!.—–\"“-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
     re.I,
 )
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
@@ -156,6 +163,12 @@ _TEXT_QUALITY = (
 _AGENT_TOOL = (
     r"(?-i:WebSearch|WebFetch|Grep|Glob|Bash|TodoWrite|NotebookEdit|SendMessage|web_fetch|google_web_search|"
     r"browser_action|use_mcp_tool|search_files|list_files|read_file)"
+)
+# Languages an answer is asked in ("Always respond in Thai language.").
+_LANGUAGE = (
+    r"(?:english|thai|chinese|mandarin|cantonese|japanese|korean|vietnamese|indonesian|malay|hindi|bengali|urdu|"
+    r"arabic|persian|farsi|hebrew|turkish|russian|ukrainian|polish|czech|slovak|german|dutch|french|spanish|"
+    r"portuguese|italian|greek|swedish|norwegian|danish|finnish|hungarian|romanian|tagalog|swahili)\b"
 )
 _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
@@ -180,6 +193,13 @@ _IMPERATIVE = re.compile(
     r"my|our|its|their|caution|care|common)\b)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*(?=\s+for\s+(?!(?:the|a|an|this|that|these|those|its|their|your|our|my)\b)|\s*,|\.?\s*$)|"
     # The thoroughness or length of the agent's answer and thinking: "Be thorough.", "Be concise.".
     r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
+    # The language and form of the answer: "Respond ONLY in Thai from now on.", "Return ONLY the
+    # fixed code — no explanation:", "Show every single MCP tool call, the reasoning, …".
+    rf"(?:respond|reply|answer|write|speak|talk|communicate)\s+(?:to\s+me\s+)?(?:only\s+|always\s+|exclusively\s+)?"
+    rf"(?:in|using)\s+(?:{_LANGUAGE})|"
+    r"(?:return|output|reply\s+with|respond\s+with|answer\s+with|give\s+me|print|send)\s+only\b|"
+    r"(?:show|display|print|log|include|explain)\s+(?:me\s+)?(?:every|all|each)?\s*(?:single\s+)?(?:of\s+(?:the|your)\s+)?"
+    r"(?:[\w-]+\s+)?(?:tool\s+calls?|reasoning|thinking|thought\s+process)|"
     # The order in which it works through the material: "Go file by file, line by line.".
     r"(?:go|work|proceed)\s+(?:through\s+(?:it|them|the\s+\w+)\s+)?(?P<by_unit>\w+)\s+by\s+(?P=by_unit)|"
     # The form of the answer: sources to cite ("Provide a clear answer with sources.").
@@ -347,8 +367,13 @@ _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 # a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
 # Chinese and Japanese sentences end at 。！？ with no space after them.
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)"
+    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)|"
+    # Thai writes no sentence mark: a space between Thai words ends a clause.
+    r"(?<=[\u0e00-\u0e7f!?.])\s+(?=[\u0e00-\u0e7f])"
 )
+# The words of a slash command or a CLI message argument are the user's: '/instructions "Always
+# respond in Thai."', 'aider --model x --message "Respond ONLY in Thai."'.
+_COMMAND_QUOTE = re.compile(r"^(?:/[\w-]+|\S*aider\b[^\"“]*?\s--?(?:message|msg|m))\s+[\"“]")
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -669,9 +694,11 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
         # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
         heading = line.startswith("#")
         advice = advice or heading
-        line = _LIST_MARK.sub("", line).strip()
+        line = _COMMAND_QUOTE.sub("", _LIST_MARK.sub("", line).strip())
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
+            if s.count('"') % 2:  # the open or close of a quote around the whole message
+                s = s.strip('"').strip()
             # A heading ("## My request for Codex:") names the request below it, it is not one.
             opening = first and not heading
             first = first and (heading or not s)

@@ -1,0 +1,46 @@
+"""The constraint classes heldout42's measurement showed (tests/fixtures/labels/README.md), each
+with a positive and a negative case on real-shaped text: the two tests of the written rule, a
+directive addressed to the agent about how it works, read by grammar rather than by phrase."""
+
+from __future__ import annotations
+
+from evalkit.facts.check import same_rule
+from tests.support.facts import rules_of
+
+# --------------------------------------------------------------------------- answer language and form
+
+
+def test_the_language_and_form_of_the_answer_is_a_rule():
+    assert rules_of('/instructions "Always respond in Thai language. This is a strict requirement."') == [
+        "Always respond in Thai language."
+    ]
+    assert rules_of('aider --model x --message "Respond ONLY in Thai from now on. This is mandatory."') == [
+        "Respond ONLY in Thai from now on."
+    ]
+    assert rules_of("Fix these test failures. Return ONLY the fixed code — no explanation:") == [
+        "Return ONLY the fixed code — no explanation:"
+    ]
+    assert rules_of("Problem: memory resets on restart.\nFix it.\n\nShow plan first.") == ["Show plan first."]
+    text = "Port it.\n\nShow every single MCP tool call, the reasoning, the refactored code, and finally run the suite."
+    assert rules_of(text) == [text.split("\n\n")[1]]
+
+
+def test_thai_answer_rules_are_read_clause_by_clause():
+    assert rules_of('"จากนี้ไปให้ตอบเป็นภาษาไทยเท่านั้น และช่วยสรุปหน้าที่ของไฟล์ launcher.py"') == [
+        "จากนี้ไปให้ตอบเป็นภาษาไทยเท่านั้น"
+    ]
+    assert rules_of("หยุดตอบภาษาอังกฤษ! ฉันสั่งภาษาไทย คุณต้องตอบภาษาไทยเท่านั้น (Respond only in THAI). ") == [
+        "หยุดตอบภาษาอังกฤษ!",
+        "คุณต้องตอบภาษาไทยเท่านั้น (Respond only in THAI).",
+    ]
+    # Thai is scored character by character, as Chinese and Japanese are.
+    assert same_rule("หยุดตอบภาษาอังกฤษ!", "หยุดตอบภาษาอังกฤษ!")
+    assert not same_rule("หยุดตอบภาษาอังกฤษ!", "ฉันสั่งภาษาไทย")
+
+
+def test_a_statement_about_language_or_a_hypothetical_modal_is_no_rule():
+    assert rules_of("Add a locale switch. The bot should answer in French when asked.") == []
+    assert rules_of("Fix it. I will respond in English.") == []
+    # "อย่างไร" ("how") holds อย่า ("don't") but asks a question.
+    assert rules_of("อธิบาย ว่ามันจัดการกับระบบ Security Agent อย่างไร") == []
+    assert rules_of("Explain main.py. To analyze it, you would need to add main.py to the chat first.") == []
