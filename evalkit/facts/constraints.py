@@ -22,7 +22,9 @@ The labelling rules these follow are in ``tests/fixtures/labels/README.md``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+
+from evalkit.contracts.session import ToolCall
 
 # Prohibitions: sentence-level markers that forbid something.
 _PROHIBIT = (
@@ -665,20 +667,55 @@ def is_template(text: str) -> bool:
     return bool(_TEMPLATE.search(text))
 
 
-def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+def constraint_sentences(
+    text: str, reason: bool = False, tools: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule
     (:func:`_constraint_sentences`). Typographic apostrophes ("Don’t use external libraries") are
     read as typed ones; the rule is given as the user typed it."""
     if "’" not in text:
-        yield from _constraint_sentences(text, reason)
+        yield from _constraint_sentences(text, reason, tools)
         return
     plain = text.replace("’", "'")  # the same length: positions carry over
-    for rule, marker in _constraint_sentences(plain, reason):
+    for rule, marker in _constraint_sentences(plain, reason, tools):
         at = plain.find(rule)
         yield (text[at : at + len(rule)] if at >= 0 else rule), marker
 
 
-def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+# "Use attempt_completion to confirm …", "Use convertPostgresSchemaToDb2 on all migration files":
+# the agent's own tool by name. A name is a tool when the agent calls a tool of that name in the
+# session, or when the message names an MCP server or MCP tools (the tools it serves); any other
+# identifier after "use" is a name in the code (``_CODE_USE``).
+_TOOL_USE = re.compile(
+    r"^(?i:(?:(?:please|then|now|also|and|first|finally),?\s+)*use\s+(?:the\s+)?)`?(?P<tool>[A-Za-z][\w.-]*[_A-Z][\w.-]*)`?"
+    r"(?=[\s.,;:]|$)"
+)
+_MCP = re.compile(r"\bMCP\b")
+
+
+def agent_tools(calls: Iterable[ToolCall]) -> frozenset[str]:
+    """The names of the tools the agent called (an MCP call's served tool too), those shaped as
+    identifiers (``attempt_completion``, ``convertSchema``): "use bash" stays an ordinary word."""
+    names = set()
+    for call in calls:
+        for name in (call.name, call.args.get("tool_name") if isinstance(call.args, dict) else None):
+            if isinstance(name, str) and re.search(r"_|[a-z][A-Z]", name):
+                names.add(name)
+    return frozenset(names)
+
+
+def _tool_use(sentence: str, tools: frozenset[str], mcp: bool) -> bool:
+    s = _FRAME.sub("", sentence, count=1)
+    m = _TOOL_USE.match(s)
+    if not m:
+        return False
+    name = m.group("tool")
+    return name in tools or (mcp and bool(re.search(r"[a-z][A-Z]|_", name)))
+
+
+def _constraint_sentences(
+    text: str, reason: bool = False, tools: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule.
 
     A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,
@@ -690,6 +727,7 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
     imperative in it steers how the agent works, so it counts as a directive.
     """
     first, investigation = not reason, False
+    mcp = bool(_MCP.search(text))
     for line, advice in _candidate_lines(text):
         # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
         heading = line.startswith("#")
@@ -709,6 +747,9 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
                 yield standing.group(0).strip(), "standing"
                 continue
             question = s.endswith("?") and not _POLITE_REQUEST.match(s)
+            if not question and not advice and _tool_use(s, tools, mcp):
+                yield s, "agent tool"
+                continue
             if (
                 len(s) < 8
                 or question

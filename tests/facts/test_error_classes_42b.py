@@ -4,8 +4,10 @@ directive addressed to the agent about how it works, read by grammar rather than
 
 from __future__ import annotations
 
+from evalkit.contracts.session import Message, Text, ToolCall, ToolResult
+from evalkit.facts import compute_facts
 from evalkit.facts.check import same_rule
-from tests.support.facts import rules_of
+from tests.support.facts import rules_of, session_of
 
 # --------------------------------------------------------------------------- answer language and form
 
@@ -44,3 +46,37 @@ def test_a_statement_about_language_or_a_hypothetical_modal_is_no_rule():
     # "อย่างไร" ("how") holds อย่า ("don't") but asks a question.
     assert rules_of("อธิบาย ว่ามันจัดการกับระบบ Security Agent อย่างไร") == []
     assert rules_of("Explain main.py. To analyze it, you would need to add main.py to the chat first.") == []
+
+
+# --------------------------------------------------------------------------- the agent's own tools by name
+
+
+def _bob_session(request: str, *tools: str):
+    msgs = [Message("m0", "user", [Text(request)])]
+    for k, name in enumerate(tools):
+        msgs += [
+            Message(f"a{k}", "assistant", [ToolCall(f"c{k}", name, {"path": "AGENTS.md"})]),
+            Message(f"t{k}", "tool", [ToolResult(f"c{k}", "ok")]),
+        ]
+    return compute_facts(session_of(*msgs))
+
+
+def test_a_tool_the_agent_has_is_a_tool_not_code():
+    request = "Create an AGENTS.md file.\n\nAfter creating AGENTS.md, use attempt_completion to confirm the task is done."
+    facts = _bob_session(request, "write_to_file", "attempt_completion")
+    assert [c.text for c in facts.constraints] == [
+        "After creating AGENTS.md, use attempt_completion to confirm the task is done."
+    ]
+    mcp = (
+        "You are now using the JavaToDb2MigrationAssistant MCP server I created.\n\nPort the app to Db2.\n\n"
+        "Follow these steps using the MCP tools:\n1. Use convertPostgresSchemaToDb2 on all Flyway migration files\n"
+        "2. Update application.properties"
+    )
+    assert rules_of(mcp) == ["Use convertPostgresSchemaToDb2 on all Flyway migration files"]
+
+
+def test_a_name_in_the_code_after_use_stays_the_task():
+    # The same shape with a name the agent never calls as a tool and no MCP server named: code.
+    facts = _bob_session("Fix the reader.\n\nThen use get_input to read the line.", "write_to_file")
+    assert [c.text for c in facts.constraints] == []
+    assert rules_of("Port it.\n1. Use convertPostgresSchemaToDb2 on all Flyway migration files") == []
