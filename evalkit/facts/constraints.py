@@ -141,6 +141,12 @@ _STANDING_CLAUSE = re.compile(
     rf"{_PROPERTY}{_CLAUSE_TEXT}*",
     re.I,
 )
+# "Can you check further into why the 401 error could be occurring?": a question for an account
+# (why, how, whether), though put as a request.
+_ASKS_WHY = re.compile(r"\b(?:why|how come|whether|what|how)\b", re.I)
+# A lead-in ending at a colon after a preposition ("Run it with:", "Build it using:") introduces the
+# command or block below it; the directive is that block's, not a rule of its own.
+_INTRO_COLON = re.compile(r"\b(?:with|using|via|by|like|as follows|this|these|the following)\s*:\s*$", re.I)
 # A request put as a question ("Can you please read … and …?") asks the agent to act.
 _POLITE_REQUEST = re.compile(r"^(?:(?:so|and|ok|okay|now),?\s+)?(?:can|could|would|will)\s+you\s+", re.I)
 _RULE = re.compile(
@@ -746,7 +752,7 @@ def _constraint_sentences(
             if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):
                 yield standing.group(0).strip(), "standing"
                 continue
-            question = s.endswith("?") and not _POLITE_REQUEST.match(s)
+            question = s.endswith("?") and (not _POLITE_REQUEST.match(s) or bool(_ASKS_WHY.search(s)))
             if not question and not advice and _tool_use(s, tools, mcp):
                 yield s, "agent tool"
                 continue
@@ -763,6 +769,8 @@ def _constraint_sentences(
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
+                if _INTRO_COLON.search(s):  # "Run it with:" introduces what follows it
+                    continue
                 if (
                     not advice
                     and (not opening or _BARE_STOP.match(s) or _ORDER_FRAME.match(s))

@@ -80,3 +80,18 @@ def test_a_name_in_the_code_after_use_stays_the_task():
     facts = _bob_session("Fix the reader.\n\nThen use get_input to read the line.", "write_to_file")
     assert [c.text for c in facts.constraints] == []
     assert rules_of("Port it.\n1. Use convertPostgresSchemaToDb2 on all Flyway migration files") == []
+
+
+# --------------------------------------------------------------------------- lead-ins and questions
+
+
+def test_a_lead_in_to_a_block_and_a_question_for_an_account_are_no_rules():
+    assert rules_of("Here's the script.\n\nRun it with:\n```bash\nts-node scripts/seed.ts\n```") == []
+    assert rules_of("It still fails.\nCan you check further into why the 401 error could be occurring?") == []
+
+
+def test_a_process_step_and_a_request_to_run_stay_rules():
+    assert rules_of("Fix the seed.\nRun it with ts-node before you commit.") == [
+        "Run it with ts-node before you commit."
+    ]
+    assert rules_of("Good.\nCould you please run the tests again?") == ["Could you please run the tests again?"]
