@@ -321,6 +321,21 @@ _FRAME = re.compile(
 # A step ordered before or after the deliverable names the deliverable in its frame, so even as a
 # message's opening it is a rule on how to work, not the request.
 _ORDER_FRAME = re.compile(r"^(?:before|after)\s+(?:\w+ing|you|we)\b", re.I)
+# A reading step joined to the action it informs ("ok look at qbtconf.txt and make the changes
+# needed", "look at the output of docker ps and use that output to …") orders the work even as a
+# turn's opening; alone ("ok take a look at X") or joined to an account ("… and tell me …") it is
+# the request. A retry with another command or tool ("Try that write again but with sudo, or
+# check …") says how the agent is to work.
+_READ_THEN_ACT = re.compile(
+    r"^(?!.*\band\s+(?:then\s+)?(?:tell|explain|describe|summari[sz]e|report|compare|let\s+me|show\s+me|give\s+me))"
+    r"(?:[^;]{0,40};\s*)?(?:(?:ok|okay|so|now|then|please|first),?\s+)*"
+    r"(?:look\s+(?:at|over|through)|read|(?:have|take)\s+a\s+look\s+at)\b(?:[^.;]|\.(?=\w)){1,160}?\band\s+(?:then\s+)?"
+    # (an account asked for after the reading makes it an investigation; "tellme": words run together)
+    r"[a-z]+\b|"
+    r"^(?:(?:ok|okay|so|now|please),?\s+)*try\s+(?:that|it|this|the\s+\w+)(?:\s+\w+)?\s+again,?\s+(?:but\s+)?"
+    r"(?:with|using|via|through)\s+\w+",
+    re.I,
+)
 # A bare order to stop is never the deliverable, even when it is the whole message ("Finish
 # please"); "Finish the parser" names the task.
 _BARE_STOP = re.compile(
@@ -775,7 +790,7 @@ def _constraint_sentences(
                     not advice
                     and (not opening or _BARE_STOP.match(s) or _ORDER_FRAME.match(s))
                     and _directive(s, investigation)
-                ):
+                ) or (not advice and _READ_THEN_ACT.match(s)):
                     yield _directive_clause(s), "directive"
                 elif reason and _IMPERATIVE_START.match(s):
                     yield s, "rejection"

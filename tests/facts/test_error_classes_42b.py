@@ -95,3 +95,25 @@ def test_a_process_step_and_a_request_to_run_stay_rules():
         "Run it with ts-node before you commit."
     ]
     assert rules_of("Good.\nCould you please run the tests again?") == ["Could you please run the tests again?"]
+
+
+# --------------------------------------------------------------------------- reading steps in aider turns
+
+
+def test_a_reading_step_joined_to_the_action_it_informs_is_process():
+    assert rules_of("ok look at qbtconf.txt and make the changes needed") == [
+        "ok look at qbtconf.txt and make the changes needed"
+    ]
+    text = "failure; look at the output of the docker ps and use that output to determine what command to run"
+    assert rules_of(text) == [text]
+    assert rules_of("Read TODO.md and find the first task marked with [ ].") == [
+        "Read TODO.md and find the first task marked with [ ]."
+    ]
+    text = "Try that write again but with sudo, or check the permissions or ownership on the file"
+    assert rules_of(text) == [text]
+
+
+def test_a_reading_request_alone_or_for_an_account_is_the_task():
+    assert rules_of("ok take a look at /home/henry/qbtconf.txt") == []
+    assert rules_of("read my library code of wcci http and tellme similarity with axios and difference") == []
+    assert rules_of("ok try editing that file again, I've fixed the ownership") == []
