@@ -397,6 +397,14 @@ _SENTENCE_END = re.compile(
 # The words of a slash command or a CLI message argument are the user's: '/instructions "Always
 # respond in Thai."', 'aider --model x --message "Respond ONLY in Thai."'.
 _COMMAND_QUOTE = re.compile(r"^(?:/[\w-]+|\S*aider\b[^\"“]*?\s--?(?:message|msg|m))\s+[\"“]")
+# A list introduced as what to deliver ("Objectives:", "Now audit the overall structure and
+# provide:"): its items ("Verify ESM compliance", "Confirm ESM compliance across all files") are
+# the task, as an investigation's steps are; a marked rule among them still counts.
+_DELIVERABLES = re.compile(
+    r"(?:^(?:objectives?|goals?|tasks?|deliverables?|expected\s+output|acceptance\s+criteria)|"
+    r"\b(?:provide|deliver|produce|return|give\s+me|include))\s*:\s*$",
+    re.I,
+)
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -749,9 +757,14 @@ def _constraint_sentences(
     """
     first, investigation = not reason, False
     mcp = bool(_MCP.search(text))
+    deliverables = False
     for line, advice in _candidate_lines(text):
         # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
         heading = line.startswith("#")
+        # An item of what to deliver: its steps are the task (a marked rule in it still counts).
+        deliverable = bool(_ITEM_MARK.match(line)) and deliverables
+        if not deliverable:
+            deliverables = bool(_DELIVERABLES.search(line))
         advice = advice or heading
         line = _COMMAND_QUOTE.sub("", _LIST_MARK.sub("", line).strip())
         for sentence in _SENTENCE_END.split(line):
@@ -785,6 +798,8 @@ def _constraint_sentences(
                 continue
             if not _rule_in(s):
                 if _INTRO_COLON.search(s):  # "Run it with:" introduces what follows it
+                    continue
+                if deliverable:
                     continue
                 if (
                     not advice

@@ -117,3 +117,24 @@ def test_a_reading_request_alone_or_for_an_account_is_the_task():
     assert rules_of("ok take a look at /home/henry/qbtconf.txt") == []
     assert rules_of("read my library code of wcci http and tellme similarity with axios and difference") == []
     assert rules_of("ok try editing that file again, I've fixed the ownership") == []
+
+
+# --------------------------------------------------------------------------- a list of what to deliver
+
+
+def test_the_items_of_a_list_of_what_to_deliver_are_the_task():
+    text = (
+        "You are auditing the core repository.\nObjectives:\n1. Verify ESM compliance (ECMAScript Modules)\n"
+        "2. Identify structural inconsistencies\n"
+    )
+    assert rules_of(text) == []
+    text = "Now audit the overall structure and provide:\n1. A final checklist.\n2. Confirm ESM compliance across all files you have."
+    assert rules_of(text) == []
+
+
+def test_a_marked_rule_in_a_list_of_what_to_deliver_and_steps_elsewhere_still_count():
+    text = "Write the report. Return:\n- The file path.\n- A 2-3 sentence summary of what you wrote."
+    assert rules_of(text) == ["A 2-3 sentence summary of what you wrote."]
+    assert rules_of("Fix the parser.\nSteps:\n1. Run the tests before you commit.") == [
+        "Run the tests before you commit."
+    ]
