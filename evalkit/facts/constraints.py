@@ -349,6 +349,16 @@ _CONTENT_FIDELITY = re.compile(
     r"embellish|exaggerate)\b",
     re.I,
 )
+# A request for a document ("Create an AGENTS.md file for this project", "Write a README"): then
+# "Keep it very concise since …" sets the length of that document, the deliverable, not of the
+# agent's answer.
+_DOCUMENT_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:create|write|draft|generate|produce|prepare|compose)\b[^.?!]*?"
+    r"(?:\b[\w-]+\.(?:md|txt|rst|adoc)\b|\b(?:readme|document|documentation|doc|report|guide|spec|specification|"
+    r"changelog|article|blog\s+post|post|email|letter)\b)",
+    re.I,
+)
+_KEEP_IT = re.compile(r"^(?:please\s+)?keep\s+it\b", re.I)
 # "Keep the MVP functional and simple.", "Keep the same documentation structure.": a property of a
 # named part of the deliverable (the task), where "keep it/everything simple" sets one for all the
 # work and "keep the changes minimal", "keep your answer short" bound the work and the answer.
@@ -755,7 +765,7 @@ def _constraint_sentences(
     ``reason``: the text is why the user rejected a call. It has no opening request, and any
     imperative in it steers how the agent works, so it counts as a directive.
     """
-    first, investigation = not reason, False
+    first, investigation, document = not reason, False, False
     mcp = bool(_MCP.search(text))
     deliverables = False
     for line, advice in _candidate_lines(text):
@@ -776,6 +786,9 @@ def _constraint_sentences(
             first = first and (heading or not s)
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
+                document = bool(_DOCUMENT_REQUEST.match(s))
+            if document and _KEEP_IT.match(s):
+                continue
             standing = _STANDING_CLAUSE.search(s)
             if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):
                 yield standing.group(0).strip(), "standing"

@@ -138,3 +138,18 @@ def test_a_marked_rule_in_a_list_of_what_to_deliver_and_steps_elsewhere_still_co
     assert rules_of("Fix the parser.\nSteps:\n1. Run the tests before you commit.") == [
         "Run the tests before you commit."
     ]
+
+
+# --------------------------------------------------------------------------- the length of a document
+
+
+def test_keep_it_short_in_a_request_for_a_document_is_the_document():
+    text = (
+        "Create an AGENTS.md file for this new project.\n\n"
+        "Keep it very concise since there's no actual codebase to analyze yet."
+    )
+    assert rules_of(text) == []
+
+
+def test_keep_it_short_elsewhere_is_the_answer_form():
+    assert rules_of("Fix the login bug.\n\nKeep it very concise.") == ["Keep it very concise."]
