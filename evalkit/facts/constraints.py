@@ -203,7 +203,7 @@ _IMPERATIVE = re.compile(
     r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
     # The language and form of the answer: "Respond ONLY in Thai from now on.", "Return ONLY the
     # fixed code — no explanation:", "Show every single MCP tool call, the reasoning, …".
-    rf"(?:respond|reply|answer|write|speak|talk|communicate)\s+(?:to\s+me\s+)?(?:only\s+|always\s+|exclusively\s+)?"
+    rf"(?:stop\s+)?(?:respond|reply|answer|write|speak|talk|communicate)(?:ing)?\s+(?:to\s+me\s+)?(?:only\s+|always\s+|exclusively\s+)?"
     rf"(?:in|using)\s+(?:{_LANGUAGE})|"
     r"(?:return|output|reply\s+with|respond\s+with|answer\s+with|give\s+me|print|send)\s+only\b|"
     r"(?:show|display|print|log|include|explain)\s+(?:me\s+)?(?:every|all|each)?\s*(?:single\s+)?(?:of\s+(?:the|your)\s+)?"
@@ -457,6 +457,11 @@ _PASTED_ERROR = re.compile(
 )
 
 
+# A terminal's echo of an input after aider's mode prompt ('ask> "…"', 'architect> …') is a copy of
+# the screen, pasted or logged, as a "$ " shell line is.
+_PROMPT_ECHO = re.compile(r"^(?:ask|code|architect|context|help|multi)>\s")
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
     """(line, in_advice_section) for each line that is the user's own words."""
     fenced = quoted = advice = False
@@ -494,6 +499,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
             or _CHECKBOX.match(line)
             or _PASTED_ERROR.match(stripped)
             or stripped.startswith((">", "$ ", "E   "))
+            or _PROMPT_ECHO.match(stripped)
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
         ):

@@ -153,3 +153,18 @@ def test_keep_it_short_in_a_request_for_a_document_is_the_document():
 
 def test_keep_it_short_elsewhere_is_the_answer_form():
     assert rules_of("Fix the login bug.\n\nKeep it very concise.") == ["Keep it very concise."]
+
+
+# --------------------------------------------------------------------------- a terminal's echo of an input
+
+
+def test_an_echo_after_aiders_mode_prompt_is_a_copy_of_the_screen():
+    text = 'ask> "Stop answering in English! You must answer only in Thai."\n\nI understand you want Thai.'
+    assert rules_of(text) == []
+
+
+def test_the_same_words_typed_are_a_rule():
+    assert rules_of("Stop answering in English! You must answer only in Thai.") == [
+        "Stop answering in English!",
+        "You must answer only in Thai."
+    ]
