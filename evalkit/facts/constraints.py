@@ -412,9 +412,13 @@ _COMMAND_QUOTE = re.compile(r"^(?:/[\w-]+|\S*aider\b[^\"“]*?\s--?(?:message|ms
 # the task, as an investigation's steps are; a marked rule among them still counts.
 _DELIVERABLES = re.compile(
     r"(?:^(?:objectives?|goals?|tasks?|deliverables?|expected\s+output|acceptance\s+criteria)|"
-    r"\b(?:provide|deliver|produce|return|give\s+me|include))\s*:\s*$",
+    r"\b(?:provide|deliver|produce|return|give\s+me|include)|^(?:i|we)\s+(?:want|need|would\s+like|'d\s+like))\s*:\s*$",
     re.I,
 )
+# "Task:" on a line of its own heads the request: the sentence after it is the opening, as a
+# message's first sentence is (the rules above it, "IMPORTANT GIT RULES: …", come first); a
+# numbered list under it is a list of steps, read one by one.
+_TASK_HEADER = re.compile(r"^(?:(?:the|my|your)\s+)?(?:task|request|assignment)\s*:\s*$", re.I)
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -771,7 +775,7 @@ def _constraint_sentences(
     ``reason``: the text is why the user rejected a call. It has no opening request, and any
     imperative in it steers how the agent works, so it counts as a directive.
     """
-    first, investigation, document = not reason, False, False
+    first, investigation, document, task_header = not reason, False, False, False
     mcp = bool(_MCP.search(text))
     deliverables = False
     for line, advice in _candidate_lines(text):
@@ -782,6 +786,12 @@ def _constraint_sentences(
         if not deliverable:
             deliverables = bool(_DELIVERABLES.search(line))
         advice = advice or heading
+        if _TASK_HEADER.match(line) and not reason:
+            first = task_header = True
+            continue
+        if task_header and _ITEM_MARK.match(line):
+            first = False  # "Your task:\n1. Review … 2. Analyze …": steps, read one by one
+        task_header = False
         line = _COMMAND_QUOTE.sub("", _LIST_MARK.sub("", line).strip())
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()

@@ -168,3 +168,23 @@ def test_the_same_words_typed_are_a_rule():
         "Stop answering in English!",
         "You must answer only in Thai."
     ]
+
+
+# --------------------------------------------------------------------------- a "Task:" header and an "I want:" list
+
+
+def test_the_request_after_a_task_header_and_the_items_wanted_are_the_task():
+    text = (
+        "IMPORTANT GIT RULES:\n- Work ONLY on branch: ui-5\n- Never merge into main\n\nTask:\n"
+        "Analyze the current login page and propose the best UX for a lamp-based login screen.\n"
+        "I want:\n- lamp idle state\n- pull cord interaction\n\nDo not code yet."
+    )
+    assert rules_of(text) == ["Work ONLY on branch: ui-5", "Never merge into main", "Do not code yet."]
+
+
+def test_steps_under_your_task_are_still_read_one_by_one():
+    text = (
+        "Analyze the CLI and create a specification.\n\nYour task:\n"
+        "1. Review existing CLI commands in `src/cli/commands/`\n2. Create the specification document"
+    )
+    assert rules_of(text) == ["Review existing CLI commands in `src/cli/commands/`"]
