@@ -563,7 +563,8 @@ _PROHIBIT_RE = re.compile(rf"\b(?:{_PROHIBIT})\b", re.I)
 
 
 # "next we need to increase the score when …", "we have to make the necessary adaption to the
-# Service": the user and agent together, a change to the code as the verb: the task, not a rule.
+# Service", "You need to build desktop-first webapps": the agent (with the user) as subject, a change
+# to the code or an artefact to build as the verb: the task, not a rule on how to work.
 _WE_CHANGE = re.compile(
     r"\s+(?:make|increase|decrease|add|implement|create|build|fix|change|update|adapt|refactor|rewrite|"
     r"write|move|rename|remove|replace|extend|support|handle|introduce)\b",
@@ -603,7 +604,7 @@ def _rule_in(text: str) -> re.Match | None:
             continue
         if (
             _MODAL_RE.match(m.group(0))
-            and re.match(r"we\b", m.group(0), re.I)
+            and re.match(r"(?:we|you)\b", m.group(0), re.I)
             and _WE_CHANGE.match(text[m.end() :])
             # "Ignore all errors, since we have to adapt them later": the reason of another rule.
             and not re.search(r"\b(?:since|because)\s*$", before)

@@ -188,3 +188,16 @@ def test_steps_under_your_task_are_still_read_one_by_one():
         "1. Review existing CLI commands in `src/cli/commands/`\n2. Create the specification document"
     )
     assert rules_of(text) == ["Review existing CLI commands in `src/cli/commands/`"]
+
+
+# --------------------------------------------------------------------------- "you need to" + the deliverable
+
+
+def test_you_need_to_build_the_deliverable_is_the_task():
+    assert rules_of("Hi.\nYou need to build desktop-first webapps, without focusing on responsiveness.") == []
+
+
+def test_you_need_to_run_or_check_is_a_rule():
+    assert rules_of("Fix it.\nYou need to run the tests after each change.") == [
+        "You need to run the tests after each change."
+    ]
