@@ -160,6 +160,7 @@ _CLAUSE_START = re.compile(
     r"(?:^|[,;:(!.—–\"“-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
     re.I,
 )
+_MODAL_PROHIBIT = re.compile(r"(?:must not|mustn'?t|should not|shouldn'?t|may not)", re.I)
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 # A quality of the text the agent writes ("Keep it factual and grounded." in a request for a
@@ -609,6 +610,10 @@ def _rule_in(text: str) -> re.Match | None:
             # "Ignore all errors, since we have to adapt them later": the reason of another rule.
             and not re.search(r"\b(?:since|because)\s*$", before)
         ):
+            continue
+        # "a username that passes validation but should not": a modal prohibition needs the agent
+        # (or nothing: "Should not touch X.") before it, not a subject of the code joined by "but".
+        if _MODAL_PROHIBIT.fullmatch(m.group(0)) and re.search(r"\b(?:but|and|or)\s*$", before):
             continue
         if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
             return m

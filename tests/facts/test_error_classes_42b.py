@@ -201,3 +201,15 @@ def test_you_need_to_run_or_check_is_a_rule():
     assert rules_of("Fix it.\nYou need to run the tests after each change.") == [
         "You need to run the tests after each change."
     ]
+
+
+# --------------------------------------------------------------------------- a modal prohibition on the code
+
+
+def test_a_modal_prohibition_after_a_subject_of_the_code_is_no_rule():
+    text = "Fix it.\nAn example of a username that currently passes validation but should not is `username\\n`."
+    assert rules_of(text) == []
+
+
+def test_a_modal_prohibition_on_the_agent_is_a_rule():
+    assert rules_of("Fix it.\nYou should not touch the migrations.") == ["You should not touch the migrations."]
