@@ -105,6 +105,9 @@ _KEYWORDLESS = (
     r"(?:compiles?|builds?|pass(?:es)?|succeeds?|is\s+(?:clean|green|passing)|are\s+(?:green|passing))\b|"
     # Version control as a step after the work: "mark the task as done and commit with a clear message".
     r"\band\s+(?:then\s+)?commit\b(?!\s+(?:message|hash|sha|id)s?\b)|"
+    # Version control forbidden by "without": "git add the features, then show me a commit
+    # message, without git commit and git push anything".
+    r"\bwithout\s+(?:any\s+)?(?:git\s+)?(?:commit(?:ting)?|push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing))\b|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
     r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"

@@ -213,3 +213,15 @@ def test_a_modal_prohibition_after_a_subject_of_the_code_is_no_rule():
 
 def test_a_modal_prohibition_on_the_agent_is_a_rule():
     assert rules_of("Fix it.\nYou should not touch the migrations.") == ["You should not touch the migrations."]
+
+
+# --------------------------------------------------------------------------- version control forbidden by "without"
+
+
+def test_without_commit_or_push_limits_version_control():
+    text = "git add the features we added, then show me a commit message, without git commit and git push anything"
+    assert rules_of("Good.\n" + text) == [text]
+
+
+def test_without_in_the_code_is_the_task():
+    assert rules_of("Fix it.\nThe script should run without network access errors.") == []
