@@ -230,6 +230,9 @@ _PROCESS_VERB = (
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)(?=\s+(?:to|for|when|instead)\b)|"
     # Studying the code before changing it ("Analyze the current command patterns").
     r"analy[sz]e|examine|inspect|explore|study|investigate|"
+    # A file the user points the agent at with an @-mention, to read and follow: "Reference
+    # @.bob/skills/build-mcp-server.md.", "See @docs/style.md".
+    r"(?:reference|consult|see|follow|use)(?=\s+@[\w.])|"
     # Reading before writing: "Look eg. at the transactionService to see how we did it", "Have a
     # look at that and enter the appropriate command."
     r"look(?:\s+(?:e\.?g\.?|for example))?\s+(?:at|into|over|through)\b|(?:have|take)\s+a\s+(?:quick\s+|closer\s+)?look\b|"

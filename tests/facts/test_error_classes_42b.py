@@ -225,3 +225,16 @@ def test_without_commit_or_push_limits_version_control():
 
 def test_without_in_the_code_is_the_task():
     assert rules_of("Fix it.\nThe script should run without network access errors.") == []
+
+
+# --------------------------------------------------------------------------- a file pointed at with @
+
+
+def test_a_file_pointed_at_with_an_at_mention_is_read_first():
+    assert rules_of("Add 3 new MCP tools.\nReference @.bob/skills/build-mcp-server.md.") == [
+        "Reference @.bob/skills/build-mcp-server.md."
+    ]
+
+
+def test_referencing_something_in_the_deliverable_is_the_task():
+    assert rules_of("Add the endpoint.\nReference the new endpoint in the README.") == []
