@@ -95,8 +95,8 @@ class CheckResult:
 
 # --------------------------------------------------------------------------- matching
 
-# Chinese and Japanese write no spaces: each of their characters is a word.
-_WORD = re.compile(r"[a-z0-9_]+|[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
+# Chinese, Japanese and Thai are written without spaces between words: each character is a word.
+_WORD = re.compile(r"[a-z0-9_]+|[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def _words(text: str) -> list[str]:

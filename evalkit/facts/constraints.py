@@ -22,7 +22,9 @@ The labelling rules these follow are in ``tests/fixtures/labels/README.md``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+
+from evalkit.contracts.session import ToolCall
 
 # Prohibitions: sentence-level markers that forbid something.
 _PROHIBIT = (
@@ -50,7 +52,9 @@ _ONLY = (
 # Modal verbs count when the agent (or its work: "your answer", "your changes") is the subject.
 _MODAL = (
     # The agent's own sub-agents are the agent at work: "Each subagent should do a web search".
-    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+(?:\w+\s+)?"
+    # "you would need to add main.py to the chat first" says what the user would have to do.
+    r"(?:\byou|\bwe|\byour \w+|\b(?:each|every|all|the|your|its) (?:of the )?sub-?agents?)\s+"
+    r"(?:(?!would\b|could\b|might\b|may\b)\w+\s+)?"
     r"(?:must|should|are required to|is required to|shall|need to|have to|has to|not allowed to|not permitted to)\b"
     # "all the files you need to and run …": an elided verb is a permission, not a rule;
     # "we have to keep in mind that …" introduces a consideration (see _MINDFUL).
@@ -68,6 +72,8 @@ _OTHER_LANGUAGE = (
     rf"{_CLAUSE_OPEN}(?:请|請|你|您)?(?:只|仅|僅)(?:能|需|要)?\s*(?:修改|改动|改動|更改|编辑|編輯|改|动|動|使用|用|"
     r"运行|運行|执行|執行|创建|創建|删除|刪除|写|寫|安装|安裝|提交|碰|添加|增加)|"
     rf"{_CLAUSE_OPEN}(?:你|您)?(?:必须|必須|务必|務必)|"
+    # Thai: ตอบ(เป็น)ภาษา… "answer in language …", คุณต้อง "you must", อย่า/ห้าม "don't", "from now on".
+    r"ตอบ(?:เป็น)?ภาษา|(?:คุณ|เธอ|นาย)ต้อง|(?:^|\s)(?:อย่า(?!ง)|ห้าม)|"
     r"(?:しないでください|しないで下さい|ないでください|てはいけません|てはならない)|"
     r"(?:だけ|のみ)を?(?:変更|修正|編集|使用|実行)|"
     r"\b(?:no|nunca|jamás|não|ne|n'|nicht|niemals)\s+(?:\w+\s+)?"
@@ -99,6 +105,9 @@ _KEYWORDLESS = (
     r"(?:compiles?|builds?|pass(?:es)?|succeeds?|is\s+(?:clean|green|passing)|are\s+(?:green|passing))\b|"
     # Version control as a step after the work: "mark the task as done and commit with a clear message".
     r"\band\s+(?:then\s+)?commit\b(?!\s+(?:message|hash|sha|id)s?\b)|"
+    # Version control forbidden by "without": "git add the features, then show me a commit
+    # message, without git commit and git push anything".
+    r"\bwithout\s+(?:any\s+)?(?:git\s+)?(?:commit(?:ting)?|push(?:ing)?|merg(?:e|ing)|rebas(?:e|ing))\b|"
     # A length given to the agent's answer as a noun phrase: "A 2-3 sentence summary of …".
     r"\b(?:\d+|one|two|three|four|five)(?:\s*(?:-|–|to)\s*(?:\d+|two|three|four|five))?[- ]"
     r"(?:sentences?|paragraphs?|lines?|bullets?|words?)\s+(?:summary|answer|reply|response|report|explanation)\b|"
@@ -107,6 +116,9 @@ _KEYWORDLESS = (
     r"(?:single\s+|one\s+|markdown\s+|short\s+)?(?:table|bullet(?: point)?s?|bulleted list|numbered list)\b|"
     # Claude Code's thinking-depth keywords set the form of the agent's thinking.
     r"^(?:ultrathink|think (?:hard|harder|deeply)|megathink)\b|"
+    # A plan shown before the work: "Show plan first.", "Outline your approach before coding."
+    r"^(?:(?:please|now|then),?\s+)?(?:show|present|share|give|write|outline|propose|explain)\s+(?:me\s+|us\s+)?"
+    r"(?:the\s+|your\s+|a\s+)?(?:plan|approach|proposal|outline)\s+(?:first|before)\b|"
     # A verbless prohibition on a kind of tool or action: "No ClMail tools.", "No new dependencies."
     r"^no\s+(?:[\w.-]+\s+){0,2}(?:tools?|commands?|packages?|librar(?:y|ies)|dependencies|network|internet|"
     r"web (?:access|search(?:es)?)|installs?|pushes|commits)\b"
@@ -132,6 +144,12 @@ _STANDING_CLAUSE = re.compile(
     rf"{_PROPERTY}{_CLAUSE_TEXT}*",
     re.I,
 )
+# "Can you check further into why the 401 error could be occurring?": a question for an account
+# (why, how, whether), though put as a request.
+_ASKS_WHY = re.compile(r"\b(?:why|how come|whether|what|how)\b", re.I)
+# A lead-in ending at a colon after a preposition ("Run it with:", "Build it using:") introduces the
+# command or block below it; the directive is that block's, not a rule of its own.
+_INTRO_COLON = re.compile(r"\b(?:with|using|via|by|like|as follows|this|these|the following)\s*:\s*$", re.I)
 # A request put as a question ("Can you please read … and …?") asks the agent to act.
 _POLITE_REQUEST = re.compile(r"^(?:(?:so|and|ok|okay|now),?\s+)?(?:can|could|would|will)\s+you\s+", re.I)
 _RULE = re.compile(
@@ -142,9 +160,10 @@ _MODAL_RE = re.compile(_MODAL, re.I)
 # the agent as subject; "They don't look bad" and "it's always appreciated" state no rule.
 _MARKER = re.compile(rf"\b(?:{_PROHIBIT}|{_OBLIGE})\b", re.I)
 _CLAUSE_START = re.compile(
-    r"(?:^|[,;:(!.—–-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
+    r"(?:^|[,;:(!.—–\"“-]|\b(?:you|we|please|and|but|so|just|also|then|or|to|really|strictly))\s*$",
     re.I,
 )
+_MODAL_PROHIBIT = re.compile(r"(?:must not|mustn'?t|should not|shouldn'?t|may not)", re.I)
 _PROHIBIT_OR_ONLY = re.compile(rf"\b(?:{_PROHIBIT}|{_ONLY})\b", re.I)
 # Sentence-initial imperatives that state a standing rule ("Keep …", "Use X not Y", "Only …").
 # A quality of the text the agent writes ("Keep it factual and grounded." in a request for a
@@ -156,6 +175,12 @@ _TEXT_QUALITY = (
 _AGENT_TOOL = (
     r"(?-i:WebSearch|WebFetch|Grep|Glob|Bash|TodoWrite|NotebookEdit|SendMessage|web_fetch|google_web_search|"
     r"browser_action|use_mcp_tool|search_files|list_files|read_file)"
+)
+# Languages an answer is asked in ("Always respond in Thai language.").
+_LANGUAGE = (
+    r"(?:english|thai|chinese|mandarin|cantonese|japanese|korean|vietnamese|indonesian|malay|hindi|bengali|urdu|"
+    r"arabic|persian|farsi|hebrew|turkish|russian|ukrainian|polish|czech|slovak|german|dutch|french|spanish|"
+    r"portuguese|italian|greek|swedish|norwegian|danish|finnish|hungarian|romanian|tagalog|swahili)\b"
 )
 _IMPERATIVE = re.compile(
     # "So I'd like to keep it the same 3 simple files": asking the agent, as an imperative does.
@@ -180,6 +205,13 @@ _IMPERATIVE = re.compile(
     r"my|our|its|their|caution|care|common)\b)[a-z][a-z0-9]*(?:[-.][a-z0-9]+)*(?=\s+for\s+(?!(?:the|a|an|this|that|these|those|its|their|your|our|my)\b)|\s*,|\.?\s*$)|"
     # The thoroughness or length of the agent's answer and thinking: "Be thorough.", "Be concise.".
     r"be\s+(?:very\s+|extremely\s+|as\s+)?(?:thorough|exhaustive|concise|brief|succinct|systematic|meticulous)|"
+    # The language and form of the answer: "Respond ONLY in Thai from now on.", "Return ONLY the
+    # fixed code — no explanation:", "Show every single MCP tool call, the reasoning, …".
+    rf"(?:stop\s+)?(?:respond|reply|answer|write|speak|talk|communicate)(?:ing)?\s+(?:to\s+me\s+)?(?:only\s+|always\s+|exclusively\s+)?"
+    rf"(?:in|using)\s+(?:{_LANGUAGE})|"
+    r"(?:return|output|reply\s+with|respond\s+with|answer\s+with|give\s+me|print|send)\s+only\b|"
+    r"(?:show|display|print|log|include|explain)\s+(?:me\s+)?(?:every|all|each)?\s*(?:single\s+)?(?:of\s+(?:the|your)\s+)?"
+    r"(?:[\w-]+\s+)?(?:tool\s+calls?|reasoning|thinking|thought\s+process)|"
     # The order in which it works through the material: "Go file by file, line by line.".
     r"(?:go|work|proceed)\s+(?:through\s+(?:it|them|the\s+\w+)\s+)?(?P<by_unit>\w+)\s+by\s+(?P=by_unit)|"
     # The form of the answer: sources to cite ("Provide a clear answer with sources.").
@@ -198,6 +230,9 @@ _PROCESS_VERB = (
     r"use\s+(?:the\s+|your\s+|its\s+)?(?:[\w-]+\s+){0,2}(?:tools?|commands?)(?=\s+(?:to|for|when|instead)\b)|"
     # Studying the code before changing it ("Analyze the current command patterns").
     r"analy[sz]e|examine|inspect|explore|study|investigate|"
+    # A file the user points the agent at with an @-mention, to read and follow: "Reference
+    # @.bob/skills/build-mcp-server.md.", "See @docs/style.md".
+    r"(?:reference|consult|see|follow|use)(?=\s+@[\w.])|"
     # Reading before writing: "Look eg. at the transactionService to see how we did it", "Have a
     # look at that and enter the appropriate command."
     r"look(?:\s+(?:e\.?g\.?|for example))?\s+(?:at|into|over|through)\b|(?:have|take)\s+a\s+(?:quick\s+|closer\s+)?look\b|"
@@ -293,6 +328,21 @@ _FRAME = re.compile(
 # A step ordered before or after the deliverable names the deliverable in its frame, so even as a
 # message's opening it is a rule on how to work, not the request.
 _ORDER_FRAME = re.compile(r"^(?:before|after)\s+(?:\w+ing|you|we)\b", re.I)
+# A reading step joined to the action it informs ("ok look at qbtconf.txt and make the changes
+# needed", "look at the output of docker ps and use that output to …") orders the work even as a
+# turn's opening; alone ("ok take a look at X") or joined to an account ("… and tell me …") it is
+# the request. A retry with another command or tool ("Try that write again but with sudo, or
+# check …") says how the agent is to work.
+_READ_THEN_ACT = re.compile(
+    r"^(?!.*\band\s+(?:then\s+)?(?:tell|explain|describe|summari[sz]e|report|compare|let\s+me|show\s+me|give\s+me))"
+    r"(?:[^;]{0,40};\s*)?(?:(?:ok|okay|so|now|then|please|first),?\s+)*"
+    r"(?:look\s+(?:at|over|through)|read|(?:have|take)\s+a\s+look\s+at)\b(?:[^.;]|\.(?=\w)){1,160}?\band\s+(?:then\s+)?"
+    # (an account asked for after the reading makes it an investigation; "tellme": words run together)
+    r"[a-z]+\b|"
+    r"^(?:(?:ok|okay|so|now|please),?\s+)*try\s+(?:that|it|this|the\s+\w+)(?:\s+\w+)?\s+again,?\s+(?:but\s+)?"
+    r"(?:with|using|via|through)\s+\w+",
+    re.I,
+)
 # A bare order to stop is never the deliverable, even when it is the whole message ("Finish
 # please"); "Finish the parser" names the task.
 _BARE_STOP = re.compile(
@@ -306,6 +356,16 @@ _CONTENT_FIDELITY = re.compile(
     r"embellish|exaggerate)\b",
     re.I,
 )
+# A request for a document ("Create an AGENTS.md file for this project", "Write a README"): then
+# "Keep it very concise since …" sets the length of that document, the deliverable, not of the
+# agent's answer.
+_DOCUMENT_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:create|write|draft|generate|produce|prepare|compose)\b[^.?!]*?"
+    r"(?:\b[\w-]+\.(?:md|txt|rst|adoc)\b|\b(?:readme|document|documentation|doc|report|guide|spec|specification|"
+    r"changelog|article|blog\s+post|post|email|letter)\b)",
+    re.I,
+)
+_KEEP_IT = re.compile(r"^(?:please\s+)?keep\s+it\b", re.I)
 # "Keep the MVP functional and simple.", "Keep the same documentation structure.": a property of a
 # named part of the deliverable (the task), where "keep it/everything simple" sets one for all the
 # work and "keep the changes minimal", "keep your answer short" bound the work and the answer.
@@ -347,8 +407,25 @@ _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Z ]{3,}:\s*$")
 # a table") also before a lower-case word when the period closes a word of 3+ letters (not "e.g.").
 # Chinese and Japanese sentences end at 。！？ with no space after them.
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)"
+    r"(?<=[.!?])\s+(?=[A-Z*\"'`(\[])|(?<=[a-z]{3}[.!?])\s+(?=[a-z])|(?<=[。！？])\s*(?=\S)|"
+    # Thai writes no sentence mark: a space between Thai words ends a clause.
+    r"(?<=[\u0e00-\u0e7f!?.])\s+(?=[\u0e00-\u0e7f])"
 )
+# The words of a slash command or a CLI message argument are the user's: '/instructions "Always
+# respond in Thai."', 'aider --model x --message "Respond ONLY in Thai."'.
+_COMMAND_QUOTE = re.compile(r"^(?:/[\w-]+|\S*aider\b[^\"“]*?\s--?(?:message|msg|m))\s+[\"“]")
+# A list introduced as what to deliver ("Objectives:", "Now audit the overall structure and
+# provide:"): its items ("Verify ESM compliance", "Confirm ESM compliance across all files") are
+# the task, as an investigation's steps are; a marked rule among them still counts.
+_DELIVERABLES = re.compile(
+    r"(?:^(?:objectives?|goals?|tasks?|deliverables?|expected\s+output|acceptance\s+criteria)|"
+    r"\b(?:provide|deliver|produce|return|give\s+me|include)|^(?:i|we)\s+(?:want|need|would\s+like|'d\s+like))\s*:\s*$",
+    re.I,
+)
+# "Task:" on a line of its own heads the request: the sentence after it is the opening, as a
+# message's first sentence is (the rules above it, "IMPORTANT GIT RULES: …", come first); a
+# numbered list under it is a list of steps, read one by one.
+_TASK_HEADER = re.compile(r"^(?:(?:the|my|your)\s+)?(?:task|request|assignment)\s*:\s*$", re.I)
 _LIST_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+|#+\s+)")
 _ITEM_MARK = re.compile(r"^(?:[-*•]\s+|\d+[.)]\s+)")
 
@@ -391,6 +468,11 @@ _PASTED_ERROR = re.compile(
 )
 
 
+# A terminal's echo of an input after aider's mode prompt ('ask> "…"', 'architect> …') is a copy of
+# the screen, pasted or logged, as a "$ " shell line is.
+_PROMPT_ECHO = re.compile(r"^(?:ask|code|architect|context|help|multi)>\s")
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
     """(line, in_advice_section) for each line that is the user's own words."""
     fenced = quoted = advice = False
@@ -428,6 +510,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
             or _CHECKBOX.match(line)
             or _PASTED_ERROR.match(stripped)
             or stripped.startswith((">", "$ ", "E   "))
+            or _PROMPT_ECHO.match(stripped)
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
         ):
@@ -487,7 +570,8 @@ _PROHIBIT_RE = re.compile(rf"\b(?:{_PROHIBIT})\b", re.I)
 
 
 # "next we need to increase the score when …", "we have to make the necessary adaption to the
-# Service": the user and agent together, a change to the code as the verb: the task, not a rule.
+# Service", "You need to build desktop-first webapps": the agent (with the user) as subject, a change
+# to the code or an artefact to build as the verb: the task, not a rule on how to work.
 _WE_CHANGE = re.compile(
     r"\s+(?:make|increase|decrease|add|implement|create|build|fix|change|update|adapt|refactor|rewrite|"
     r"write|move|rename|remove|replace|extend|support|handle|introduce)\b",
@@ -527,11 +611,15 @@ def _rule_in(text: str) -> re.Match | None:
             continue
         if (
             _MODAL_RE.match(m.group(0))
-            and re.match(r"we\b", m.group(0), re.I)
+            and re.match(r"(?:we|you)\b", m.group(0), re.I)
             and _WE_CHANGE.match(text[m.end() :])
             # "Ignore all errors, since we have to adapt them later": the reason of another rule.
             and not re.search(r"\b(?:since|because)\s*$", before)
         ):
+            continue
+        # "a username that passes validation but should not": a modal prohibition needs the agent
+        # (or nothing: "Should not touch X.") before it, not a subject of the code joined by "but".
+        if _MODAL_PROHIBIT.fullmatch(m.group(0)) and re.search(r"\b(?:but|and|or)\s*$", before):
             continue
         if not _MARKER.fullmatch(m.group(0)) or _CLAUSE_START.search(before):
             return m
@@ -640,20 +728,55 @@ def is_template(text: str) -> bool:
     return bool(_TEMPLATE.search(text))
 
 
-def constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+def constraint_sentences(
+    text: str, reason: bool = False, tools: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule
     (:func:`_constraint_sentences`). Typographic apostrophes ("Don’t use external libraries") are
     read as typed ones; the rule is given as the user typed it."""
     if "’" not in text:
-        yield from _constraint_sentences(text, reason)
+        yield from _constraint_sentences(text, reason, tools)
         return
     plain = text.replace("’", "'")  # the same length: positions carry over
-    for rule, marker in _constraint_sentences(plain, reason):
+    for rule, marker in _constraint_sentences(plain, reason, tools):
         at = plain.find(rule)
         yield (text[at : at + len(rule)] if at >= 0 else rule), marker
 
 
-def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str, str]]:
+# "Use attempt_completion to confirm …", "Use convertPostgresSchemaToDb2 on all migration files":
+# the agent's own tool by name. A name is a tool when the agent calls a tool of that name in the
+# session, or when the message names an MCP server or MCP tools (the tools it serves); any other
+# identifier after "use" is a name in the code (``_CODE_USE``).
+_TOOL_USE = re.compile(
+    r"^(?i:(?:(?:please|then|now|also|and|first|finally),?\s+)*use\s+(?:the\s+)?)`?(?P<tool>[A-Za-z][\w.-]*[_A-Z][\w.-]*)`?"
+    r"(?=[\s.,;:]|$)"
+)
+_MCP = re.compile(r"\bMCP\b")
+
+
+def agent_tools(calls: Iterable[ToolCall]) -> frozenset[str]:
+    """The names of the tools the agent called (an MCP call's served tool too), those shaped as
+    identifiers (``attempt_completion``, ``convertSchema``): "use bash" stays an ordinary word."""
+    names = set()
+    for call in calls:
+        for name in (call.name, call.args.get("tool_name") if isinstance(call.args, dict) else None):
+            if isinstance(name, str) and re.search(r"_|[a-z][A-Z]", name):
+                names.add(name)
+    return frozenset(names)
+
+
+def _tool_use(sentence: str, tools: frozenset[str], mcp: bool) -> bool:
+    s = _FRAME.sub("", sentence, count=1)
+    m = _TOOL_USE.match(s)
+    if not m:
+        return False
+    name = m.group("tool")
+    return name in tools or (mcp and bool(re.search(r"[a-z][A-Z]|_", name)))
+
+
+def _constraint_sentences(
+    text: str, reason: bool = False, tools: frozenset[str] = frozenset()
+) -> Iterator[tuple[str, str]]:
     """(rule, marker) for each sentence or clause of a user message that states a rule.
 
     A rule is marked (a prohibition, obligation, ``only`` limit, the agent as a modal's subject,
@@ -664,24 +787,44 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
     ``reason``: the text is why the user rejected a call. It has no opening request, and any
     imperative in it steers how the agent works, so it counts as a directive.
     """
-    first, investigation = not reason, False
+    first, investigation, document, task_header = not reason, False, False, False
+    mcp = bool(_MCP.search(text))
+    deliverables = False
     for line, advice in _candidate_lines(text):
         # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
         heading = line.startswith("#")
+        # An item of what to deliver: its steps are the task (a marked rule in it still counts).
+        deliverable = bool(_ITEM_MARK.match(line)) and deliverables
+        if not deliverable:
+            deliverables = bool(_DELIVERABLES.search(line))
         advice = advice or heading
-        line = _LIST_MARK.sub("", line).strip()
+        if _TASK_HEADER.match(line) and not reason:
+            first = task_header = True
+            continue
+        if task_header and _ITEM_MARK.match(line):
+            first = False  # "Your task:\n1. Review … 2. Analyze …": steps, read one by one
+        task_header = False
+        line = _COMMAND_QUOTE.sub("", _LIST_MARK.sub("", line).strip())
         for sentence in _SENTENCE_END.split(line):
             s = _LEAD_IN.sub("", sentence.strip().replace("**", "")).strip()
+            if s.count('"') % 2:  # the open or close of a quote around the whole message
+                s = s.strip('"').strip()
             # A heading ("## My request for Codex:") names the request below it, it is not one.
             opening = first and not heading
             first = first and (heading or not s)
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
+                document = bool(_DOCUMENT_REQUEST.match(s))
+            if document and _KEEP_IT.match(s):
+                continue
             standing = _STANDING_CLAUSE.search(s)
             if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):
                 yield standing.group(0).strip(), "standing"
                 continue
-            question = s.endswith("?") and not _POLITE_REQUEST.match(s)
+            question = s.endswith("?") and (not _POLITE_REQUEST.match(s) or bool(_ASKS_WHY.search(s)))
+            if not question and not advice and _tool_use(s, tools, mcp):
+                yield s, "agent tool"
+                continue
             if (
                 len(s) < 8
                 or question
@@ -695,11 +838,15 @@ def _constraint_sentences(text: str, reason: bool = False) -> Iterator[tuple[str
             if _LIST_HEADER.search(s) and not _rule_in(s):
                 continue
             if not _rule_in(s):
+                if _INTRO_COLON.search(s):  # "Run it with:" introduces what follows it
+                    continue
+                if deliverable:
+                    continue
                 if (
                     not advice
                     and (not opening or _BARE_STOP.match(s) or _ORDER_FRAME.match(s))
                     and _directive(s, investigation)
-                ):
+                ) or (not advice and _READ_THEN_ACT.match(s)):
                     yield _directive_clause(s), "directive"
                 elif reason and _IMPERATIVE_START.match(s):
                     yield s, "rejection"

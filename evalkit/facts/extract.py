@@ -13,7 +13,13 @@ from pathlib import Path
 from evalkit.contracts.session import Compaction, Session, Text, ToolCall
 from evalkit.facts import identifiers
 from evalkit.facts.commands import _path_arg, command_of, files_of, normalize_command
-from evalkit.facts.constraints import constraint_lines, constraint_sentences, is_template, rejection_reason
+from evalkit.facts.constraints import (
+    agent_tools,
+    constraint_lines,
+    constraint_sentences,
+    is_template,
+    rejection_reason,
+)
 from evalkit.facts.failures import (
     Polls,
     attempt_key,
@@ -268,6 +274,8 @@ class _Builder:
         self.unlinted: list[tuple[int, ToolCall, object]] = []
         self.fixed_by: dict[int, list[tuple[str, int]]] = {}  # message -> (attempt, failure) it fixed
         self.polls = Polls()
+        # The agent's own tools by name, which a user's "use <tool> to …" names (not the code's).
+        self.tools = agent_tools(b for m in session.messages for b in m.blocks if isinstance(b, ToolCall))
 
     def identifier(self, i: int, kind: str, value: str, source: str = "message") -> None:
         if value and (kind, value) not in self.seen_ids:
@@ -275,7 +283,7 @@ class _Builder:
             self.facts.identifiers.append(Identifier(i, kind, value, source))
 
     def constraints(self, i: int, text: str, source: str) -> None:
-        for rule, kw in constraint_sentences(text, reason=source == "rejection reason"):
+        for rule, kw in constraint_sentences(text, reason=source == "rejection reason", tools=self.tools):
             self.facts.constraints.append(Constraint(i, rule, kw, source))
 
     def fail(self, i: int, call: ToolCall, res, source: str, error: str) -> None:
