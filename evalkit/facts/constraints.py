@@ -363,7 +363,9 @@ _CONTENT_FIDELITY = re.compile(
 # "Keep it very concise since …" sets the length of that document, the deliverable, not of the
 # agent's answer.
 _DOCUMENT_REQUEST = re.compile(
-    r"^(?:please\s+)?(?:create|write|draft|generate|produce|prepare|compose)\b[^.?!]*?"
+    # "Audit and revise PROJECT_SUMMARY.md for accuracy.": a document to change is one to write.
+    r"^(?:please\s+)?(?:[a-z]+\s+and\s+)?(?:create|write|draft|generate|produce|prepare|compose|revise|rewrite|"
+    r"update|polish|proofread)\b[^.?!]*?"
     r"(?:\b[\w-]+\.(?:md|txt|rst|adoc)\b|\b(?:readme|document|documentation|doc|report|guide|spec|specification|"
     r"changelog|article|blog\s+post|post|email|letter)\b)",
     re.I,

@@ -20,3 +20,16 @@ def test_a_count_or_a_noun_subject_states_a_fact():
 def test_only_and_test_as_verbs_still_state_rules():
     text = "Fix the failing tests.\nOnly edit main.py.\nTest the change before you commit."
     assert rules_of(text) == ["Only edit main.py.", "Test the change before you commit."]
+
+
+# --------------------------------------------------------------------------- document content
+
+
+def test_the_tone_of_a_document_to_revise_is_the_deliverable():
+    text = "Audit and revise PROJECT_SUMMARY.md for accuracy.\n\nKeep it polished and judge-friendly."
+    assert rules_of(text) == []
+
+
+def test_keep_it_sets_the_work_when_the_request_is_code():
+    text = "Audit and revise the parser for accuracy.\n\nKeep it backwards compatible."
+    assert rules_of(text) == ["Keep it backwards compatible."]
