@@ -478,6 +478,11 @@ _PASTED_ERROR = re.compile(
 _PROMPT_ECHO = re.compile(r"^(?:ask|code|architect|context|help|multi)>\s")
 
 
+# "# WARNING: This code is intentionally insecure. DO NOT use in production.": a source comment
+# of pasted code (a Markdown heading is a topic, never a "WARNING:" or "TODO:" label).
+_CODE_COMMENT = re.compile(r"^(?:#|//)\s*(?:WARNING|TODO|FIXME|XXX|HACK)\b\s*:")
+
+
 def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
     """(line, in_advice_section) for each line that is the user's own words."""
     fenced = quoted = advice = False
@@ -516,6 +521,7 @@ def _candidate_lines(text: str) -> Iterator[tuple[str, bool]]:
             or _PASTED_ERROR.match(stripped)
             or stripped.startswith((">", "$ ", "E   "))
             or _PROMPT_ECHO.match(stripped)
+            or _CODE_COMMENT.match(stripped)
             or raw.startswith("\t")
             or (raw.startswith("    ") and not _ITEM_MARK.match(stripped))
         ):

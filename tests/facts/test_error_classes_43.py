@@ -33,3 +33,20 @@ def test_the_tone_of_a_document_to_revise_is_the_deliverable():
 def test_keep_it_sets_the_work_when_the_request_is_code():
     text = "Audit and revise the parser for accuracy.\n\nKeep it backwards compatible."
     assert rules_of(text) == ["Keep it backwards compatible."]
+
+
+# --------------------------------------------------------------------------- comments in pasted code
+
+
+def test_a_warning_comment_of_pasted_code_is_quoted_material():
+    text = (
+        "check the ai part, it is not working\n\n# vulnerable_app.py\n"
+        "# WARNING: This code is intentionally insecure. DO NOT use in production.\n\n"
+        "from flask import Flask"
+    )
+    assert rules_of(text) == []
+
+
+def test_a_heading_over_the_users_rules_still_holds_them():
+    text = "Fix the login page.\n\n# Rules\nDo not push to main."
+    assert rules_of(text) == ["Do not push to main."]
