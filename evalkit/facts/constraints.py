@@ -640,6 +640,12 @@ def _rule_in(text: str) -> re.Match | None:
 _OFFER = re.compile(r"^(?:if|when(?:ever)?)\s+you\s+(?:need|want|would like|'d like|like|wish)\b", re.I)
 
 
+_CODE_STATE = re.compile(
+    r"\b(?:is|are)\s+(?:(?:properly|correctly)\s+[a-z]+(?:\s+up)?|correct|being\s+(?:set|called|rendered))\s*[.!]?$",
+    re.I,
+)
+
+
 def _directive(sentence: str, investigation: bool = False) -> bool:
     """A process imperative addressed to the agent, possibly after a time or condition frame.
     When the request is an investigation, an imperative to check or read is the task itself."""
@@ -652,6 +658,10 @@ def _directive(sentence: str, investigation: bool = False) -> bool:
     # "Check the existing tests and add the missing ones": a check joined to the deliverable is
     # the request itself.
     if _CHECK_VERB.match(s) and _CHECK_AND_DELIVER.search(s):
+        return False
+    # "Verify the onClick handler is properly connected": a check of a state of the code is a
+    # debugging step of the task, not a rule on how the agent works.
+    if _CHECK_VERB.match(s) and _CODE_STATE.search(s):
         return False
     return bool(_DIRECTIVE.match(s) or _CHECK_PURPOSE.match(s))
 

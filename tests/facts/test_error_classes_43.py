@@ -50,3 +50,19 @@ def test_a_warning_comment_of_pasted_code_is_quoted_material():
 def test_a_heading_over_the_users_rules_still_holds_them():
     text = "Fix the login page.\n\n# Rules\nDo not push to main."
     assert rules_of(text) == ["Do not push to main."]
+
+
+# --------------------------------------------------------------------------- debug steps
+
+
+def test_a_check_of_a_state_of_the_code_is_a_debugging_step():
+    text = (
+        "The View Logs button does nothing. Debug and fix it.\n\n**Debug Steps:**\n"
+        "1. Check if the onClick handler is properly defined\n2. Verify the state updates are correct"
+    )
+    assert rules_of(text) == []
+
+
+def test_a_check_of_the_agents_own_work_is_process():
+    text = "Fix the View Logs button.\n\nVerify the tests pass before you commit."
+    assert rules_of(text) == ["Verify the tests pass before you commit."]
