@@ -267,7 +267,9 @@ _DIRECTIVE = re.compile(
     # A process verb may follow another imperative it is coordinated with ("Find and run …").
     rf"{_DIRECTIVE_LEAD}(?:[a-z]+\s+(?:and|&)\s+)?{_PROCESS_VERB}(?=\s|[.!,;:]?$)(?!\s+(?:out|into)\b)"
     # "Test infrastructure needs improvement": the verb is a noun, the subject of a statement.
-    r"(?!\s+[\w-]+\s+(?:needs|lacks)\b)",
+    r"(?!\s+[\w-]+\s+(?:needs|lacks)\b)"
+    # "Test de call_llm (Happy Path): Mockea …": a label naming a test to write, an item of the task.
+    r"(?!\s+(?:de|del|of)\s+[^:]{1,60}:)",
     re.I,
 )
 # Any other imperative is a process step when its purpose is to check the work, not to deliver it:

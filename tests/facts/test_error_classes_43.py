@@ -66,3 +66,19 @@ def test_a_check_of_a_state_of_the_code_is_a_debugging_step():
 def test_a_check_of_the_agents_own_work_is_process():
     text = "Fix the View Logs button.\n\nVerify the tests pass before you commit."
     assert rules_of(text) == ["Verify the tests pass before you commit."]
+
+
+# --------------------------------------------------------------------------- test specifications
+
+
+def test_a_labelled_test_to_write_is_the_task():
+    text = (
+        "Genera el archivo tests/test_llm.py.\n\n"
+        "1. Test de call_llm (Happy Path): Mockea requests.post para que devuelva un JSON válido."
+    )
+    assert rules_of(text) == []
+
+
+def test_test_as_a_process_verb_still_counts():
+    text = "Genera el archivo tests/test_llm.py.\n\nTest the change before you commit."
+    assert rules_of(text) == ["Test the change before you commit."]
