@@ -372,6 +372,14 @@ _DOCUMENT_REQUEST = re.compile(
     r"changelog|article|blog\s+post|post|email|letter)\b)",
     re.I,
 )
+# In a request for a document, what its text keeps or loses is the deliverable: "Keep the project
+# sounding strong.", "Do not remove useful sections; just make the wording accurate."
+_DOCUMENT_CONTENT = re.compile(
+    r"^(?:please\s+)?(?:keep\s+the\s+(?:project|document|summary|tone|wording|text|writing)\b|"
+    r"(?:do\s+not|don'?t|never)\s+(?:remove|delete|drop|cut)\s+(?:any\s+)?(?:\w+\s+)?"
+    r"(?:sections?|headings?|paragraphs?|content|wording|details?)\b)",
+    re.I,
+)
 _KEEP_IT = re.compile(r"^(?:please\s+)?keep\s+it\b", re.I)
 # "Keep the MVP functional and simple.", "Keep the same documentation structure.": a property of a
 # named part of the deliverable (the task), where "keep it/everything simple" sets one for all the
@@ -838,7 +846,7 @@ def _constraint_sentences(
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
                 document = bool(_DOCUMENT_REQUEST.match(s))
-            if document and _KEEP_IT.match(s):
+            if document and (_KEEP_IT.match(s) or _DOCUMENT_CONTENT.match(s)):
                 continue
             standing = _STANDING_CLAUSE.search(s)
             if standing and (not s.endswith("?") or _POLITE_REQUEST.match(s)):

@@ -82,3 +82,17 @@ def test_a_labelled_test_to_write_is_the_task():
 def test_test_as_a_process_verb_still_counts():
     text = "Genera el archivo tests/test_llm.py.\n\nTest the change before you commit."
     assert rules_of(text) == ["Test the change before you commit."]
+
+
+def test_what_a_revised_document_keeps_is_the_deliverable():
+    text = (
+        "Audit and revise PROJECT_SUMMARY.md for accuracy.\n\n"
+        "Keep the project sounding strong and hackathon-ready.\n"
+        "Do not remove useful sections; just make the wording accurate."
+    )
+    assert rules_of(text) == []
+
+
+def test_a_prohibition_on_the_work_in_a_document_request_still_counts():
+    text = "Audit and revise PROJECT_SUMMARY.md for accuracy.\n\nDo not remove any files. Do not commit."
+    assert rules_of(text) == ["Do not remove any files.", "Do not commit."]
