@@ -805,6 +805,12 @@ def _tool_use(sentence: str, tools: frozenset[str], mcp: bool) -> bool:
     return name in tools or (mcp and bool(re.search(r"[a-z][A-Z]|_", name)))
 
 
+# "I am the Product/Integration Lead for X." introduces the speaker: the request comes after it.
+_SELF_INTRO = re.compile(
+    r"^(?:hi|hello|hey)?[,!]?\s*(?:i\s+am|i'm)\s+(?:the|a|an)\s+[^.?!]{1,80}[.!]?$", re.I
+)
+
+
 def _constraint_sentences(
     text: str, reason: bool = False, tools: frozenset[str] = frozenset()
 ) -> Iterator[tuple[str, str]]:
@@ -842,7 +848,7 @@ def _constraint_sentences(
                 s = s.strip('"').strip()
             # A heading ("## My request for Codex:") names the request below it, it is not one.
             opening = first and not heading
-            first = first and (heading or not s)
+            first = first and (heading or not s or bool(_SELF_INTRO.match(s)))
             if opening:
                 investigation = bool(_INVESTIGATION.match(s)) and not _CHANGE_TOO.search(s)
                 document = bool(_DOCUMENT_REQUEST.match(s))

@@ -96,3 +96,16 @@ def test_what_a_revised_document_keeps_is_the_deliverable():
 def test_a_prohibition_on_the_work_in_a_document_request_still_counts():
     text = "Audit and revise PROJECT_SUMMARY.md for accuracy.\n\nDo not remove any files. Do not commit."
     assert rules_of(text) == ["Do not remove any files.", "Do not commit."]
+
+
+# --------------------------------------------------------------------------- the request after a self-introduction
+
+
+def test_the_request_after_a_self_introduction_is_the_task():
+    text = "I am the Product/Integration Lead for PublicPulse AI.\n\nReview the current repository for integration readiness."
+    assert rules_of(text) == []
+
+
+def test_a_process_step_after_the_request_still_counts():
+    text = "I am the lead for PublicPulse AI.\n\nReview the repository.\n\nRun the tests before you answer."
+    assert rules_of(text) == ["Run the tests before you answer."]
