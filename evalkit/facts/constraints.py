@@ -811,6 +811,19 @@ _SELF_INTRO = re.compile(
 )
 
 
+# "DO NOT Include in This Phase:\n- Unit tests": a prohibition whose object is the list under it is
+# one rule, the header alone says nothing.
+_PROHIBITED_LIST = re.compile(
+    r"^([ \t]*(?:\d+[.)][ \t]+)?\**(?:do not|don't|never)\b[^\n]*?:\**)[ \t]*\n((?:[ \t]*[-*•][ \t]+[^\n]*(?:\n|$))+)",
+    re.I | re.M,
+)
+
+
+def _join_prohibited_list(m: re.Match) -> str:
+    items = [re.sub(r"^[ \t]*[-*•][ \t]+", "", i).strip() for i in m.group(2).splitlines() if i.strip()]
+    return f"{m.group(1).replace('**', '')} {'; '.join(items)}\n"
+
+
 def _constraint_sentences(
     text: str, reason: bool = False, tools: frozenset[str] = frozenset()
 ) -> Iterator[tuple[str, str]]:
@@ -827,6 +840,7 @@ def _constraint_sentences(
     first, investigation, document, task_header = not reason, False, False, False
     mcp = bool(_MCP.search(text))
     deliverables = False
+    text = _PROHIBITED_LIST.sub(_join_prohibited_list, text)
     for line, advice in _candidate_lines(text):
         # A Markdown heading names a topic ("## Pull request title"): only a marked rule counts there.
         heading = line.startswith("#")

@@ -109,3 +109,16 @@ def test_the_request_after_a_self_introduction_is_the_task():
 def test_a_process_step_after_the_request_still_counts():
     text = "I am the lead for PublicPulse AI.\n\nReview the repository.\n\nRun the tests before you answer."
     assert rules_of(text) == ["Run the tests before you answer."]
+
+
+# --------------------------------------------------------------------------- a prohibition over a list
+
+
+def test_a_prohibition_over_a_list_is_one_rule_with_its_items():
+    text = "Build the utility.\n\n2. **DO NOT Include in This Phase**:\n   - Unit tests (handled by other node)\n"
+    assert rules_of(text) == ["DO NOT Include in This Phase: Unit tests (handled by other node)"]
+
+
+def test_a_prohibition_without_a_list_stays_as_typed():
+    text = "Build the utility.\n\nDo not push:\n\nThe branch is shared."
+    assert rules_of(text) == ["Do not push:"]
