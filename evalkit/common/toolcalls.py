@@ -166,7 +166,13 @@ def shell_modified(cmd: str) -> list[str]:
 
 def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], list[str]]:
     """(files read, files modified) by one call. ``open_file`` is the file an editor without a
-    path argument edits (SWE-agent's ``edit`` acts on the file its last ``open`` showed)."""
+    path argument edits (SWE-agent's ``edit`` acts on the file its last ``open`` showed). A
+    Windows path is spelt with forward slashes (:func:`forward_slashes`), so one file has one name."""
+    read, modified = _files_of(call, open_file)
+    return [forward_slashes(p) for p in read], [forward_slashes(p) for p in modified]
+
+
+def _files_of(call: ToolCall, open_file: str | None) -> tuple[list[str], list[str]]:
     name = call.name.lower()
     args = call.args
     path = _path_arg(args)
@@ -177,12 +183,12 @@ def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], l
         return [], []
     # Roo's and Bob's multi-file calls list their files as ``files: [{path, …}, …]``.
     files = args.get("files") if isinstance(args.get("files"), list) else []
-    paths = list(dict.fromkeys([path, *(f["path"] for f in files if isinstance(f, dict) and f.get("path"))]))
+    listed = [p for p in dict.fromkeys([path, *(f.get("path") for f in files if isinstance(f, dict))]) if p]
     if name in READ_TOOLS:
-        return ([p for p in paths if p]), []
-    if files and (name in WRITE_TOOLS or name in EDIT_TOOLS):
-        return [], [p for p in paths if p]
+        return listed, []
     if name in WRITE_TOOLS or name in EDIT_TOOLS:
+        if files:
+            return [], listed
         if name in ("apply_patch", "patch"):
             text = args.get("input") or args.get("patch") or ""
             found = _PATCH_FILE.findall(text) if isinstance(text, str) else []
@@ -211,6 +217,14 @@ def files_of(call: ToolCall, open_file: str | None = None) -> tuple[list[str], l
 
 # Sessions run the same few commands over and over; shlex-splitting each once pays off.
 _normalize = lru_cache(maxsize=1 << 16)(normalize_command)
+
+
+def forward_slashes(path: str) -> str:
+    """A Windows path with backslashes (``scripts\\seed.ts``) spelt as the same path with forward
+    slashes; a shell escape (``my\\ file``) is left alone."""
+    if "\\" not in path or re.search(r"\\[ \"'$`]", path):
+        return path
+    return path.replace("\\", "/")
 
 
 def norm_path(path: str) -> str:

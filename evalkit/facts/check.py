@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalkit.common.toolcalls import forward_slashes
 from evalkit.contracts.session import Session
-from evalkit.facts.extract import Facts, compute_facts, forward_slashes
+from evalkit.facts.extract import Facts, compute_facts
 
 KINDS = ("tallies", "failures", "constraints", "files_modified", "identifiers")
 

@@ -169,10 +169,9 @@ _OPEN_FILE = re.compile(r"^\(Open file: (.+?)\)\s*$|^\[File: (.+?) \(\d+ lines t
 _CWD = re.compile(r"^\(Current directory: (/[^)]*)\)\s*$", re.M)
 # aider's edit blocks in assistant text: the new text sits between "=======" and ">>>>>>> REPLACE".
 _AIDER_REPLACE = re.compile(r"^=======[ \t]*\n(.*?)(?:^>>>>>>> REPLACE|^```|\Z)", re.M | re.S)
-# aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text.
-# A fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
-# A whole-file listing: a line naming the file, then its fenced new text. A listing the user
-# interrupted has no closing fence: it runs to the end of the message.
+# aider's "whole" edit format: a line naming the file, then a fenced listing of its full new text
+# (a listing the user interrupted has no closing fence: it runs to the end of the message). A
+# fence that opens a SEARCH/REPLACE block is the diff format (only its REPLACE half is new text).
 _AIDER_WHOLE = re.compile(
     r"^[\w./\\-]*[\w-]\.\w+[ \t]*\n```[\w+#-]*[ \t]*\n(?!<{7} SEARCH)(.*?)(?:^```|\Z)", re.M | re.S
 )
@@ -241,14 +240,6 @@ def _new_texts(call: ToolCall) -> list[str]:
 
 def _has_new_text(call: ToolCall) -> bool:
     return any(v.strip() for v in _new_texts(call))
-
-
-def forward_slashes(path: str) -> str:
-    """A Windows path with backslashes (``scripts\\seed.ts``) spelt as the same path with forward
-    slashes, so one file is not counted twice; a shell escape (``my\\ file``) is left alone."""
-    if "\\" not in path or re.search(r"\\[ \"'$`]", path):
-        return path
-    return path.replace("\\", "/")
 
 
 def _in_dir(cwd: str, path: str) -> str:
@@ -344,7 +335,7 @@ class _Builder:
                         for name in identifiers.symbols(block):
                             self.identifier(i, "symbol", name, "edit text")
         for call in msg.tool_calls():
-            read, modified = (list(map(forward_slashes, ps)) for ps in files_of(call, self.open_file))
+            read, modified = files_of(call, self.open_file)
             if self.cwd:
                 modified = [_in_dir(self.cwd, p) for p in modified]
             self.facts.files_read.extend(FileTouch(i, p, call.name) for p in read)

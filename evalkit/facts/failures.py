@@ -330,18 +330,8 @@ def attempt_key(call: ToolCall | None) -> str:
         mcp = " ".join(
             str(call.args[k]) for k in ("server_name", "tool_name") if isinstance(call.args.get(k), str)
         )
-        target = (
-            _path_arg(call.args)
-            or mcp
-            or next(
-                (
-                    str(v)
-                    for k, v in sorted(call.args.items())
-                    if isinstance(v, str) and k not in ("thought",)
-                ),
-                "",
-            )
-        )
+        texts = (v for k, v in sorted(call.args.items()) if isinstance(v, str) and k != "thought")
+        target = _path_arg(call.args) or mcp or next(texts, "")
         # An editor's sub-command is part of the attempt: viewing a file does not fix a failed edit.
         sub = call.args.get("command") if isinstance(call.args.get("command"), str) else ""
         return " ".join(x for x in (call.name.lower(), sub.lower(), target) if x)

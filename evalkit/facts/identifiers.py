@@ -74,7 +74,6 @@ _ERROR_LINE = re.compile(
 # Tags a harness wraps its refusal in (Claude Code's <tool_use_error>, Roo's and Bob's
 # <error_details> for a diff that did not match).
 _TOOL_ERROR_TAG = re.compile(r"</?(?:tool_use_error|error_details)>")
-# Roo's and Bob's multi-file read answers each file with its <content> or its <error>.
 # Cline's, Roo's and Bob's answer to a call their own layer refused: a fixed header line, then the
 # error in an <error> block. The header says nothing of the call; the error under it is the
 # identifier (as under an "ERROR:" header).
@@ -88,6 +87,7 @@ _NPM_BLOCK = re.compile(r"^npm (?:error|ERR!) code (E(?!LIFECYCLE\b)[A-Z0-9_]+)\
 _NPM_LINE = re.compile(
     r"^npm (?:error|ERR!) (?!code\b|errno\b|syscall\b|path\b|dest\b|A complete log\b)(\S.*)$"
 )
+# Roo's and Bob's multi-file read answers each file with its <content> or its <error>.
 _FILE_ERROR = re.compile(r"<file>\s*<path>[^<]*</path>\s*<error>\s*([^<\n]+)", re.S)
 _GENERIC_ERROR = re.compile(r"\b(?:error|failed|fatal|not found|denied|cannot|could not|unable)\b", re.I)
 

@@ -200,6 +200,12 @@ def test_files_modified_from_shell_ignore_quoted_text():
     assert files_of(ToolCall("c", "edit", {"search": "a", "replace": "b"}), open_file="/r/m.py")[1] == [
         "/r/m.py"
     ]
+    # One name per file for every reader of calls (facts, replay's view, continuation's ops).
+    assert files_of(ToolCall("c", "write_to_file", {"path": "src\\app.py"}))[1] == ["src/app.py"]
+    bob_read = ToolCall(
+        "c", "read_file", {"path": "a\\x.py", "files": [{"path": "a\\x.py"}, {"path": "b.py"}]}
+    )
+    assert files_of(bob_read) == (["a/x.py", "b.py"], [])
 
 
 def test_failed_or_rejected_edits_modify_nothing():
