@@ -783,6 +783,8 @@ _TOOL_USE = re.compile(
     r"(?=[\s.,;:]|$)"
 )
 _MCP = re.compile(r"\bMCP\b")
+# A name shaped as an identifier (``attempt_completion``, ``convertSchema``), not a plain word.
+_IDENTIFIER_SHAPE = re.compile(r"_|[a-z][A-Z]")
 
 
 def agent_tools(calls: Iterable[ToolCall]) -> frozenset[str]:
@@ -790,8 +792,8 @@ def agent_tools(calls: Iterable[ToolCall]) -> frozenset[str]:
     identifiers (``attempt_completion``, ``convertSchema``): "use bash" stays an ordinary word."""
     names = set()
     for call in calls:
-        for name in (call.name, call.args.get("tool_name") if isinstance(call.args, dict) else None):
-            if isinstance(name, str) and re.search(r"_|[a-z][A-Z]", name):
+        for name in (call.name, call.args.get("tool_name")):
+            if isinstance(name, str) and _IDENTIFIER_SHAPE.search(name):
                 names.add(name)
     return frozenset(names)
 
@@ -802,7 +804,7 @@ def _tool_use(sentence: str, tools: frozenset[str], mcp: bool) -> bool:
     if not m:
         return False
     name = m.group("tool")
-    return name in tools or (mcp and bool(re.search(r"[a-z][A-Z]|_", name)))
+    return name in tools or (mcp and bool(_IDENTIFIER_SHAPE.search(name)))
 
 
 # "I am the Product/Integration Lead for X." introduces the speaker: the request comes after it.
